@@ -1,0 +1,102 @@
+package keys
+
+// Prefix starts every label and annotation key that gpuctl writes.
+const Prefix = "g8s.host/"
+
+// Labels set on every rendered object and pod template.
+const (
+	// JobType is the gpuctl kind of a workload: training, inference, notebook or compute.
+	JobType = Prefix + "job-type"
+	// Priority is the workload's priority: high, medium or low.
+	Priority = Prefix + "priority"
+	// Pool is the resource pool of a workload, and the pool of a Node.
+	Pool = Prefix + "pool"
+	// ManagedBy marks objects that gpuctl owns; only objects carrying it are ever pruned.
+	ManagedBy = Prefix + "managed-by"
+	// App is the selector label of Deployments, StatefulSets and Services.
+	App = "app"
+	// Quota names the quota document that created a Namespace or ResourceQuota.
+	Quota = Prefix + "quota"
+	// PoolRegistry marks the ConfigMaps that record pool definitions.
+	PoolRegistry = Prefix + "pool-registry"
+)
+
+// ManagedByValue is the value of the ManagedBy label.
+const ManagedByValue = "gpuctl"
+
+// Node labels (published by gpuctl-node-labeler, or set from pool files).
+const (
+	// GPUType is the normalized GPU model and memory, e.g. a100-80g.
+	GPUType = Prefix + "gpu-type"
+	// GPUProduct is the sanitized NVML product name.
+	GPUProduct = Prefix + "gpu-product"
+	// GPUCount is the number of GPUs on the node.
+	GPUCount = Prefix + "gpu-count"
+	// GPUMemory is the memory of one GPU in MiB.
+	GPUMemory = Prefix + "gpu-memory"
+	// GPUFamily is the architecture family derived from the compute capability.
+	GPUFamily = Prefix + "gpu-family"
+	// DriverVersion is the NVIDIA driver version.
+	DriverVersion = Prefix + "driver-version"
+	// CUDAVersion is the CUDA driver API version.
+	CUDAVersion = Prefix + "cuda-version"
+	// GPUTypesMixed is "true" on nodes with more than one GPU model.
+	GPUTypesMixed = Prefix + "gpu-types-mixed"
+)
+
+// Annotations.
+const (
+	// Description carries job.description.
+	Description = Prefix + "description"
+	// Source is the repository-relative file a rendered object came from.
+	Source = Prefix + "source"
+	// Prune set to PruneDisabled keeps an object out of pruning.
+	Prune = Prefix + "prune"
+	// PruneDisabled is the value of Prune that opts an object out.
+	PruneDisabled = "disabled"
+	// Drift set to DriftIgnore keeps an object out of drift detection and correction.
+	Drift = Prefix + "drift"
+	// DriftIgnore is the value of Drift that opts an object out.
+	DriftIgnore = "ignore"
+	// PoolDescription carries a pool's description on its registry ConfigMap.
+	PoolDescription = Prefix + "description"
+)
+
+// Kubernetes resource names that gpuctl requests.
+const (
+	// ResourceGPU is the whole-GPU extended resource of the NVIDIA device plugin.
+	ResourceGPU = "nvidia.com/gpu"
+	// ResourceGPUMem is the GPU memory slice (GiB) of the GPU-share device plugin.
+	ResourceGPUMem = "aliyun.com/gpu-mem"
+	// QuotaRequestsGPU is the ResourceQuota key that counts requested GPUs.
+	QuotaRequestsGPU = "requests.nvidia.com/gpu"
+)
+
+// Names of objects that gpuctl creates.
+const (
+	// SystemNamespace is the default namespace of the reconciler, its status and the pool registry.
+	SystemNamespace = "gpuctl-system"
+	// ServicePrefix prefixes the Service of a workload: svc-{name}.
+	ServicePrefix = "svc-"
+	// PoolRegistryPrefix prefixes the registry ConfigMap of a pool: gpuctl-pool-{name}.
+	PoolRegistryPrefix = "gpuctl-pool-"
+	// FieldManager is the server-side apply field manager of the reconciler and the CLI.
+	FieldManager = "gpuctl"
+	// DefaultPool is the pool of workloads that name none.
+	DefaultPool = "default"
+	// DefaultNamespace is the namespace of workloads that name none and are not mapped.
+	DefaultNamespace = "default"
+	// ConfigFile is the reconciler configuration file looked up at the root of a rendered tree.
+	ConfigFile = ".gpuctl.yaml"
+)
+
+// PriorityClass names and values for job.priority.
+const (
+	PriorityClassHigh   = "gpuctl-high"
+	PriorityClassMedium = "gpuctl-medium"
+	PriorityClassLow    = "gpuctl-low"
+
+	PriorityValueHigh   = 1000000
+	PriorityValueMedium = 500000
+	PriorityValueLow    = 100
+)

@@ -1,0 +1,92 @@
+package render
+
+import (
+	"strconv"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// build renders every valid document; kustomization directories are built by kustomize.
+func (st *run) build() []*unstructured.Unstructured {
+	var objs []*unstructured.Unstructured
+	anyWorkload := false
+	for _, s := range st.sources {
+		for _, doc := range s.docs {
+			anyWorkload = anyWorkload || doc.Workload != nil
+			if s.kustom {
+				continue
+			}
+			for _, o := range st.renderDoc(doc, s) {
+				objs = st.add(objs, o, doc.File, doc.Pos)
+			}
+		}
+	}
+	for _, k := range st.topKustomizations() {
+		for _, o := range st.kustomize(k) {
+			objs = st.add(objs, o, relTo(st.repo, k), Pos{})
+		}
+	}
+	if anyWorkload {
+		for _, pc := range priorityClasses() {
+			objs = st.add(objs, toUnstructured(pc), "", Pos{})
+		}
+	}
+	for _, o := range objs {
+		if o.GetKind() == "Node" {
+			continue
+		}
+		labels := o.GetLabels()
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[keys.ManagedBy] = keys.ManagedByValue
+		o.SetLabels(labels)
+	}
+	sortObjects(objs)
+	return objs
+}
+
+// add appends an object unless another file already rendered the same one.
+func (st *run) add(objs []*unstructured.Unstructured, o *unstructured.Unstructured, file string, p Pos) []*unstructured.Unstructured {
+	id := o.GetAPIVersion() + " " + ObjectID(o)
+	if first, dup := st.objSrc[id]; dup {
+		st.ds.errorf(file, p, "", "%s is rendered twice: also from %s", ObjectID(o), first)
+		return objs
+	}
+	where := file
+	if p.Line > 0 {
+		where = file + ":" + strconv.Itoa(p.Line)
+	}
+	st.objSrc[id] = where
+	return append(objs, o)
+}
+
+// renderDoc renders one valid document.
+func (st *run) renderDoc(doc *Document, s *source) []*unstructured.Unstructured {
+	var typed []runtime.Object
+	switch {
+	case doc.Workload != nil:
+		typed = buildWorkload(workloadInput{Workload: doc.Workload, doc: doc, namespace: doc.Namespace, source: s.rel})
+	case doc.Pool != nil:
+		typed = buildPool(doc.Pool, s.rel, st.cfg.systemNamespace())
+	case doc.Quota != nil:
+		typed = buildQuota(doc.Quota, s.rel, doc.Has)
+	case doc.Manifest != nil:
+		u := (&unstructured.Unstructured{Object: doc.Manifest}).DeepCopy()
+		ann := u.GetAnnotations()
+		if ann == nil {
+			ann = map[string]string{}
+		}
+		ann[keys.Source] = s.rel
+		u.SetAnnotations(ann)
+		return []*unstructured.Unstructured{u}
+	}
+	out := make([]*unstructured.Unstructured, len(typed))
+	for i, t := range typed {
+		out[i] = toUnstructured(t)
+	}
+	return out
+}
+

@@ -1,0 +1,127 @@
+package render
+
+import (
+	"strconv"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// buildWorkload renders one workload into its Kubernetes objects.
+func buildWorkload(w workloadInput) []runtime.Object {
+	switch w.Kind {
+	case KindTraining:
+		return buildTraining(w)
+	case KindInference:
+		return []runtime.Object{deployment(w), nodePortService(w)}
+	case KindNotebook:
+		return []runtime.Object{statefulSet(w), nodePortService(w)}
+	default: // compute
+		if w.servicePort() == 0 {
+			return []runtime.Object{deployment(w)}
+		}
+		return []runtime.Object{deployment(w), nodePortService(w)}
+	}
+}
+
+// buildTraining renders a Job; node_count > 1 makes an Indexed Job with a headless Service
+// for rendezvous and the environment that torchrun and DeepSpeed read.
+func buildTraining(w workloadInput) []runtime.Object {
+	job := &batchv1.Job{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "batch/v1", Kind: "Job"},
+		ObjectMeta: w.meta(w.Job.Name),
+		Spec: batchv1.JobSpec{
+			// A failed training run is not retried on its own: GPUs are too dear to burn on a
+			// crash loop. Change the file (or re-sync) to run it again.
+			BackoffLimit: int32Ptr(0),
+		},
+	}
+	if !w.multiNode() {
+		job.Spec.Template = w.podTemplate(nil)
+		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		return []runtime.Object{job}
+	}
+	n := w.Resources.NodeCount
+	svc := serviceName(w.Job.Name)
+	job.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+	job.Spec.Completions = int32Ptr(n)
+	job.Spec.Parallelism = int32Ptr(n)
+	job.Spec.Template = w.podTemplate(distributedEnv(w, svc))
+	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+	job.Spec.Template.Spec.Subdomain = svc
+	headless := &corev1.Service{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
+		ObjectMeta: w.meta(svc),
+		Spec: corev1.ServiceSpec{
+			ClusterIP:                corev1.ClusterIPNone,
+			Selector:                 map[string]string{keys.App: w.Job.Name},
+			PublishNotReadyAddresses: true,
+			Ports:                    []corev1.ServicePort{{Name: "rendezvous", Port: MasterPort, Protocol: corev1.ProtocolTCP}},
+		},
+	}
+	return []runtime.Object{job, headless}
+}
+
+// distributedEnv is the environment of multi-node training. WORLD_SIZE is the number of nodes
+// (one pod a node, as Kubeflow's PyTorchJob sets it); the PET_* variables are read by torchrun
+// as its --nnodes, --node_rank, --nproc_per_node and --master_* flags.
+func distributedEnv(w workloadInput, svc string) []corev1.EnvVar {
+	nodes := strconv.Itoa(w.Resources.NodeCount)
+	master := w.Job.Name + "-0." + svc
+	port := strconv.Itoa(MasterPort)
+	rank := corev1.EnvVar{ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
+		FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}
+	withName := func(e corev1.EnvVar, name string) corev1.EnvVar { e.Name = name; return e }
+	env := []corev1.EnvVar{
+		{Name: "MASTER_ADDR", Value: master},
+		{Name: "MASTER_PORT", Value: port},
+		{Name: "WORLD_SIZE", Value: nodes},
+		{Name: "NNODES", Value: nodes},
+		withName(rank, "NODE_RANK"),
+		{Name: "PET_MASTER_ADDR", Value: master},
+		{Name: "PET_MASTER_PORT", Value: port},
+		{Name: "PET_NNODES", Value: nodes},
+		withName(rank, "PET_NODE_RANK"),
+	}
+	if g := w.Resources.GPU; g > 0 {
+		env = append(env,
+			corev1.EnvVar{Name: "NPROC_PER_NODE", Value: strconv.Itoa(g)},
+			corev1.EnvVar{Name: "PET_NPROC_PER_NODE", Value: strconv.Itoa(g)})
+	}
+	return append(env,
+		corev1.EnvVar{Name: "NCCL_SOCKET_IFNAME", Value: "eth0"},
+		corev1.EnvVar{Name: "NCCL_DEBUG", Value: "WARN"})
+}
+
+func deployment(w workloadInput) *appsv1.Deployment {
+	replicas := 1
+	if w.Has("service.replicas") {
+		replicas = w.Service.Replicas
+	}
+	return &appsv1.Deployment{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
+		ObjectMeta: w.meta(w.Job.Name),
+		Spec: appsv1.DeploymentSpec{
+			Replicas: int32Ptr(replicas),
+			Selector: w.selector(),
+			Template: w.podTemplate(nil),
+		},
+	}
+}
+
+func statefulSet(w workloadInput) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
+		ObjectMeta: w.meta(w.Job.Name),
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:    int32Ptr(1),
+			ServiceName: serviceName(w.Job.Name),
+			Selector:    w.selector(),
+			Template:    w.podTemplate(nil),
+		},
+	}
+}

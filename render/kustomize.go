@@ -1,0 +1,123 @@
+package render
+
+import (
+	"bytes"
+	"path/filepath"
+	"sort"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/api/types"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// renderedFS shows kustomize the rendered Kubernetes YAML in place of each gpuctl file, so a
+// kustomization lists gpuctl files as resources and overlays patch what they render to.
+type renderedFS struct {
+	filesys.FileSystem
+	files map[string][]byte // absolute path -> rendered YAML
+}
+
+// ReadFile returns the rendered form of gpuctl files and the bytes of every other file.
+func (f renderedFS) ReadFile(p string) ([]byte, error) {
+	if abs, err := filepath.Abs(p); err == nil {
+		if b, ok := f.files[abs]; ok {
+			return b, nil
+		}
+	}
+	return f.FileSystem.ReadFile(p)
+}
+
+// kustomizationFile returns the kustomization file of a directory.
+func (st *run) kustomizationFile(dir string) string {
+	for _, k := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+		if f := filepath.Join(dir, k); st.fsys.Exists(f) {
+			return f
+		}
+	}
+	return filepath.Join(dir, "kustomization.yaml")
+}
+
+// topKustomizations returns the kustomization directories that no other one refers to.
+func (st *run) topKustomizations() []string {
+	referenced := map[string]bool{}
+	isK := map[string]bool{}
+	for _, k := range st.kdirs {
+		isK[k] = true
+	}
+	for _, k := range st.kdirs {
+		data, err := st.fsys.ReadFile(st.kustomizationFile(k))
+		if err != nil {
+			continue // reported by the build
+		}
+		var kz types.Kustomization
+		if sigsyaml.Unmarshal(data, &kz) != nil {
+			continue
+		}
+		refs := append(append(append([]string{}, kz.Resources...), kz.Bases...), kz.Components...) //nolint:staticcheck // bases are still accepted
+		for _, r := range refs {
+			if d := filepath.Clean(filepath.Join(k, r)); isK[d] && d != k {
+				referenced[d] = true
+			}
+		}
+	}
+	var top []string
+	for _, k := range st.kdirs {
+		if !referenced[k] {
+			top = append(top, k)
+		}
+	}
+	sort.Strings(top)
+	return top
+}
+
+// kustomize builds one kustomization directory over the rendered gpuctl files.
+func (st *run) kustomize(dir string) []*unstructured.Unstructured {
+	files := map[string][]byte{}
+	for _, s := range st.sources {
+		if !s.kustom {
+			continue
+		}
+		var buf bytes.Buffer
+		for _, doc := range s.docs {
+			for _, o := range st.renderDoc(doc, s) {
+				b, _ := sigsyaml.Marshal(o.Object) // cannot fail: maps of JSON values
+				buf.WriteString("---\n")
+				buf.Write(b)
+			}
+		}
+		files[s.abs] = buf.Bytes()
+	}
+	kfile := st.kustomizationFile(dir)
+	display := filepath.Join(filepath.Dir(st.displayOf(kfile)), filepath.Base(kfile))
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	rm, err := k.Run(renderedFS{FileSystem: st.fsys, files: files}, dir)
+	if err != nil {
+		st.ds.errorf(display, Pos{}, "", "kustomize build: %v", err)
+		return nil
+	}
+	maps := make([]map[string]any, 0, rm.Size())
+	for _, r := range rm.Resources() {
+		m, err := r.Map()
+		if err != nil {
+			st.ds.errorf(display, Pos{}, "", "kustomize output: %v", err)
+			continue
+		}
+		maps = append(maps, m)
+	}
+	st.checkNamespaces(display, filepath.ToSlash(relTo(st.repo, dir)), maps)
+	out := make([]*unstructured.Unstructured, len(maps))
+	for i, m := range maps {
+		out[i] = &unstructured.Unstructured{Object: m}
+	}
+	return out
+}
+
+// displayOf names an absolute path the way the user named the rendered path.
+func (st *run) displayOf(abs string) string {
+	if st.argDir == "" {
+		return abs
+	}
+	return filepath.Join(st.argDir, relTo(st.argAbs, abs))
+}

@@ -1,0 +1,296 @@
+package render
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// Options configure a Renderer.
+type Options struct {
+	// Config replaces the .gpuctl.yaml that is otherwise looked up from the rendered path
+	// upwards (to the first directory holding .git).
+	Config *Config
+}
+
+// Renderer turns a tree of gpuctl files into Kubernetes objects. It is a pure function of the
+// files: the same input gives byte-identical output.
+type Renderer struct {
+	opts Options
+}
+
+// New returns a Renderer.
+func New(opts Options) *Renderer { return &Renderer{opts: opts} }
+
+// Result is what a render produced.
+type Result struct {
+	// Objects are the rendered objects, in apply order (Namespaces, PriorityClasses, quotas,
+	// configuration, Services, workloads, Node label intents), then by namespace and name.
+	Objects []*unstructured.Unstructured
+	// Documents are every parsed document, valid or not.
+	Documents []*Document
+	// Diagnostics are every error and warning, in file and line order.
+	Diagnostics []*Diagnostic
+	// Files are the source files read, as displayed in diagnostics.
+	Files []string
+	// Root is the directory that source annotations and namespace rules are relative to.
+	Root string
+}
+
+// Warnings returns the diagnostics that do not fail validation.
+func (r *Result) Warnings() []*Diagnostic { _, w := split(r.Diagnostics); return w }
+
+// Errors returns the diagnostics that fail validation.
+func (r *Result) Errors() []*Diagnostic { e, _ := split(r.Diagnostics); return e }
+
+// source is one file to render.
+type source struct {
+	display string // as the user named it
+	rel     string // relative to the repository root, slash-separated
+	abs     string
+	docs    []*Document
+	kustom  bool // below a kustomization directory: built by kustomize, not on its own
+}
+
+// run is the state of one Render call.
+type run struct {
+	fsys    filesys.FileSystem
+	cfg     *Config
+	repo    string // absolute repository root
+	ds      *diagnostics
+	sources []*source
+	byAbs   map[string]*source
+	kdirs   []string // absolute kustomization directories
+	objSrc  map[string]string
+	argDir  string // the rendered directory as the user named it
+	argAbs  string // and its absolute path
+}
+
+// Render reads every gpuctl file and Kubernetes manifest below path (a directory or a file)
+// and renders them. On any error it returns a *ValidationError with every error of every file,
+// and no objects; warnings never fail.
+func (r *Renderer) Render(fsys filesys.FileSystem, path string) (*Result, error) {
+	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[string]string{}}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fsys.Exists(abs) {
+		return nil, fmt.Errorf("%s: %w", path, os.ErrNotExist)
+	}
+	st.argDir, st.argAbs = path, abs
+	if !fsys.IsDir(abs) {
+		st.argDir, st.argAbs = filepath.Dir(path), filepath.Dir(abs)
+	}
+	st.loadConfig(r.opts.Config, abs)
+	if err := st.collect(path, abs); err != nil {
+		return nil, err
+	}
+	st.parseAll()
+	st.validateAll()
+	res := &Result{Root: st.repo}
+	for _, s := range st.sources {
+		res.Files = append(res.Files, s.display)
+		res.Documents = append(res.Documents, s.docs...)
+	}
+	if !st.ds.hasErrors() {
+		res.Objects = st.build()
+	}
+	res.Diagnostics = st.ds.sorted()
+	errs, _ := split(res.Diagnostics)
+	if len(errs) > 0 {
+		res.Objects = nil
+		return res, newValidationError(errs)
+	}
+	return res, nil
+}
+
+// loadConfig uses the given config, or finds .gpuctl.yaml from abs upwards.
+func (st *run) loadConfig(given *Config, abs string) {
+	dir := abs
+	if !st.fsys.IsDir(dir) {
+		dir = filepath.Dir(dir)
+	}
+	st.repo, st.cfg = dir, given
+	if given != nil {
+		return
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if f := filepath.Join(d, keys.ConfigFile); st.fsys.Exists(f) {
+			st.repo = d
+			data, err := st.fsys.ReadFile(f)
+			if err != nil {
+				st.ds.errorf(f, Pos{}, "", "cannot read: %v", err)
+				return
+			}
+			cfg, diags := ParseConfig(f, data)
+			st.cfg = cfg
+			for _, d := range diags {
+				st.ds.add(d)
+			}
+			return
+		}
+		if st.fsys.Exists(filepath.Join(d, ".git")) || filepath.Dir(d) == d {
+			return
+		}
+	}
+}
+
+// isSourceFile reports whether a file name is read as gpuctl or Kubernetes YAML.
+func isSourceFile(name string) bool {
+	if strings.HasPrefix(name, ".") || isKustomization(name) || name == "gpuctl-policy.yaml" {
+		return false
+	}
+	ext := filepath.Ext(name)
+	return ext == ".yaml" || ext == ".yml"
+}
+
+func isKustomization(name string) bool {
+	return name == "kustomization.yaml" || name == "kustomization.yml" || name == "Kustomization"
+}
+
+// collect lists the source files and kustomization directories below path.
+func (st *run) collect(path, abs string) error {
+	return st.fsys.Walk(path, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			st.ds.errorf(p, Pos{}, "", "cannot read: %v", err)
+			return nil
+		}
+		name := info.Name()
+		pAbs := filepath.Join(abs, relTo(path, p))
+		if info.IsDir() {
+			if p != path && strings.HasPrefix(name, ".") {
+				return filepath.SkipDir
+			}
+			for _, k := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
+				if st.fsys.Exists(filepath.Join(pAbs, k)) {
+					st.kdirs = append(st.kdirs, pAbs)
+					break
+				}
+			}
+			return nil
+		}
+		if p != path && !isSourceFile(name) {
+			return nil
+		}
+		if info.Mode()&os.ModeSymlink != 0 {
+			st.ds.warnf(p, Pos{}, "", "symbolic link skipped")
+			return nil
+		}
+		s := &source{display: p, abs: pAbs, rel: filepath.ToSlash(relTo(st.repo, pAbs))}
+		if info.Size() > MaxFileSize {
+			st.ds.errorf(p, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(int(info.Size())), humanBytes(MaxFileSize))
+			return nil
+		}
+		st.sources = append(st.sources, s)
+		st.byAbs[pAbs] = s
+		return nil
+	})
+}
+
+func relTo(base, p string) string {
+	rel, err := filepath.Rel(base, p)
+	if err != nil {
+		return p
+	}
+	return rel
+}
+
+func (st *run) parseAll() {
+	for _, s := range st.sources {
+		for _, k := range st.kdirs {
+			if s.abs == k || strings.HasPrefix(s.abs, k+string(filepath.Separator)) {
+				s.kustom = true
+			}
+		}
+		data, err := st.fsys.ReadFile(s.abs)
+		if err != nil {
+			st.ds.errorf(s.display, Pos{}, "", "cannot read: %v", err)
+			continue
+		}
+		s.docs = parseFile(s.display, data, st.ds)
+		for _, d := range s.docs {
+			d.File = s.display
+		}
+	}
+}
+
+// toUnstructured converts a typed object and drops the fields that a render never sets.
+func toUnstructured(obj runtime.Object) *unstructured.Unstructured {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		panic(fmt.Sprintf("render: convert %T: %v", obj, err)) // typed objects always convert
+	}
+	delete(m, "status")
+	dropNulls(m)
+	return &unstructured.Unstructured{Object: m}
+}
+
+// dropNulls removes null values (creationTimestamp: null and the like) in place.
+func dropNulls(m map[string]any) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			dropNulls(t)
+		case []any:
+			for _, item := range t {
+				if im, ok := item.(map[string]any); ok {
+					dropNulls(im)
+				}
+			}
+		}
+	}
+}
+
+// kindOrder is the apply order of kinds; unknown kinds go with configuration.
+var kindOrder = map[string]int{
+	"Namespace": 0, "CustomResourceDefinition": 0, "PriorityClass": 1, "ResourceQuota": 2, "LimitRange": 2,
+	"ServiceAccount": 3, "Role": 3, "ClusterRole": 3, "RoleBinding": 3, "ClusterRoleBinding": 3,
+	"ConfigMap": 4, "Secret": 4, "PersistentVolumeClaim": 4, "Service": 5,
+	"Deployment": 6, "StatefulSet": 6, "Job": 6, "DaemonSet": 6, "Node": 8,
+}
+
+// KindOrder returns the apply stage of a kind: lower stages are applied first.
+func KindOrder(kind string) int {
+	if o, ok := kindOrder[kind]; ok {
+		return o
+	}
+	return 4
+}
+
+// ObjectID identifies an object: group/version Kind namespace/name.
+func ObjectID(u *unstructured.Unstructured) string {
+	ns := u.GetNamespace()
+	if ns != "" {
+		ns += "/"
+	}
+	return u.GetKind() + " " + ns + u.GetName()
+}
+
+func sortObjects(objs []*unstructured.Unstructured) {
+	sort.SliceStable(objs, func(i, j int) bool {
+		a, b := objs[i], objs[j]
+		if oa, ob := KindOrder(a.GetKind()), KindOrder(b.GetKind()); oa != ob {
+			return oa < ob
+		}
+		if a.GetNamespace() != b.GetNamespace() {
+			return a.GetNamespace() < b.GetNamespace()
+		}
+		if a.GetKind() != b.GetKind() {
+			return a.GetKind() < b.GetKind()
+		}
+		if a.GetName() != b.GetName() {
+			return a.GetName() < b.GetName()
+		}
+		return a.GetAPIVersion() < b.GetAPIVersion()
+	})
+}

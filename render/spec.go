@@ -1,0 +1,183 @@
+package render
+
+import "k8s.io/apimachinery/pkg/api/resource"
+
+// Version is the only version of the gpuctl format.
+const Version = "v0.1"
+
+// Kinds of gpuctl documents.
+const (
+	KindTraining  = "training"
+	KindInference = "inference"
+	KindNotebook  = "notebook"
+	KindCompute   = "compute"
+	KindPool      = "pool"
+	KindQuota     = "quota"
+	// KindResource is the PRD's spelling of a pool document, with a `pool:` block.
+	KindResource = "resource"
+)
+
+// WorkloadKinds lists the kinds that run containers.
+var WorkloadKinds = []string{KindTraining, KindInference, KindNotebook, KindCompute}
+
+var allKinds = []string{KindTraining, KindInference, KindNotebook, KindCompute, KindPool, KindQuota, KindResource}
+
+// Workload is a training, inference, notebook or compute document.
+type Workload struct {
+	Kind        string      `gpuctl:"kind,required"`
+	Version     string      `gpuctl:"version,required"`
+	Job         Job         `gpuctl:"job,required"`
+	Environment Environment `gpuctl:"environment,required"`
+	Resources   Resources   `gpuctl:"resources"`
+	Service     Service     `gpuctl:"service"`
+	Storage     Storage     `gpuctl:"storage"`
+}
+
+// Job identifies a workload.
+type Job struct {
+	Name        string `gpuctl:"name,required"`
+	Namespace   string `gpuctl:"namespace"`
+	Priority    string `gpuctl:"priority"`
+	Description string `gpuctl:"description"`
+}
+
+// Environment is the container: image, command and environment variables.
+type Environment struct {
+	Image           string   `gpuctl:"image,required"`
+	ImagePullSecret string   `gpuctl:"imagePullSecret"`
+	Command         []string `gpuctl:"command"`
+	Args            []string `gpuctl:"args"`
+	Env             []EnvVar `gpuctl:"env"`
+}
+
+// EnvVar is one environment variable.
+type EnvVar struct {
+	Name  string `gpuctl:"name,required"`
+	Value string `gpuctl:"value"`
+}
+
+// Resources is what one pod asks for, and where it may run.
+type Resources struct {
+	Pool      string            `gpuctl:"pool"`
+	GPU       int               `gpuctl:"gpu"`
+	GPUType   string            `gpuctl:"gpu-type"`
+	CPU       resource.Quantity `gpuctl:"cpu"`
+	Memory    resource.Quantity `gpuctl:"memory"`
+	GPUShare  resource.Quantity `gpuctl:"gpu-share"`
+	NodeCount int               `gpuctl:"node_count"`
+}
+
+// Service is how a long-running workload is exposed.
+type Service struct {
+	Replicas    int    `gpuctl:"replicas"`
+	Port        int    `gpuctl:"port"`
+	HealthCheck string `gpuctl:"health_check"`
+}
+
+// Storage lists host directories mounted into the pod.
+type Storage struct {
+	Workdirs []Workdir `gpuctl:"workdirs"`
+}
+
+// Workdir is a host path mounted at the same path in the container.
+type Workdir struct {
+	Path string `gpuctl:"path,required"`
+	// Type is file, directory, or empty to decide from the path.
+	Type string `gpuctl:"type"`
+}
+
+// Metadata names a pool or quota document.
+type Metadata struct {
+	Name        string `gpuctl:"name,required"`
+	Description string `gpuctl:"description"`
+}
+
+// PoolNode is one node of a pool and the GPU type declared for it.
+type PoolNode struct {
+	Name    string `gpuctl:",key"`
+	GPUType string `gpuctl:"gpu-type"`
+}
+
+// Pool is a resource pool: a named set of nodes.
+type Pool struct {
+	Metadata
+	Nodes []PoolNode
+}
+
+// UserQuota is the quota of one user (namespace).
+type UserQuota struct {
+	Name   string            `gpuctl:",key"`
+	CPU    resource.Quantity `gpuctl:"cpu"`
+	Memory resource.Quantity `gpuctl:"memory"`
+	GPU    int               `gpuctl:"gpu"`
+}
+
+// Quota sets per-user quotas; each user gets a Namespace.
+type Quota struct {
+	Metadata
+	Users []UserQuota
+}
+
+// poolDoc is `kind: pool` with metadata.
+type poolDoc struct {
+	Kind     string     `gpuctl:"kind,required"`
+	Version  string     `gpuctl:"version,required"`
+	Metadata Metadata   `gpuctl:"metadata,required"`
+	Nodes    []PoolNode `gpuctl:"nodes"`
+}
+
+// resourceDoc is the PRD's `kind: resource` with a pool block.
+type resourceDoc struct {
+	Kind    string     `gpuctl:"kind,required"`
+	Version string     `gpuctl:"version,required"`
+	Pool    Metadata   `gpuctl:"pool,required"`
+	Nodes   []PoolNode `gpuctl:"nodes"`
+}
+
+// quotaDoc is `kind: quota`; users may also be written as the upstream `namespace:` map.
+type quotaDoc struct {
+	Kind      string      `gpuctl:"kind,required"`
+	Version   string      `gpuctl:"version,required"`
+	Metadata  Metadata    `gpuctl:"metadata,required"`
+	Users     []UserQuota `gpuctl:"users"`
+	Namespace []UserQuota `gpuctl:"namespace"`
+}
+
+// Document is one parsed YAML document of a source file.
+type Document struct {
+	// File is the path of the file relative to the render root, with forward slashes.
+	File string
+	// Index is the position of the document in its file, from 0.
+	Index int
+	// Pos is where the document starts.
+	Pos Pos
+	// Kind is the gpuctl kind, or "manifest" for a plain Kubernetes object.
+	Kind string
+	// Namespace is where a workload lands, after the directory mapping.
+	Namespace string
+
+	Workload *Workload
+	Pool     *Pool
+	Quota    *Quota
+	// Manifest is a plain Kubernetes object (a document with apiVersion).
+	Manifest map[string]any
+
+	pos map[string]Pos
+}
+
+// KindManifest is the Document.Kind of plain Kubernetes manifests.
+const KindManifest = "manifest"
+
+// At returns the position of a field, e.g. "resources.gpu", or the document's start.
+func (d *Document) At(field string) Pos {
+	if p, ok := d.pos[field]; ok {
+		return p
+	}
+	return d.Pos
+}
+
+// Has reports whether a field was written in the document.
+func (d *Document) Has(field string) bool {
+	_, ok := d.pos[field]
+	return ok
+}
