@@ -89,4 +89,3 @@ func (st *run) renderDoc(doc *Document, s *source) []*unstructured.Unstructured 
 	}
 	return out
 }
-

@@ -124,4 +124,3 @@ func firstDiff(want, got []byte) string {
 	}
 	return "(equal)"
 }
-
