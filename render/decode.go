@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,9 @@ const maxNodes = 200000
 const maxInt = 1 << 20
 
 var quantityType = reflect.TypeOf(resource.Quantity{})
+
+// wholeNumber matches integers too large for YAML's int, which it then tags as floats.
+var wholeNumber = regexp.MustCompile(`^[-+]?[0-9]+$`)
 
 type schemaField struct {
 	index     int
@@ -88,6 +92,13 @@ func (d *decoder) errorf(n *yaml.Node, field, format string, args ...any) *Diagn
 	return d.diags.errorf(d.file, posOf(n), field, format, args...)
 }
 
+// fail reports a value that could not be decoded; the field then counts as not set, so later
+// checks do not pile further errors onto it.
+func (d *decoder) fail(n *yaml.Node, field, format string, args ...any) *Diagnostic {
+	delete(d.pos, field)
+	return d.errorf(n, field, format, args...)
+}
+
 // decode fills v (addressable) from n; path is the field path used in messages.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	if d.nodes++; d.nodes > maxNodes {
@@ -122,7 +133,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		if s, ok := d.scalar(n, path, "true or false"); ok {
 			b, err := strconv.ParseBool(s)
 			if err != nil || n.Tag != "!!bool" {
-				d.errorf(n, path, "expected true or false, got %q", s)
+				d.fail(n, path, "expected true or false, got %q", s)
 				return
 			}
 			v.SetBool(b)
@@ -135,7 +146,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 // scalar returns the text of a scalar node; other kinds are type errors.
 func (d *decoder) scalar(n *yaml.Node, path, want string) (string, bool) {
 	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
-		d.errorf(n, path, "expected %s, got %s", want, describe(n))
+		d.fail(n, path, "expected %s, got %s", want, describe(n))
 		return "", false
 	}
 	return n.Value, true
@@ -168,13 +179,17 @@ func (d *decoder) decodeInt(n *yaml.Node, v reflect.Value, path string) {
 	if !ok {
 		return
 	}
+	if n.Tag == "!!float" && wholeNumber.MatchString(s) {
+		d.fail(n, path, "integer %s is out of range (at most %d)", s, maxInt)
+		return
+	}
 	if n.Tag != "!!int" {
-		d.errorf(n, path, "expected an integer, got %s", describe(n))
+		d.fail(n, path, "expected an integer, got %s", describe(n))
 		return
 	}
 	i, err := strconv.ParseInt(s, 0, 64)
 	if err != nil || i > maxInt || i < -maxInt {
-		d.errorf(n, path, "integer %s is out of range (at most %d)", s, maxInt)
+		d.fail(n, path, "integer %s is out of range (at most %d)", s, maxInt)
 		return
 	}
 	v.SetInt(i)
@@ -187,11 +202,11 @@ func (d *decoder) decodeQuantity(n *yaml.Node, v reflect.Value, path string) {
 	}
 	q, err := resource.ParseQuantity(s)
 	if err != nil {
-		d.errorf(n, path, "invalid quantity %q: expected a number with an optional unit such as 8, 500m or 32Gi", s)
+		d.fail(n, path, "invalid quantity %q: expected a number with an optional unit such as 8, 500m or 32Gi", s)
 		return
 	}
 	if f := q.AsApproximateFloat64(); math.IsInf(f, 0) || f > 1e18 {
-		d.errorf(n, path, "quantity %q is out of range", s)
+		d.fail(n, path, "quantity %q is out of range", s)
 		return
 	}
 	v.Set(reflect.ValueOf(q))
@@ -230,7 +245,7 @@ func (d *decoder) entries(n *yaml.Node) []entry {
 
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, "expected a mapping, got %s", describe(n))
+		d.fail(n, path, "expected a mapping, got %s", describe(n))
 		return
 	}
 	s := schemaOf(v.Type())
@@ -291,7 +306,7 @@ func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.errorf(n, path, "expected a list, got %s", describe(n))
+		d.fail(n, path, "expected a list, got %s", describe(n))
 		return
 	}
 	out := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
@@ -304,7 +319,7 @@ func (d *decoder) decodeSlice(n *yaml.Node, v reflect.Value, path string) {
 // decodeKeyed decodes a mapping of name -> struct into a slice of structs, keeping file order.
 func (d *decoder) decodeKeyed(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
-		d.errorf(n, path, "expected a mapping of names, got %s", describe(n))
+		d.fail(n, path, "expected a mapping of names, got %s", describe(n))
 		return
 	}
 	keyIdx := schemaOf(v.Type().Elem()).key

@@ -124,3 +124,5 @@ func firstDiff(want, got []byte) string {
 	}
 	return "(equal)"
 }
+
+func diskFS() filesys.FileSystem { return filesys.MakeFsOnDisk() }
