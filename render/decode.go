@@ -240,7 +240,17 @@ func (d *decoder) entries(n *yaml.Node) []entry {
 		}
 		own = append(own, entry{k, val})
 	}
-	return append(own, merged...)
+	have := make(map[string]bool, len(own))
+	for _, e := range own {
+		have[e.key.Value] = true
+	}
+	for _, e := range merged { // explicit keys override merged ones; the first merge wins
+		if !have[e.key.Value] {
+			have[e.key.Value] = true
+			own = append(own, e)
+		}
+	}
+	return own
 }
 
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {

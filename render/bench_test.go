@@ -1,0 +1,125 @@
+package render_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/render"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// benchFile returns workload file i of a generated repository: a mix of every kind.
+func benchFile(i int) string {
+	name := fmt.Sprintf("job-%04d", i)
+	switch i % 10 {
+	case 0, 1, 2, 3:
+		return fmt.Sprintf(`kind: training
+version: v0.1
+job: {name: %s, priority: high, description: "sweep %d"}
+environment:
+  image: registry.example.com/llama-factory:v0.8.0
+  command: [llamafactory-cli, train, --stage, sft, --learning_rate, "2e-5"]
+  env: [{name: NCCL_DEBUG, value: INFO}, {name: SEED, value: "%d"}]
+resources: {pool: training-pool, gpu: 8, gpu-type: A100-80G, cpu: 64, memory: 512Gi, node_count: %d}
+storage:
+  workdirs: [{path: /models/qwen2-7b}, {path: /datasets/alpaca.json}, {path: /output/%s}]
+`, name, i, i, 1+i%2, name)
+	case 4, 5, 6:
+		return fmt.Sprintf(`kind: inference
+version: v0.1
+job: {name: %s}
+environment: {image: vllm/vllm-openai:v0.6.0, args: [--model, /models/llama3-8b]}
+service: {replicas: 2, port: 8000, health_check: /health}
+resources: {pool: inference-pool, gpu: 1, gpuType: H100-80G, cpu: 8, memory: 32Gi}
+storage: {workdirs: [{path: /models/llama3-8b}]}
+`, name)
+	case 7:
+		return fmt.Sprintf(`kind: notebook
+version: v0.1
+job: {name: %s}
+environment: {image: jupyter/pytorch-notebook:latest}
+resources: {pool: dev-pool, gpu: 1, cpu: 4, memory: 16Gi}
+storage: {workdirs: [{path: /home/jovyan/work}]}
+`, name)
+	default:
+		return fmt.Sprintf(`kind: compute
+version: v0.1
+job: {name: %s}
+environment: {image: nginx:1.27}
+service: {replicas: 2, port: 80}
+resources: {cpu: 1, memory: 1Gi}
+`, name)
+	}
+}
+
+func benchRepo(b *testing.B, n int) filesys.FileSystem {
+	fs := filesys.MakeFsInMemory()
+	must := func(err error) {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	must(fs.WriteFile("/repo/.gpuctl.yaml", []byte("namespaces: [{path: teams/*/**, namespace: $1}]\n")))
+	for i := 0; i < n; i++ {
+		dir := fmt.Sprintf("/repo/teams/team-%02d", i%20)
+		must(fs.MkdirAll(dir))
+		must(fs.WriteFile(fmt.Sprintf("%s/%s.yaml", dir, fmt.Sprintf("job-%04d", i)), []byte(benchFile(i))))
+	}
+	return fs
+}
+
+// BenchmarkRender1000Files renders a repository of 1,000 workload files (in memory) end to
+// end: walk, parse, validate, render, sort. The bar is 0.5 s for the 1,000 files.
+func BenchmarkRender1000Files(b *testing.B) {
+	fs := benchRepo(b, 1000)
+	r := render.New(render.Options{})
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		res, err := r.Render(fs, "/repo")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Documents) != 1000 {
+			b.Fatalf("rendered %d documents", len(res.Documents))
+		}
+	}
+	perRender := time.Since(start) / time.Duration(b.N)
+	b.ReportMetric(1000/perRender.Seconds(), "files/s")
+	b.ReportMetric(perRender.Seconds(), "s/1000files")
+	b.ReportMetric(0.5/perRender.Seconds(), "x-under-bar")
+}
+
+// BenchmarkRender1000FilesDisk is the same repository on disk, with YAML output, as
+// `gpuctl render` does it.
+func BenchmarkRender1000FilesDisk(b *testing.B) {
+	dir := b.TempDir()
+	for i := 0; i < 1000; i++ {
+		p := filepath.Join(dir, "teams", fmt.Sprintf("team-%02d", i%20), fmt.Sprintf("job-%04d.yaml", i))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(benchFile(i)), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	r := render.New(render.Options{})
+	fs := filesys.MakeFsOnDisk()
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		res, err := r.Render(fs, dir)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := render.MarshalYAML(res.Objects); err != nil {
+			b.Fatal(err)
+		}
+	}
+	perRender := time.Since(start) / time.Duration(b.N)
+	b.ReportMetric(1000/perRender.Seconds(), "files/s")
+	b.ReportMetric(perRender.Seconds(), "s/1000files")
+}
