@@ -1,0 +1,22 @@
+// Package render turns gpuctl files into Kubernetes objects: a pure function of the files,
+// with the same input giving byte-identical output.
+//
+// A render reads every *.yaml and *.yml file below a path (dotfiles and dot-directories are
+// skipped), parses each document strictly (unknown fields, wrong types, unknown kinds and
+// versions are errors with file, line, column, field and a hint), validates the rules of the
+// gpuctl format v0.1, applies the directory-to-namespace mapping of .gpuctl.yaml, renders
+// each kind (training, inference, notebook, compute, pool, quota) and hands directories that
+// hold a kustomization.yaml to kustomize with the gpuctl files already rendered. Every error
+// of every file is reported at once, as a *ValidationError; warnings never fail.
+//
+// The filesystem is injected (sigs.k8s.io/kustomize/kyaml/filesys), so tests and the
+// reconciler render from memory or from a fetched revision alike:
+//
+//	res, err := render.New(render.Options{}).Render(filesys.MakeFsOnDisk(), "examples")
+//	if err != nil {
+//		return err // a *ValidationError lists every problem; res.Diagnostics has them too
+//	}
+//	out, _ := render.MarshalYAML(res.Objects) // ready for kubectl apply -f -
+//
+// See docs/format.md for the format reference.
+package render
