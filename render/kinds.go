@@ -8,6 +8,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
@@ -60,7 +61,8 @@ func buildTraining(w workloadInput) []runtime.Object {
 			ClusterIP:                corev1.ClusterIPNone,
 			Selector:                 map[string]string{keys.App: w.Job.Name},
 			PublishNotReadyAddresses: true,
-			Ports:                    []corev1.ServicePort{{Name: "rendezvous", Port: MasterPort, Protocol: corev1.ProtocolTCP}},
+			Ports: []corev1.ServicePort{{Name: "rendezvous", Port: MasterPort, TargetPort: intstr.FromInt32(MasterPort),
+				Protocol: corev1.ProtocolTCP}},
 		},
 	}
 	return []runtime.Object{job, headless}

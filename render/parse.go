@@ -13,7 +13,7 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
-	sigsyaml "sigs.k8s.io/yaml"
+	k8sjson "k8s.io/apimachinery/pkg/util/json"
 )
 
 // MaxFileSize is the largest source file read; gpuctl files are a few hundred bytes.
@@ -222,14 +222,16 @@ func topLevel(n *yaml.Node, key string) *yaml.Node {
 	return nil
 }
 
-// parseManifest reads a plain Kubernetes object.
+// parseManifest reads a plain Kubernetes object with YAML 1.2 rules (y, yes and on are
+// strings, as kubectl reads them).
 func parseManifest(doc *Document, n *yaml.Node, ds *diagnostics) *Document {
 	doc.Kind = KindManifest
-	out, err := yaml.Marshal(n)
+	var v any
+	err := n.Decode(&v)
 	if err == nil {
 		var js []byte
-		if js, err = sigsyaml.YAMLToJSON(out); err == nil {
-			err = json.Unmarshal(js, &doc.Manifest)
+		if js, err = json.Marshal(v); err == nil {
+			err = k8sjson.Unmarshal(js, &doc.Manifest) // numbers as int64 or float64, as unstructured wants
 		}
 	}
 	if err != nil {
@@ -238,13 +240,13 @@ func parseManifest(doc *Document, n *yaml.Node, ds *diagnostics) *Document {
 	}
 	for _, f := range []string{"apiVersion", "kind"} {
 		if s, _ := doc.Manifest[f].(string); s == "" {
-			ds.errorf(doc.File, doc.Pos, f, "a Kubernetes manifest needs a non-empty %s", f)
+			ds.errorf(doc.File, doc.Pos, f, "a Kubernetes manifest needs a non-empty string %s", f)
 			return nil
 		}
 	}
 	meta, _ := doc.Manifest["metadata"].(map[string]any)
 	if name, _ := meta["name"].(string); name == "" {
-		ds.errorf(doc.File, doc.Pos, "metadata.name", "a Kubernetes manifest needs metadata.name")
+		ds.errorf(doc.File, doc.Pos, "metadata.name", "a Kubernetes manifest needs a non-empty string metadata.name")
 		return nil
 	}
 	return doc

@@ -18,6 +18,9 @@ type Options struct {
 	// Config replaces the .gpuctl.yaml that is otherwise looked up from the rendered path
 	// upwards (to the first directory holding .git).
 	Config *Config
+	// Root is the directory that namespace rules and source annotations are relative to when
+	// Config is given (the directory of the configuration file); default: the rendered path.
+	Root string
 }
 
 // Renderer turns a tree of gpuctl files into Kubernetes objects. It is a pure function of the
@@ -90,6 +93,11 @@ func (r *Renderer) Render(fsys filesys.FileSystem, path string) (*Result, error)
 		st.argDir, st.argAbs = filepath.Dir(path), filepath.Dir(abs)
 	}
 	st.loadConfig(r.opts.Config, abs)
+	if r.opts.Config != nil && r.opts.Root != "" {
+		if st.repo, err = filepath.Abs(r.opts.Root); err != nil {
+			return nil, err
+		}
+	}
 	if err := st.collect(path, abs); err != nil {
 		return nil, err
 	}

@@ -146,6 +146,9 @@ func TestValidationRules(t *testing.T) {
 			want: []string{`/repo/a.yaml: not a text file (binary or not UTF-8)`}},
 		"file too large": {files: map[string]string{"a.yaml": strings.Repeat("# padding\n", 1<<20)},
 			want: []string{`/repo/a.yaml: file is too large (10.0 MiB, the limit is 1.0 MiB)`}},
+		"manifest read as YAML 1.2": {valid: true, files: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: y}\ndata: {on: yes}\n"}},
+		"manifest without a string name": {files: map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: 12}\n"},
+			want: []string{`/repo/cm.yaml:1:1: metadata.name: a Kubernetes manifest needs a non-empty string metadata.name`}},
 		"pool not declared warning": {valid: true, files: map[string]string{
 			"p.yaml": "kind: pool\nversion: v0.1\nmetadata: {name: train}\nnodes:\n  n1: {gpu-type: A100-80G}\n",
 			"a.yaml": strings.Replace(training, "gpu: 2", "gpu: 2\n  pool: trian\n  gpu-type: H100", 1)},

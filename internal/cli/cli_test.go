@@ -149,3 +149,25 @@ func TestUsageErrors(t *testing.T) {
 		t.Fatalf("version: %d %q", code, out)
 	}
 }
+
+// TestConfigFlagRoot: with --config, namespace rules are relative to the configuration file's
+// directory, whichever subdirectory is rendered.
+func TestConfigFlagRoot(t *testing.T) {
+	out, errOut, code := run(t, "render", "--config", "../../examples/.gpuctl.yaml", "../../examples/teams/alice", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var list struct{ Items []map[string]any }
+	if err := json.Unmarshal([]byte(out), &list); err != nil {
+		t.Fatal(err)
+	}
+	for _, it := range list.Items {
+		meta := it["metadata"].(map[string]any)
+		if it["kind"] == "PriorityClass" {
+			continue
+		}
+		if meta["namespace"] != "alice" || !strings.HasPrefix(meta["annotations"].(map[string]any)["g8s.host/source"].(string), "teams/alice/") {
+			t.Fatalf("%s %s: namespace %v, source %v", it["kind"], meta["name"], meta["namespace"], meta["annotations"])
+		}
+	}
+}

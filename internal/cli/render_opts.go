@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/spf13/pflag"
@@ -35,6 +36,7 @@ func (o *RenderOptions) Renderer() (*render.Renderer, error) {
 			}
 		}
 		opts.Config = cfg
+		opts.Root = filepath.Dir(o.ConfigFile)
 	}
 	return render.New(opts), nil
 }

@@ -58,8 +58,6 @@ const (
 	Drift = Prefix + "drift"
 	// DriftIgnore is the value of Drift that opts an object out.
 	DriftIgnore = "ignore"
-	// PoolDescription carries a pool's description on its registry ConfigMap.
-	PoolDescription = Prefix + "description"
 )
 
 // Kubernetes resource names that gpuctl requests.
@@ -99,4 +97,25 @@ const (
 	PriorityValueHigh   = 1000000
 	PriorityValueMedium = 500000
 	PriorityValueLow    = 100
+)
+
+// Annotations and labels of the reconciler's bookkeeping.
+const (
+	// AppliedHash is the hash of the configuration gpuctl last applied to an object; it lets a
+	// sync decide "unchanged" without asking the API server.
+	AppliedHash = Prefix + "applied-hash"
+	// ApplySetPartOf labels every member of gpuctl's inventory (kubectl ApplySet).
+	ApplySetPartOf = "applyset.kubernetes.io/part-of"
+	// ApplySetID labels the inventory's parent object.
+	ApplySetID = "applyset.kubernetes.io/id"
+	// ApplySetTooling names the tool that manages an ApplySet.
+	ApplySetTooling = "applyset.kubernetes.io/tooling"
+	// ApplySetGroupKinds lists the group-kinds of an ApplySet's members.
+	ApplySetGroupKinds = "applyset.kubernetes.io/contains-group-kinds"
+	// ApplySetNamespaces lists the namespaces of an ApplySet's members other than the parent's.
+	ApplySetNamespaces = "applyset.kubernetes.io/additional-namespaces"
+	// InventoryName is the name of the inventory's parent ConfigMap.
+	InventoryName = "gpuctl-inventory"
+	// NodeLabelerFieldManager is the field manager of gpuctl-node-labeler.
+	NodeLabelerFieldManager = "gpuctl-node-labeler"
 )
