@@ -1,7 +1,20 @@
-// Package reconciler will pair rendered objects with live ones, plan the changes (create,
-// update, recreate, delete, unchanged, skipped), apply them with server-side apply in stages
-// and prune what left Git. It returns data — a plan and a change set — that cmd/ prints.
+// Package reconciler plans and applies rendered objects against a cluster: it pairs desired
+// objects with live ones, decides one action for each (create, update, recreate, delete,
+// unchanged, skipped), applies with server-side apply in stages, and prunes what left Git. It
+// returns data — a Plan and a ChangeSet — that the CLI prints and the daemon records.
 //
-// Not implemented yet: it arrives with the issue "The reconciler engine against a real local
-// cluster". Until then this package holds no code.
+//	m, err := reconciler.NewManager(restConfig, reconciler.DefaultOptions())
+//	plan, err := m.Plan(ctx, rendered)          // reads only: lists, a few gets, dry-runs for changes
+//	fmt.Println(plan.Summary())                 // 3 to create, 1 to update, ...; GPUs: +8 in training-pool
+//	changes, err := m.Apply(ctx, plan)          // staged server-side apply, then prune
+//
+// The no-op path decides locally: each applied object carries the hash of the configuration
+// gpuctl applied (annotation g8s.host/applied-hash); an object whose hash matches and whose
+// live fields still hold every desired value is unchanged without any request to the API
+// server. Only objects that fail that test get a server-side dry-run, whose result gives the
+// field-level diff (or reveals an immutable field, which makes the action a recreate).
+//
+// The inventory is a kubectl ApplySet: a parent ConfigMap in the gpuctl namespace and the
+// label applyset.kubernetes.io/part-of on every member. Pruning deletes only members that
+// carry gpuctl's ownership label and are not opted out with g8s.host/prune: disabled.
 package reconciler
