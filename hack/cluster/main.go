@@ -1,0 +1,292 @@
+// Command cluster runs the local gpuctl test cluster (see internal/testcluster) for people: the
+// demo, manual testing and benchmarks.
+//
+//	go run ./hack/cluster up [--dir .cache/cluster] [--nodes FILE]   start it in the background
+//	go run ./hack/cluster status [--dir DIR]                         is it up; list its nodes
+//	go run ./hack/cluster down [--dir DIR]                           stop it (idempotent)
+//
+// up builds the binaries if needed, starts a detached "serve" process that owns the cluster,
+// waits until the cluster is ready and prints the export KUBECONFIG=... line; its own exit
+// leaves the cluster running. Everything lives in --dir (default .cache/cluster under the
+// repository root): kubeconfig, serve.pid, serve.log and one log per component. FILE lists the
+// fake nodes in the format of internal/testcluster/testdata/nodes.yaml.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/testcluster"
+)
+
+// Files in the cluster directory, besides those the cluster itself writes.
+const (
+	pidFile   = "serve.pid"
+	logFile   = "serve.log"
+	readyFile = "ready"
+)
+
+// Time limits of up (after the binaries exist) and down.
+const (
+	upTimeout   = 3 * time.Minute
+	downTimeout = 20 * time.Second
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	cmd := os.Args[1]
+	fs := flag.NewFlagSet(cmd, flag.ExitOnError)
+	dir := fs.String("dir", defaultDir(), "directory of the cluster's state, kubeconfig and logs")
+	nodes := fs.String("nodes", "", "YAML list of fake nodes (default: testcluster.DefaultNodes)")
+	bin := fs.String("bin", "", "directory of the binaries (serve only)")
+	_ = fs.Parse(os.Args[2:])
+	abs, err := filepath.Abs(*dir)
+	if err != nil {
+		fail(err)
+	}
+	switch cmd {
+	case "up":
+		err = up(abs, *nodes)
+	case "down":
+		err = down(abs)
+	case "status":
+		err = status(abs)
+	case "serve":
+		err = serve(abs, *nodes, *bin)
+	default:
+		usage()
+	}
+	if err != nil {
+		fail(err)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: go run ./hack/cluster up|down|status [--dir DIR] [--nodes FILE]")
+	os.Exit(2)
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "cluster:", err)
+	os.Exit(1)
+}
+
+// defaultDir is .cache/cluster under the repository root, or under the current directory.
+func defaultDir() string {
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		root = "."
+	}
+	return filepath.Join(root, ".cache", "cluster")
+}
+
+// up starts serve as a detached process and returns once the cluster is ready.
+func up(dir, nodesFile string) error {
+	if pid := runningPid(dir); pid != 0 {
+		fmt.Fprintf(os.Stderr, "cluster already running (pid %d)\n", pid)
+		printExport(dir)
+		return nil
+	}
+	if nodesFile != "" {
+		abs, err := filepath.Abs(nodesFile)
+		if err != nil {
+			return err
+		}
+		if _, err := testcluster.LoadNodes(abs); err != nil {
+			return err
+		}
+		nodesFile = abs
+	}
+	bin, err := testcluster.Binaries(context.Background(), os.Stderr)
+	if err != nil {
+		return err
+	}
+	cmd, err := startServe(dir, nodesFile, bin)
+	if err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	if err := waitReady(dir, exited); err != nil {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "cluster up (pid %d, logs in %s); stop it with: go run ./hack/cluster down\n", cmd.Process.Pid, dir)
+	printExport(dir)
+	return nil
+}
+
+// startServe starts `serve` in a new session, so that it outlives up, logging to serve.log.
+func startServe(dir, nodesFile, bin string) (*exec.Cmd, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	_ = os.Remove(filepath.Join(dir, readyFile))
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	log, err := os.Create(filepath.Join(dir, logFile))
+	if err != nil {
+		return nil, err
+	}
+	defer log.Close()
+	cmd := exec.Command(exe, "serve", "--dir", dir, "--nodes", nodesFile, "--bin", bin)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start serve: %w", err)
+	}
+	pid := strconv.Itoa(cmd.Process.Pid)
+	if err := os.WriteFile(filepath.Join(dir, pidFile), []byte(pid+"\n"), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// waitReady waits for serve to report the cluster ready, echoing serve's log meanwhile.
+func waitReady(dir string, exited <-chan error) error {
+	logPath := filepath.Join(dir, logFile)
+	var shown int64
+	deadline := time.After(upTimeout)
+	for {
+		shown = echoNew(logPath, shown)
+		if _, err := os.Stat(filepath.Join(dir, readyFile)); err == nil {
+			return nil
+		}
+		select {
+		case err := <-exited:
+			echoNew(logPath, shown)
+			return fmt.Errorf("serve exited before the cluster was ready (%v); see %s", err, logPath)
+		case <-deadline:
+			return fmt.Errorf("cluster not ready after %s; see %s", upTimeout, logPath)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// echoNew copies what was appended to the file at path since offset to stderr.
+func echoNew(path string, offset int64) int64 {
+	data, err := os.ReadFile(path)
+	if err != nil || int64(len(data)) <= offset {
+		return offset
+	}
+	os.Stderr.Write(data[offset:])
+	return int64(len(data))
+}
+
+func printExport(dir string) {
+	fmt.Printf("export KUBECONFIG=%s\n", filepath.Join(dir, "kubeconfig"))
+}
+
+// serve runs the cluster until SIGTERM, SIGINT or SIGHUP, or until a component dies.
+func serve(dir, nodesFile, bin string) error {
+	var nodes []testcluster.NodeSpec
+	if nodesFile != "" {
+		var err error
+		if nodes, err = testcluster.LoadNodes(nodesFile); err != nil {
+			return err
+		}
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer cancel()
+	c, err := testcluster.Start(ctx, testcluster.Options{Dir: dir, Nodes: nodes, Log: os.Stderr, BinDir: bin})
+	if err != nil {
+		return err
+	}
+	defer removeOwnFiles(dir)
+	if err := os.WriteFile(filepath.Join(dir, readyFile), nil, 0o644); err != nil {
+		return errors.Join(err, c.Stop())
+	}
+	died := make(chan error, 1)
+	go func() { died <- c.Wait() }()
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(os.Stderr, "cluster: stopping")
+		return c.Stop()
+	case err := <-died:
+		return errors.Join(err, c.Stop())
+	}
+}
+
+// removeOwnFiles removes the ready file, and the pid file if it names this process.
+func removeOwnFiles(dir string) {
+	_ = os.Remove(filepath.Join(dir, readyFile))
+	if readPid(dir) == os.Getpid() {
+		_ = os.Remove(filepath.Join(dir, pidFile))
+	}
+}
+
+// down stops the cluster: SIGTERM to serve, which stops the components, then SIGKILL to its
+// whole process group if it is still there after downTimeout.
+func down(dir string) error {
+	pid := runningPid(dir)
+	if pid == 0 {
+		fmt.Fprintln(os.Stderr, "cluster not running")
+		return cleanup(dir)
+	}
+	_ = syscall.Kill(pid, syscall.SIGTERM)
+	for end := time.Now().Add(downTimeout); time.Now().Before(end) && alive(pid); {
+		time.Sleep(100 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pid, syscall.SIGKILL) // the session's group: serve and its components
+	fmt.Fprintf(os.Stderr, "cluster stopped (pid %d)\n", pid)
+	return cleanup(dir)
+}
+
+// cleanup removes the pid and ready files.
+func cleanup(dir string) error {
+	for _, f := range []string{pidFile, readyFile} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// readPid returns the pid in the pid file, or 0.
+func readPid(dir string) int {
+	data, err := os.ReadFile(filepath.Join(dir, pidFile))
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	return pid
+}
+
+// runningPid returns the pid of this directory's serve process if it is alive, or 0.
+func runningPid(dir string) int {
+	pid := readPid(dir)
+	if pid <= 0 || !alive(pid) || !isServe(pid, dir) {
+		return 0
+	}
+	return pid
+}
+
+func alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
+
+// isServe checks that pid is a serve process of dir, not a process that reused the pid.
+func isServe(pid int, dir string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		_, noProc := os.Stat("/proc/self")
+		return noProc != nil // without /proc, trust the pid file
+	}
+	args := strings.Split(string(cmdline), "\x00")
+	return len(args) > 3 && args[1] == "serve" && args[3] == dir
+}

@@ -1,0 +1,24 @@
+// Package testcluster runs a real, local Kubernetes control plane for integration tests, the demo
+// and benchmarks: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, all as
+// child processes listening on free 127.0.0.1 ports. Nodes are fake GPU nodes managed by kwok, so
+// pods are scheduled by the real scheduler against real quotas, become Running, and pods owned by
+// a Job become Succeeded about a second later, so Jobs complete.
+//
+// The binaries are built once from the Go module proxy by hack/cluster-tools.sh into
+// ~/.cache/gpuctl/cluster (see [Binaries]); set GPUCTL_CLUSTER_BIN to a directory that already
+// holds them to skip the build. Once built, a cluster is up in a few seconds.
+//
+// A test package starts one cluster for all of its tests:
+//
+//	func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})) }
+//
+//	func TestSomething(t *testing.T) {
+//		c := testcluster.Current()
+//		client := kubernetes.NewForConfigOrDie(c.RESTConfig())
+//		// ... create a namespace of your own, then objects in it ...
+//		_ = client
+//	}
+//
+// If the cluster cannot start, Main prints why and the package fails; it never skips. Outside
+// tests, use [Start] and [Cluster.Stop], or `go run ./hack/cluster up` for a long-running cluster.
+package testcluster
