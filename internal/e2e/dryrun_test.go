@@ -116,4 +116,3 @@ func ensureNamespace(t *testing.T, apply func(*unstructured.Unstructured, bool) 
 		t.Fatalf("namespace %s: %v", name, err)
 	}
 }
-
