@@ -1,0 +1,92 @@
+package reconciler
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+)
+
+// Manager plans and applies desired objects against one cluster. It is safe for use by one
+// sync at a time; discovery is cached across syncs.
+type Manager struct {
+	dyn    dynamic.Interface
+	mapper meta.ResettableRESTMapper
+	opts   Options
+
+	mu       sync.Mutex
+	mappings map[schema.GroupVersionKind]*meta.RESTMapping
+}
+
+// NewManager connects to the cluster of cfg. Client-side rate limiting is raised (QPS 500,
+// burst 1000) unless cfg sets it: the API server's own flow control protects it.
+func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
+	c := rest.CopyConfig(cfg)
+	if c.QPS == 0 {
+		c.QPS, c.Burst = 500, 1000
+	}
+	dyn, err := dynamic.NewForConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	return &Manager{
+		dyn:      dyn,
+		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		opts:     opts.withDefaults(),
+		mappings: map[schema.GroupVersionKind]*meta.RESTMapping{},
+	}, nil
+}
+
+// Options returns the manager's options.
+func (m *Manager) Options() Options { return m.opts }
+
+// mapping resolves a kind to its resource, refreshing discovery once for kinds it does not know
+// (a CRD installed since the last sync).
+func (m *Manager) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if rm, ok := m.mappings[gvk]; ok {
+		return rm, nil
+	}
+	rm, err := m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if meta.IsNoMatchError(err) {
+		m.mapper.Reset()
+		rm, err = m.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: the cluster does not serve this kind: %w", gvk, err)
+	}
+	m.mappings[gvk] = rm
+	return rm, nil
+}
+
+// resource returns the client of an object's resource, in its namespace when namespaced.
+func (m *Manager) resource(c *Change) dynamic.ResourceInterface {
+	ri := m.dyn.Resource(c.resource)
+	if c.namespaced {
+		return ri.Namespace(c.Object.Namespace)
+	}
+	return ri
+}
+
+// parallel runs fn for each item with at most n in flight and returns the first error.
+func parallel[T any](ctx context.Context, n int, items []T, fn func(context.Context, T) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(n)
+	for _, it := range items {
+		g.Go(func() error { return fn(ctx, it) })
+	}
+	return g.Wait()
+}

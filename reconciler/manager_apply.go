@@ -1,0 +1,221 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Result is what happened to one object in a sync.
+type Result struct {
+	Object ObjectRef `json:"object"`
+	Action Action    `json:"action"`
+	Reason string    `json:"reason,omitempty"`
+	// Error is why the action failed; empty on success.
+	Error    string        `json:"error,omitempty"`
+	Duration time.Duration `json:"duration"`
+}
+
+// ChangeSet is the outcome of applying a plan, one Result a change, in plan order.
+type ChangeSet struct {
+	Results  []Result      `json:"results"`
+	Duration time.Duration `json:"duration"`
+}
+
+// Failed returns the results that have an error.
+func (cs *ChangeSet) Failed() []Result {
+	var out []Result
+	for _, r := range cs.Results {
+		if r.Error != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Progress is told about each change once it is done; it may be nil.
+type Progress func(done, total int, r Result)
+
+// Apply carries out a plan: it records the inventory, applies creates, updates and recreates
+// stage by stage (Namespaces, PriorityClasses, quotas, configuration, Services, workloads,
+// node labels) with bounded concurrency, then prunes in reverse order. Nothing is pruned when
+// any apply failed. A refused plan is not applied.
+func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*ChangeSet, error) {
+	if plan.Refused != nil {
+		return nil, plan.Refused
+	}
+	start := time.Now()
+	results := make([]Result, len(plan.Changes))
+	index := map[*Change]int{}
+	for i, c := range plan.Changes {
+		index[c] = i
+		results[i] = Result{Object: c.Object, Action: c.Action, Reason: c.Reason}
+	}
+	var mu sync.Mutex
+	done, total := 0, countWrites(plan)
+	record := func(c *Change, d time.Duration, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		r := &results[index[c]]
+		r.Duration = d
+		if err != nil {
+			r.Error = err.Error()
+		}
+		done++
+		if progress != nil {
+			progress(done, total, *r)
+		}
+	}
+	gks, nss := m.members(plan, true)
+	if err := m.writeInventory(ctx, plan.inventory, gks, nss); err != nil {
+		return nil, fmt.Errorf("record inventory: %w", err)
+	}
+	failed := m.runStages(ctx, plan, false, record)
+	if failed == 0 {
+		failed = m.runStages(ctx, plan, true, record)
+		if failed == 0 {
+			gks, nss = m.members(plan, false)
+			if err := m.writeInventory(ctx, plan.inventory, gks, nss); err != nil {
+				return nil, fmt.Errorf("record inventory: %w", err)
+			}
+		}
+	} else {
+		for i, c := range plan.Changes {
+			if c.Action == ActionDelete {
+				results[i].Action, results[i].Reason = ActionSkipped, "not pruned: an apply of this sync failed"
+			}
+		}
+	}
+	cs := &ChangeSet{Results: results, Duration: time.Since(start)}
+	var errs []error
+	for _, r := range cs.Failed() {
+		errs = append(errs, fmt.Errorf("%s: %s: %s", r.Object, r.Action, r.Error))
+	}
+	return cs, errors.Join(errs...)
+}
+
+func countWrites(p *Plan) int {
+	n := 0
+	for _, c := range p.Changes {
+		if c.Writes() || len(c.Conflicts) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// members returns the group-kinds and namespaces of the inventory: with pending, those of
+// everything desired or still to prune; without, those of what is left after the prune.
+func (m *Manager) members(plan *Plan, pending bool) (map[schema.GroupKind]bool, map[string]bool) {
+	gks, nss := map[schema.GroupKind]bool{}, map[string]bool{}
+	for _, c := range plan.Changes {
+		if c.resource == nodeGVR || (!pending && c.Action == ActionDelete) {
+			continue
+		}
+		gks[c.Object.GroupKind()] = true
+		if c.Object.Namespace != "" && c.Object.Namespace != m.opts.Namespace {
+			nss[c.Object.Namespace] = true
+		}
+	}
+	return gks, nss
+}
+
+// runStages applies (deletes=false, stages in order) or prunes (deletes=true, in reverse
+// order) and returns how many changes failed.
+func (m *Manager) runStages(ctx context.Context, plan *Plan, deletes bool, record func(*Change, time.Duration, error)) int {
+	stages := map[int][]*Change{}
+	for _, c := range plan.Changes {
+		isDelete := c.Action == ActionDelete
+		if (c.Writes() || len(c.Conflicts) > 0) && isDelete == deletes {
+			stages[c.stage] = append(stages[c.stage], c)
+		}
+	}
+	order := make([]int, 0, len(stages))
+	for s := range stages {
+		order = append(order, s)
+	}
+	sort.Ints(order)
+	if deletes {
+		sort.Sort(sort.Reverse(sort.IntSlice(order)))
+	}
+	var failed int
+	var mu sync.Mutex
+	for _, s := range order {
+		_ = parallel(ctx, m.opts.Concurrency, stages[s], func(ctx context.Context, c *Change) error {
+			begin := time.Now()
+			err := m.applyOne(ctx, c)
+			if err != nil {
+				mu.Lock()
+				failed++
+				mu.Unlock()
+			}
+			record(c, time.Since(begin), err)
+			return nil // one failure does not stop the others
+		})
+	}
+	return failed
+}
+
+// applyOne carries out one change.
+func (m *Manager) applyOne(ctx context.Context, c *Change) error {
+	if len(c.Conflicts) > 0 && !m.opts.Force {
+		return conflictError(c.Conflicts)
+	}
+	switch c.Action {
+	case ActionDelete:
+		return m.delete(ctx, c)
+	case ActionRecreate:
+		if err := m.delete(ctx, c); err != nil {
+			return err
+		}
+		if err := m.waitGone(ctx, c); err != nil {
+			return err
+		}
+	}
+	_, err := m.resource(c).Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: m.opts.Force})
+	if apierrors.IsConflict(err) {
+		return conflictError(conflictsOf(err))
+	}
+	return err
+}
+
+func conflictError(cs []Conflict) error {
+	msg := "conflict:"
+	for i, c := range cs {
+		if i > 0 {
+			msg += ";"
+		}
+		msg += fmt.Sprintf(" %s is owned by %q", c.Field, c.Manager)
+	}
+	return errors.New(msg + " (use --force-conflicts to take it over)")
+}
+
+func (m *Manager) delete(ctx context.Context, c *Change) error {
+	bg := metav1.DeletePropagationBackground
+	err := m.resource(c).Delete(ctx, c.Object.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// waitGone waits until a deleted object is gone, so that it can be created again.
+func (m *Manager) waitGone(ctx context.Context, c *Change) error {
+	ctx, cancel := context.WithTimeout(ctx, m.opts.RecreateTimeout)
+	defer cancel()
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := m.resource(c).Get(ctx, c.Object.Name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+}

@@ -1,0 +1,283 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/render"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// Plan pairs the desired objects with the live ones and decides an action for each, plus the
+// deletes of inventory members that are no longer desired. It writes nothing. Objects whose
+// applied-hash and values match the live object are decided locally; the others are decided
+// by a server-side dry-run apply.
+func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured) (*Plan, error) {
+	inv, err := m.readInventory(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read inventory %s/%s: %w", m.opts.Namespace, m.opts.InventoryName, err)
+	}
+	plan := &Plan{inventory: inv}
+	var nodes []*unstructured.Unstructured
+	var changes []*Change
+	for _, d := range desired {
+		if d.GetKind() == "Node" && d.GroupVersionKind().Group == "" {
+			nodes = append(nodes, d)
+			continue
+		}
+		c, err := m.prepare(d, inv.id)
+		if err != nil {
+			return nil, err
+		}
+		changes = append(changes, c)
+	}
+	plan.desiredN = len(changes)
+	live, err := m.listInventory(ctx, inv, changes)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.decide(ctx, changes, live); err != nil {
+		return nil, err
+	}
+	plan.Changes = append(changes, m.prunes(live, changes)...)
+	nodeChanges, err := m.planNodes(ctx, nodes)
+	if err != nil {
+		return nil, err
+	}
+	plan.Changes = append(plan.Changes, nodeChanges...)
+	sortChanges(plan.Changes)
+	plan.GPUs = gpuDeltas(plan.Changes)
+	plan.Refused = m.safety(plan, len(live))
+	return plan, nil
+}
+
+// prepare resolves a desired object's resource and marks it as a member of the inventory.
+func (m *Manager) prepare(d *unstructured.Unstructured, inventoryID string) (*Change, error) {
+	u := d.DeepCopy()
+	rm, err := m.mapping(u.GroupVersionKind())
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", render.ObjectID(u), err)
+	}
+	namespaced := rm.Scope.Name() == meta.RESTScopeNameNamespace
+	switch {
+	case namespaced && u.GetNamespace() == "":
+		u.SetNamespace(keys.DefaultNamespace) // as kubectl apply does
+	case !namespaced:
+		u.SetNamespace("")
+	}
+	labels := u.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[keys.ApplySetPartOf] = inventoryID
+	labels[keys.ManagedBy] = keys.ManagedByValue
+	u.SetLabels(labels)
+	ann := u.GetAnnotations()
+	if ann == nil {
+		ann = map[string]string{}
+	}
+	ann[keys.AppliedHash] = appliedHash(u)
+	u.SetAnnotations(ann)
+	return &Change{Object: RefOf(u), Desired: u, Source: ann[keys.Source], resource: rm.Resource,
+		namespaced: namespaced, stage: render.KindOrder(u.GetKind())}, nil
+}
+
+// listInventory lists the members of the inventory, one list per group-kind across all
+// namespaces, keyed by ObjectRef.key.
+func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*Change) (map[string]*unstructured.Unstructured, error) {
+	gks := map[schema.GroupKind]bool{}
+	for gk := range inv.groupKinds {
+		gks[gk] = true
+	}
+	for _, c := range changes {
+		gks[c.Object.GroupKind()] = true
+	}
+	var mu sync.Mutex
+	live := map[string]*unstructured.Unstructured{}
+	list := make([]schema.GroupKind, 0, len(gks))
+	for gk := range gks {
+		list = append(list, gk)
+	}
+	err := parallel(ctx, m.opts.Concurrency, list, func(ctx context.Context, gk schema.GroupKind) error {
+		rm, err := m.mapper.RESTMapping(gk)
+		if meta.IsNoMatchError(err) {
+			return nil // a kind the cluster no longer serves has no members left
+		}
+		if err != nil {
+			return err
+		}
+		l, err := m.dyn.Resource(rm.Resource).List(ctx, metav1.ListOptions{LabelSelector: keys.ApplySetPartOf + "=" + inv.id})
+		if err != nil {
+			return fmt.Errorf("list %s: %w", gk, err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range l.Items {
+			u := &l.Items[i]
+			live[RefOf(u).key()] = u
+		}
+		return nil
+	})
+	return live, err
+}
+
+// decide sets the action of each desired object: create, unchanged (decided locally), or
+// what a server-side dry-run says (update, recreate, unchanged, or a conflict).
+func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string]*unstructured.Unstructured) error {
+	var unknown, dryRun []*Change
+	for _, c := range changes {
+		c.Live = live[c.Object.key()]
+		switch {
+		case c.Live == nil:
+			unknown = append(unknown, c)
+		case upToDate(c.Desired, c.Live):
+			c.Action = ActionUnchanged
+		default:
+			dryRun = append(dryRun, c)
+		}
+	}
+	// Objects not in the inventory may still exist (adopted, or labelled by hand): ask.
+	err := parallel(ctx, m.opts.Concurrency, unknown, func(ctx context.Context, c *Change) error {
+		u, err := m.resource(c).Get(ctx, c.Object.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			c.Action = ActionCreate
+			return nil
+		case err != nil:
+			return fmt.Errorf("%s: get: %w", c.Object, err)
+		}
+		c.Live = u
+		return m.dryRun(ctx, c)
+	})
+	if err != nil {
+		return err
+	}
+	return parallel(ctx, m.opts.Concurrency, dryRun, m.dryRun)
+}
+
+// dryRun asks the API server what an apply would do to a live object.
+func (m *Manager) dryRun(ctx context.Context, c *Change) error {
+	res, err := m.resource(c).Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{
+		FieldManager: m.opts.FieldManager, Force: m.opts.Force, DryRun: []string{metav1.DryRunAll}})
+	switch {
+	case err == nil:
+	case apierrors.IsConflict(err):
+		c.Action, c.Conflicts = ActionUpdate, conflictsOf(err)
+		c.Reason = "fields owned by another manager; not applied without --force-conflicts"
+		return nil
+	case isImmutable(err):
+		c.Action, c.Reason = ActionRecreate, immutableReason(err)
+		c.Diff = diffFields(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object)
+		return nil
+	default:
+		return fmt.Errorf("%s: dry-run apply: %w", c.Object, err)
+	}
+	c.Predicted = res
+	c.Diff = diffFields(cleanForDisplay(c.Live).Object, cleanForDisplay(res).Object)
+	switch {
+	case len(c.Diff) > 0:
+		c.Action = ActionUpdate
+	case c.Live.GetAnnotations()[keys.AppliedHash] != c.Desired.GetAnnotations()[keys.AppliedHash]:
+		c.Action = ActionUpdate
+		c.Reason = "the configuration changed without changing the object; records it"
+	default:
+		c.Action = ActionUnchanged
+	}
+	return nil
+}
+
+// isImmutable tells an apply rejected because it changes an immutable field.
+func isImmutable(err error) bool {
+	return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "immutable")
+}
+
+func immutableReason(err error) string {
+	var se *apierrors.StatusError
+	if errors.As(err, &se) && se.ErrStatus.Details != nil {
+		var fields []string
+		for _, c := range se.ErrStatus.Details.Causes {
+			if strings.Contains(c.Message, "immutable") {
+				fields = append(fields, c.Field)
+			}
+		}
+		if len(fields) > 0 {
+			return "immutable field changed: " + strings.Join(fields, ", ")
+		}
+	}
+	return "immutable field changed"
+}
+
+// conflictsOf reads the managers and fields of a server-side apply conflict.
+func conflictsOf(err error) []Conflict {
+	var se *apierrors.StatusError
+	if !errors.As(err, &se) || se.ErrStatus.Details == nil {
+		return []Conflict{{Manager: "unknown", Field: err.Error()}}
+	}
+	var out []Conflict
+	for _, c := range se.ErrStatus.Details.Causes {
+		if c.Type != metav1.CauseTypeFieldManagerConflict {
+			continue
+		}
+		// Message: conflict with "kubectl-edit" using apps/v1: .spec.replicas
+		mgr := c.Message
+		if i := strings.Index(mgr, `"`); i >= 0 {
+			if j := strings.Index(mgr[i+1:], `"`); j >= 0 {
+				mgr = mgr[i+1 : i+1+j]
+			}
+		}
+		out = append(out, Conflict{Manager: mgr, Field: c.Field})
+	}
+	return out
+}
+
+// prunes plans the deletes of live members that are not desired.
+func (m *Manager) prunes(live map[string]*unstructured.Unstructured, changes []*Change) []*Change {
+	desired := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		desired[c.Object.key()] = true
+	}
+	var out []*Change
+	for k, u := range live {
+		if desired[k] {
+			continue
+		}
+		rm, err := m.mapping(u.GroupVersionKind())
+		if err != nil {
+			continue
+		}
+		c := &Change{Object: RefOf(u), Action: ActionDelete, Live: u, Source: u.GetAnnotations()[keys.Source],
+			resource: rm.Resource, namespaced: rm.Scope.Name() == meta.RESTScopeNameNamespace, stage: render.KindOrder(u.GetKind())}
+		switch {
+		case u.GetLabels()[keys.ManagedBy] != keys.ManagedByValue:
+			c.Action, c.Reason = ActionSkipped, "no longer desired, but not labelled "+keys.ManagedBy+"="+keys.ManagedByValue+"; not deleted"
+		case u.GetAnnotations()[keys.Prune] == keys.PruneDisabled:
+			c.Action, c.Reason = ActionSkipped, "no longer desired; "+keys.Prune+": "+keys.PruneDisabled
+		case !m.opts.Prune:
+			c.Action, c.Reason = ActionSkipped, "no longer desired; pruning is off"
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// safety refuses an empty desired state and deletes beyond the prune budget.
+func (m *Manager) safety(p *Plan, inventorySize int) *SafetyError {
+	if p.desiredN == 0 && !m.opts.AllowEmpty {
+		return &SafetyError{Reason: fmt.Sprintf("the desired state is empty, which would prune all %d objects of the inventory", inventorySize),
+			Override: "--allow-empty"}
+	}
+	deletes := p.Count(ActionDelete)
+	if deletes > 0 && m.opts.MaxPrune < 1 && float64(deletes) > m.opts.MaxPrune*float64(inventorySize) {
+		return &SafetyError{Reason: fmt.Sprintf("%d of %d inventory objects would be pruned, more than the %.0f%% budget",
+			deletes, inventorySize, m.opts.MaxPrune*100), Override: "--max-prune=100%"}
+	}
+	return nil
+}

@@ -1,0 +1,137 @@
+package reconciler
+
+import (
+	"context"
+	"encoding/json"
+	"sort"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/render"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+var nodeGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
+
+// labelsOwnedBy returns the labels of an object that a field manager owns through apply.
+func labelsOwnedBy(u *unstructured.Unstructured, manager string) map[string]bool {
+	out := map[string]bool{}
+	for _, mf := range u.GetManagedFields() {
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Labels map[string]any `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		for k := range fields.Metadata.Labels {
+			if name, ok := strings.CutPrefix(k, "f:"); ok {
+				out[name] = true
+			}
+		}
+	}
+	return out
+}
+
+// nodeApply is the apply configuration of gpuctl's labels on a node.
+func nodeApply(name string, labels map[string]string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Node"}}
+	u.SetName(name)
+	if len(labels) > 0 {
+		u.SetLabels(labels)
+	}
+	return u
+}
+
+// planNodes turns pool label intents into per-node label changes: labels to set, and labels
+// gpuctl set before that no pool asks for any more. Labels that the node labeler publishes
+// (gpu-type) are left to it.
+func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstructured) ([]*Change, error) {
+	list, err := m.dyn.Resource(nodeGVR).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	live := map[string]*unstructured.Unstructured{}
+	for i := range list.Items {
+		live[list.Items[i].GetName()] = &list.Items[i]
+	}
+	var out []*Change
+	wanted := map[string]bool{}
+	for _, in := range intents {
+		name := in.GetName()
+		wanted[name] = true
+		c := &Change{Object: RefOf(in), resource: nodeGVR, stage: render.KindOrder("Node")}
+		n := live[name]
+		if n == nil {
+			c.Action, c.Reason = ActionSkipped, "node not found; its pool labels are not applied"
+			out = append(out, c)
+			continue
+		}
+		labels := in.GetLabels()
+		if labelsOwnedBy(n, keys.NodeLabelerFieldManager)[keys.GPUType] {
+			delete(labels, keys.GPUType)
+			c.Reason = keys.GPUType + " is published by the node labeler"
+		}
+		m.nodeChange(c, n, labels)
+		out = append(out, c)
+	}
+	for name, n := range live {
+		if !wanted[name] && len(labelsOwnedBy(n, m.opts.FieldManager)) > 0 {
+			c := &Change{Object: RefOf(nodeApply(name, nil)), resource: nodeGVR, stage: render.KindOrder("Node")}
+			m.nodeChange(c, n, nil)
+			c.Reason = "in no pool any more: removes the labels gpuctl gave it"
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// nodeChange decides the labels to set on one node, and those gpuctl owns that go away.
+func (m *Manager) nodeChange(c *Change, n *unstructured.Unstructured, labels map[string]string) {
+	c.Live, c.Desired = n, nodeApply(n.GetName(), labels)
+	owned := labelsOwnedBy(n, m.opts.FieldManager)
+	have := n.GetLabels()
+	var keysSorted []string
+	for k := range labels {
+		keysSorted = append(keysSorted, k)
+	}
+	sort.Strings(keysSorted)
+	takeOwnership := false
+	for _, k := range keysSorted {
+		old, ok := have[k]
+		if !ok || old != labels[k] {
+			c.Diff = append(c.Diff, FieldDiff{Path: "metadata.labels." + k, Old: orNil(old, ok), New: labels[k]})
+		}
+		takeOwnership = takeOwnership || !owned[k]
+	}
+	for k := range owned {
+		if _, keep := labels[k]; !keep {
+			c.Diff = append(c.Diff, FieldDiff{Path: "metadata.labels." + k, Old: have[k]})
+		}
+	}
+	sort.Slice(c.Diff, func(i, j int) bool { return c.Diff[i].Path < c.Diff[j].Path })
+	switch {
+	case len(c.Diff) > 0:
+		c.Action = ActionUpdate
+	case takeOwnership:
+		c.Action = ActionUpdate
+		if c.Reason == "" {
+			c.Reason = "labels already set by hand; gpuctl takes them over so that it can remove them later"
+		}
+	default:
+		c.Action = ActionUnchanged
+	}
+}
+
+func orNil(s string, ok bool) any {
+	if !ok {
+		return nil
+	}
+	return s
+}

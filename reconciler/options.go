@@ -1,0 +1,63 @@
+package reconciler
+
+import (
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+)
+
+// Options configure a Manager.
+type Options struct {
+	// FieldManager is the server-side apply field manager (default gpuctl).
+	FieldManager string
+	// Namespace holds the inventory's parent object (default gpuctl-system).
+	Namespace string
+	// InventoryName names the inventory's parent ConfigMap (default gpuctl-inventory).
+	InventoryName string
+	// Force takes ownership of fields that another field manager owns; without it such
+	// conflicts are reported with that manager's name and not applied.
+	Force bool
+	// Prune deletes inventory members that are no longer desired.
+	Prune bool
+	// MaxPrune is the largest share of the inventory one sync may delete (0.25: 25 %); 1 allows all.
+	MaxPrune float64
+	// AllowEmpty lets a sync apply an empty desired state (which prunes everything).
+	AllowEmpty bool
+	// Concurrency bounds the requests in flight within one stage.
+	Concurrency int
+	// RecreateTimeout bounds the wait for a deleted object to go before it is created again.
+	RecreateTimeout time.Duration
+}
+
+// DefaultOptions returns the options of `gpuctl sync`: prune on, 25 % prune budget, no force.
+func DefaultOptions() Options {
+	return Options{
+		FieldManager:    keys.FieldManager,
+		Namespace:       keys.SystemNamespace,
+		InventoryName:   keys.InventoryName,
+		Prune:           true,
+		MaxPrune:        0.25,
+		Concurrency:     16,
+		RecreateTimeout: 2 * time.Minute,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.FieldManager == "" {
+		o.FieldManager = d.FieldManager
+	}
+	if o.Namespace == "" {
+		o.Namespace = d.Namespace
+	}
+	if o.InventoryName == "" {
+		o.InventoryName = d.InventoryName
+	}
+	if o.Concurrency <= 0 {
+		o.Concurrency = d.Concurrency
+	}
+	if o.RecreateTimeout <= 0 {
+		o.RecreateTimeout = d.RecreateTimeout
+	}
+	return o
+}
