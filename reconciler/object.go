@@ -23,7 +23,9 @@ func RefOf(u *unstructured.Unstructured) ObjectRef {
 }
 
 // GroupKind returns the object's group and kind.
-func (r ObjectRef) GroupKind() schema.GroupKind { return schema.GroupKind{Group: r.Group, Kind: r.Kind} }
+func (r ObjectRef) GroupKind() schema.GroupKind {
+	return schema.GroupKind{Group: r.Group, Kind: r.Kind}
+}
 
 // key identifies an object across API versions.
 func (r ObjectRef) key() string { return r.Group + "/" + r.Kind + "/" + r.Namespace + "/" + r.Name }
