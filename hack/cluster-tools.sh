@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the local test cluster's binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok) from the Go module proxy into a cache outside the checkout, once.
+# kube-scheduler, kwok; kubectl with GPUCTL_WITH_KUBECTL=1) from the Go module proxy into a cache outside the checkout, once.
 # Prints the directory that holds them on its last line.
 #
 #   hack/cluster-tools.sh            build what is missing, print the directory
@@ -40,4 +40,7 @@ build etcdkwok sigs.k8s.io/kwok/cmd/kwok kwok
 build kube k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver
 build kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager
 build kube k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler
+if [ "${GPUCTL_WITH_KUBECTL:-}" = 1 ]; then # for `make bench` only: the peer it is compared with
+  build kube k8s.io/kubernetes/cmd/kubectl kubectl
+fi
 echo "$dir"

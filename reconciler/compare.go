@@ -220,3 +220,7 @@ func cleanForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured {
 	}
 	return c
 }
+
+// ForDisplay returns a copy of an object without the fields that the API server writes
+// (status, managedFields, resourceVersion, ...) and gpuctl's applied-hash, for diffs.
+func ForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured { return cleanForDisplay(u) }

@@ -15,11 +15,12 @@ import (
 
 var nodeGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 
-// labelsOwnedBy returns the labels of an object that a field manager owns through apply.
-func labelsOwnedBy(u *unstructured.Unstructured, manager string) map[string]bool {
+// labelsOwnedBy returns the labels of an object that a field manager owns (through apply
+// only, with applyOnly).
+func labelsOwnedBy(u *unstructured.Unstructured, manager string, applyOnly bool) map[string]bool {
 	out := map[string]bool{}
 	for _, mf := range u.GetManagedFields() {
-		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+		if mf.Manager != manager || (applyOnly && mf.Operation != metav1.ManagedFieldsOperationApply) || mf.FieldsV1 == nil {
 			continue
 		}
 		var fields struct {
@@ -74,7 +75,7 @@ func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstruc
 			continue
 		}
 		labels := in.GetLabels()
-		if labelsOwnedBy(n, keys.NodeLabelerFieldManager)[keys.GPUType] {
+		if labelsOwnedBy(n, keys.NodeLabelerFieldManager, false)[keys.GPUType] {
 			delete(labels, keys.GPUType)
 			c.Reason = keys.GPUType + " is published by the node labeler"
 		}
@@ -82,7 +83,7 @@ func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstruc
 		out = append(out, c)
 	}
 	for name, n := range live {
-		if !wanted[name] && len(labelsOwnedBy(n, m.opts.FieldManager)) > 0 {
+		if !wanted[name] && len(labelsOwnedBy(n, m.opts.FieldManager, true)) > 0 {
 			c := &Change{Object: RefOf(nodeApply(name, nil)), resource: nodeGVR, stage: render.KindOrder("Node")}
 			m.nodeChange(c, n, nil)
 			c.Reason = "in no pool any more: removes the labels gpuctl gave it"
@@ -95,7 +96,7 @@ func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstruc
 // nodeChange decides the labels to set on one node, and those gpuctl owns that go away.
 func (m *Manager) nodeChange(c *Change, n *unstructured.Unstructured, labels map[string]string) {
 	c.Live, c.Desired = n, nodeApply(n.GetName(), labels)
-	owned := labelsOwnedBy(n, m.opts.FieldManager)
+	owned := labelsOwnedBy(n, m.opts.FieldManager, true)
 	have := n.GetLabels()
 	var keysSorted []string
 	for k := range labels {

@@ -123,12 +123,15 @@ func (p *Plan) Summary() string {
 		verb string
 	}{{ActionCreate, "to create"}, {ActionUpdate, "to update"}, {ActionRecreate, "to recreate"},
 		{ActionDelete, "to prune"}, {ActionUnchanged, "unchanged"}, {ActionSkipped, "skipped"}} {
-		if n := p.Count(x.a); n > 0 || x.a == ActionCreate && len(parts) == 0 && !p.HasChanges() {
+		if n := p.Count(x.a); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, x.verb))
 		}
 	}
 	s := strings.Join(parts, ", ")
-	if !p.HasChanges() {
+	switch {
+	case !p.HasChanges() && s == "":
+		s = "no changes"
+	case !p.HasChanges():
 		s = "no changes (" + s + ")"
 	}
 	if g := gpuSummary(p.GPUs); g != "" {

@@ -100,6 +100,14 @@ func TestExamplesAreValid(t *testing.T) {
 	kinds := map[string]int{}
 	for _, o := range res.Objects {
 		kinds[o.GetKind()]++
+		func() { // every value must be a JSON value that unstructured objects can hold
+			defer func() {
+				if r := recover(); r != nil {
+					t.Errorf("%s: DeepCopy: %v", render.ObjectID(o), r)
+				}
+			}()
+			o.DeepCopy()
+		}()
 	}
 	for _, k := range []string{"Job", "Deployment", "StatefulSet", "Service", "Namespace", "ResourceQuota", "PriorityClass", "Node", "ConfigMap"} {
 		if kinds[k] == 0 {

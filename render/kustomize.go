@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	k8sjson "k8s.io/apimachinery/pkg/util/json"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/api/types"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -99,7 +100,12 @@ func (st *run) kustomize(dir string) []*unstructured.Unstructured {
 	}
 	maps := make([]map[string]any, 0, rm.Size())
 	for _, r := range rm.Resources() {
-		m, err := r.Map()
+		// Through JSON, so that numbers are int64 or float64 as unstructured objects need.
+		var m map[string]any
+		js, err := r.MarshalJSON()
+		if err == nil {
+			err = k8sjson.Unmarshal(js, &m)
+		}
 		if err != nil {
 			st.ds.errorf(display, Pos{}, "", "kustomize output: %v", err)
 			continue

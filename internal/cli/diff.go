@@ -1,0 +1,51 @@
+package cli
+
+import (
+	"encoding/json"
+
+	"github.com/spf13/cobra"
+)
+
+func newDiffCommand(s Streams) *cobra.Command {
+	var o planOptions
+	cmd := &cobra.Command{
+		Use:   "diff PATH",
+		Short: "Show what a sync of PATH would change in the cluster",
+		Long: `Render PATH and compare it with the cluster: objects to create, update (with the field
+diff the API server predicts), recreate (an immutable field changed), prune, and the GPUs
+requested per pool before and after. Nothing is written.
+
+Exit code 0: no changes; 1: changes; 2: error (invalid files, cluster unreachable).`,
+		Example: `  gpuctl diff examples/
+  gpuctl diff examples/ --context prod -o json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFlag(o.output, "text", "json"); err != nil {
+				return err
+			}
+			_, plan, err := o.plan(cmd.Context(), s, args[0])
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				enc := json.NewEncoder(s.Out)
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(planJSON{Summary: plan.Summary(), Plan: plan}); err != nil {
+					return err
+				}
+			} else {
+				printPlanDiff(s.Out, plan, newPalette(s.Out, o.color))
+			}
+			if plan.HasChanges() {
+				return &ExitError{Code: ExitFailed}
+			}
+			return nil
+		},
+	}
+	o.render.BindFlags(cmd.Flags())
+	o.kube.BindFlags(cmd.Flags())
+	o.engine.BindFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.color, "color", "auto", "colour the diff: auto (when a terminal), always or never")
+	return cmd
+}

@@ -1,0 +1,125 @@
+package cli
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+func newSyncCommand(s Streams) *cobra.Command {
+	var o planOptions
+	var local, dryRun bool
+	cmd := &cobra.Command{
+		Use:   "sync --local PATH",
+		Short: "Apply PATH to the cluster once, from this machine",
+		Long: `Render PATH, plan it against the cluster and apply the plan with server-side apply
+(field manager gpuctl): Namespaces, PriorityClasses and quotas first, then workloads and node
+labels; then prune what gpuctl applied before and PATH no longer renders. A sync that would
+prune more than --max-prune of the inventory, or apply an empty render, is refused.
+
+Exit code 0: synced; 2: error (invalid files, refused, or an object failed).`,
+		Example: `  gpuctl sync --local examples/
+  gpuctl sync --local examples/ --dry-run
+  gpuctl sync --local examples/ --prune=false`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !local {
+				return &ExitError{Code: ExitTrouble, Err: errors.New("gpuctl sync without --local asks the reconciler daemon to sync, which this release does not include yet; use --local to apply from this machine")}
+			}
+			if err := outputFlag(o.output, "text", "json"); err != nil {
+				return err
+			}
+			pal := newPalette(s.Out, o.color)
+			fmt.Fprintf(s.Err, "planning %s ...\n", args[0])
+			m, plan, err := o.plan(cmd.Context(), s, args[0])
+			if err != nil {
+				return err
+			}
+			if dryRun || plan.Refused != nil {
+				return finishPlanOnly(s, o.output, plan, pal, dryRun)
+			}
+			fmt.Fprintln(s.Err, plan.Summary())
+			cs, err := m.Apply(cmd.Context(), plan, progressLine(s.Err))
+			if cs == nil {
+				return &ExitError{Code: ExitTrouble, Err: err}
+			}
+			if o.output == "json" {
+				enc := json.NewEncoder(s.Out)
+				enc.SetIndent("", "  ")
+				if jerr := enc.Encode(cs); jerr != nil {
+					return jerr
+				}
+			} else {
+				printChangeSet(s.Out, cs, pal)
+			}
+			if err != nil {
+				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("%d objects failed", len(cs.Failed()))}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&local, "local", false, "render and apply from this machine (required for now)")
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan and print, write nothing")
+	o.render.BindFlags(cmd.Flags())
+	o.kube.BindFlags(cmd.Flags())
+	o.engine.BindFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	cmd.Flags().StringVar(&o.color, "color", "auto", "colour the output: auto (when a terminal), always or never")
+	return cmd
+}
+
+// finishPlanOnly prints a plan that is not applied (dry run, or refused).
+func finishPlanOnly(s Streams, output string, plan *reconciler.Plan, pal palette, dryRun bool) error {
+	if output == "json" {
+		enc := json.NewEncoder(s.Out)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(planJSON{Summary: plan.Summary(), Plan: plan}); err != nil {
+			return err
+		}
+	} else {
+		for _, c := range plan.Changes {
+			if c.Action != reconciler.ActionUnchanged {
+				fmt.Fprintln(s.Out, pal.action(c.Action, changeHeader(c)))
+			}
+		}
+		printSummary(s.Out, plan, pal)
+	}
+	if plan.Refused != nil {
+		return &ExitError{Code: ExitTrouble, Err: plan.Refused}
+	}
+	if dryRun {
+		fmt.Fprintln(s.Err, "dry run: nothing was written")
+	}
+	return nil
+}
+
+// progressLine reports apply progress: one rewritten line on a terminal, else a line every
+// tenth of the work.
+func progressLine(w io.Writer) reconciler.Progress {
+	f, ok := w.(*os.File)
+	tty := ok && term.IsTerminal(int(f.Fd()))
+	lastTenth := -1
+	return func(done, total int, r reconciler.Result) {
+		status := "ok"
+		if r.Error != "" {
+			status = "failed"
+		}
+		if tty {
+			fmt.Fprintf(w, "\r\x1b[K[%d/%d] %s %s: %s", done, total, r.Action, r.Object, status)
+			if done == total {
+				fmt.Fprintln(w)
+			}
+			return
+		}
+		if tenth := done * 10 / max(total, 1); tenth != lastTenth || r.Error != "" {
+			lastTenth = tenth
+			fmt.Fprintf(w, "[%d/%d] %s %s: %s\n", done, total, r.Action, r.Object, status)
+		}
+	}
+}
