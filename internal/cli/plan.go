@@ -18,7 +18,6 @@ type planOptions struct {
 	color  string
 }
 
-
 // renderPath renders a path; invalid input prints every diagnostic and returns an ExitError.
 func (o *planOptions) renderPath(s Streams, path string) (*render.Result, error) {
 	r, err := o.render.Renderer()
