@@ -3,7 +3,9 @@ package e2e
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -33,8 +35,8 @@ func renderedTrees(t *testing.T) []string {
 
 // TestRenderedObjectsPassServerSideDryRun sends every rendered object to the API server as a
 // server-side apply with dryRun=All: the server's own validation (schemas, names, probes,
-// quantities, selectors) must accept all of them. Namespaces are created for real first, since
-// a dry run does not persist them.
+// quantities, selectors) must accept all of them. Each tree's objects go to namespaces of their
+// own, created for real first, since a dry run does not persist them.
 func TestRenderedObjectsPassServerSideDryRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -68,7 +70,9 @@ func TestRenderedObjectsPassServerSideDryRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	total := 0
-	for _, tree := range renderedTrees(t) {
+	trees := renderedTrees(t)
+	treeIndex := func(tree string) int { return slices.Index(trees, tree) }
+	for _, tree := range trees {
 		res, err := render.New(render.Options{}).Render(filesys.MakeFsOnDisk(), tree)
 		var ve *render.ValidationError
 		if errors.As(err, &ve) {
@@ -78,14 +82,9 @@ func TestRenderedObjectsPassServerSideDryRun(t *testing.T) {
 			t.Fatalf("%s: %v", tree, err)
 		}
 		for _, o := range res.Objects {
-			if o.GetKind() == "Namespace" {
-				if err := apply(o, false); err != nil {
-					t.Errorf("%s: %s: %v", tree, render.ObjectID(o), err)
-				}
-			}
-		}
-		for _, o := range res.Objects {
+			// Each tree gets namespaces of its own, apart from other tests' objects.
 			if o.GetNamespace() != "" {
+				o.SetNamespace(fmt.Sprintf("dryrun-%d-%s", treeIndex(tree), o.GetNamespace()))
 				ensureNamespace(t, apply, o.GetNamespace())
 			}
 			if err := apply(o, true); err != nil {
