@@ -47,6 +47,14 @@ fuzz: ## fuzz the gpuctl parser for 60 s (FUZZTIME=60s)
 bench: ## benchmarks, printed against their bars (render: 1,000 files in <= 0.5 s)
 	$(GO) test ./render/ -run '^$$' -bench . -benchmem -count 1
 
+.PHONY: cluster-up
+cluster-up: ## start the local cluster (fake GPU nodes) in .cache/cluster; prints its KUBECONFIG
+	$(GO) run ./hack/cluster up --dir .cache/cluster
+
+.PHONY: cluster-down
+cluster-down: ## stop the local cluster
+	$(GO) run ./hack/cluster down --dir .cache/cluster
+
 .PHONY: examples
 examples: build ## validate examples/
 	$(BIN)/gpuctl validate examples/
