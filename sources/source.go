@@ -1,0 +1,53 @@
+package sources
+
+import (
+	"context"
+	"time"
+)
+
+// Revision is one fetched state of a source's files.
+type Revision struct {
+	// ID identifies the content: a commit hash for Git, a content hash for a directory.
+	ID string `json:"id"`
+	// Dir holds the files of the revision, to render from. It stays valid until the next
+	// Fetch or Close of the source that returned it.
+	Dir string `json:"-"`
+	// Message describes the revision: a commit's subject line, or empty.
+	Message string `json:"message,omitempty"`
+	// Author is a commit's author, or empty.
+	Author string `json:"author,omitempty"`
+	// Time is when the revision was made (commit time) or read.
+	Time time.Time `json:"time"`
+	// Changed lists the files (slash-separated, relative to Dir) that differ from the previous
+	// revision Fetch returned; nil when unknown (the first fetch).
+	Changed []string `json:"changed,omitempty"`
+}
+
+// Source yields revisions of a tree of configuration files.
+type Source interface {
+	// Fetch brings the newest revision into a directory and returns it. When fetching fails
+	// it returns the last good revision (zero if none) together with the error, so that
+	// callers keep applying what they had.
+	Fetch(ctx context.Context) (Revision, error)
+	// Changes receives a value whenever there may be a new revision: a file event, a webhook,
+	// a poll tick. Values are coalesced: one pending signal at most.
+	Changes() <-chan struct{}
+	// URL describes where the files come from, for status and logs (no credentials).
+	URL() string
+	// Close releases the source's watchers, timers and files.
+	Close() error
+}
+
+// Trigger is implemented by sources that can be told to fetch now (webhooks, sync requests).
+type Trigger interface {
+	// Trigger signals Changes as if the source had noticed a change.
+	Trigger()
+}
+
+// Notify sends on a coalescing channel (capacity 1) without blocking.
+func Notify(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
