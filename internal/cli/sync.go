@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
 
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/spf13/cobra"
@@ -15,22 +18,45 @@ import (
 func newSyncCommand(s Streams) *cobra.Command {
 	var o planOptions
 	var local, dryRun bool
+	var namespace string
+	var timeout time.Duration
 	cmd := &cobra.Command{
-		Use:   "sync --local PATH",
-		Short: "Apply PATH to the cluster once, from this machine",
-		Long: `Render PATH, plan it against the cluster and apply the plan with server-side apply
-(field manager gpuctl): Namespaces, PriorityClasses and quotas first, then workloads and node
-labels; then prune what gpuctl applied before and PATH no longer renders. A sync that would
-prune more than --max-prune of the inventory, or apply an empty render, is refused.
+		Use:   "sync [--local PATH]",
+		Short: "Ask gpuctl-reconciler to sync now, or apply PATH once from this machine",
+		Long: `Without --local: ask gpuctl-reconciler to sync now (like flux reconcile): set a request on its
+status ConfigMap, wait until the daemon has handled it, and print the result. Exit code 0:
+synced; 1: the revision is invalid or the plan was refused; 2: failed or no answer.
 
-Exit code 0: synced; 2: error (invalid files, refused, or an object failed).`,
-		Example: `  gpuctl sync --local examples/
-  gpuctl sync --local examples/ --dry-run
-  gpuctl sync --local examples/ --prune=false`,
-		Args: cobra.ExactArgs(1),
+With --local PATH: render PATH, plan it against the cluster and apply the plan with server-side
+apply (field manager gpuctl): Namespaces, PriorityClasses and quotas first, then workloads and
+node labels; then prune what gpuctl applied before and PATH no longer renders. A sync that would
+prune more than --max-prune of the inventory, or apply an empty render, is refused. Exit code 0:
+synced; 2: error (invalid files, refused, or an object failed).`,
+		Example: `  gpuctl sync
+  gpuctl sync --timeout 5m
+  gpuctl sync --local examples/
+  gpuctl sync --local examples/ --dry-run`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !local {
-				return &ExitError{Code: ExitTrouble, Err: errors.New("gpuctl sync without --local asks the reconciler daemon to sync, which this release does not include yet; use --local to apply from this machine")}
+				if len(args) > 0 {
+					return &ExitError{Code: ExitTrouble, Err: errors.New("a PATH goes with --local; without it gpuctl sync asks the daemon")}
+				}
+				store, err := storeFor(&o.kube, namespace)
+				if err != nil {
+					return err
+				}
+				st, err := requestSync(cmd.Context(), s, store, timeout)
+				if err != nil {
+					return err
+				}
+				if err := printStatus(s.Out, st, o.output, newPalette(s.Out, o.color)); err != nil {
+					return err
+				}
+				return resultError(st)
+			}
+			if len(args) != 1 {
+				return &ExitError{Code: ExitTrouble, Err: errors.New("--local needs a PATH")}
 			}
 			if err := outputFlag(o.output, "text", "json"); err != nil {
 				return err
@@ -64,7 +90,9 @@ Exit code 0: synced; 2: error (invalid files, refused, or an object failed).`,
 			return nil
 		},
 	}
-	cmd.Flags().BoolVar(&local, "local", false, "render and apply from this machine (required for now)")
+	cmd.Flags().BoolVar(&local, "local", false, "render PATH and apply it from this machine instead of asking the daemon")
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", keys.SystemNamespace, "the namespace of gpuctl-reconciler")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the daemon")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan and print, write nothing")
 	o.render.BindFlags(cmd.Flags())
 	o.kube.BindFlags(cmd.Flags())

@@ -119,3 +119,18 @@ const (
 	// NodeLabelerFieldManager is the field manager of gpuctl-node-labeler.
 	NodeLabelerFieldManager = "gpuctl-node-labeler"
 )
+
+// The reconciler daemon's objects and annotations.
+const (
+	// StatusName is the ConfigMap that holds the daemon's status (key StatusKey).
+	StatusName = "gpuctl-status"
+	// StatusKey is the data key of the status JSON.
+	StatusKey = "status"
+	// SyncRequestedAt is set on the status ConfigMap by `gpuctl sync` to ask for a sync now;
+	// its value is an opaque request id (a timestamp), echoed in the status once handled.
+	SyncRequestedAt = Prefix + "sync-requested-at"
+	// LeaseName is the Lease of the daemon's leader election.
+	LeaseName = "gpuctl-reconciler"
+	// ReconcilerFieldManager is the field manager of the daemon's own bookkeeping objects.
+	ReconcilerFieldManager = "gpuctl-reconciler"
+)

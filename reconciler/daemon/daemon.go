@@ -1,0 +1,278 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/sources"
+)
+
+// Options configure a Daemon.
+type Options struct {
+	// Source yields the revisions to apply.
+	Source sources.Source
+	// Render configures rendering; Root is set to each revision's directory when Config is set.
+	Render render.Options
+	// Engine plans and applies.
+	Engine *reconciler.Manager
+	// Store records the status and carries sync requests.
+	Store *Store
+	// Interval is the time between syncs when nothing signals (default 5 min).
+	Interval time.Duration
+	// MinBackoff is the first retry delay after a failed sync; it doubles up to Interval.
+	MinBackoff time.Duration
+	// Identity names this replica in the status (pod name).
+	Identity string
+	// Metrics may be nil.
+	Metrics *Metrics
+	Log     *slog.Logger
+}
+
+// Daemon runs syncs one at a time.
+type Daemon struct {
+	opts Options
+
+	requests chan string // sync request ids, from the status ConfigMap or the API
+
+	mu      sync.Mutex
+	last    Status
+	lastRev sources.Revision
+}
+
+// New returns a daemon; Run starts it.
+func New(opts Options) *Daemon {
+	if opts.Interval <= 0 {
+		opts.Interval = 5 * time.Minute
+	}
+	if opts.MinBackoff <= 0 {
+		opts.MinBackoff = 2 * time.Second
+	}
+	if opts.Log == nil {
+		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	return &Daemon{opts: opts, requests: make(chan string, 16)}
+}
+
+// Run syncs on every source change, interval, webhook and sync request until ctx ends. Only
+// the leader runs it.
+func (d *Daemon) Run(ctx context.Context) error {
+	if st, _, err := d.opts.Store.Read(ctx); err == nil {
+		d.mu.Lock()
+		d.last = st
+		d.mu.Unlock()
+	}
+	stopWatch, err := d.watchRequests(ctx)
+	if err != nil {
+		return fmt.Errorf("watch sync requests: %w", err)
+	}
+	defer stopWatch()
+	timer := time.NewTimer(0) // the first sync starts at once
+	defer timer.Stop()
+	failures := 0
+	for {
+		request := ""
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.opts.Source.Changes():
+		case request = <-d.requests:
+		case <-timer.C:
+		}
+		request = d.drainRequests(request)
+		st := d.SyncOnce(ctx, request)
+		if ctx.Err() != nil {
+			return nil
+		}
+		wait := d.opts.Interval
+		if st.Result == ResultSucceeded || st.Result == ResultInvalid || st.Result == ResultRefused {
+			failures = 0 // these wait for a new revision, not for time
+		} else {
+			failures++
+			wait = min(d.opts.MinBackoff<<min(failures-1, 20), d.opts.Interval)
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+		timer.Reset(wait)
+	}
+}
+
+// drainRequests takes every queued request: one sync answers them all; the newest id wins.
+func (d *Daemon) drainRequests(id string) string {
+	for {
+		select {
+		case r := <-d.requests:
+			id = r
+		default:
+			return id
+		}
+	}
+}
+
+// LastStatus returns the status of the last sync this replica ran.
+func (d *Daemon) LastStatus() Status {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.last
+}
+
+// SyncOnce fetches, renders, plans and applies once, records the status and returns it. A
+// fetch failure, invalid files or a refused plan change nothing in the cluster.
+func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
+	start := time.Now()
+	d.mu.Lock()
+	prev := d.last
+	d.mu.Unlock()
+	st := Status{Source: d.opts.Source.URL(), LastAttempt: start, Leader: d.opts.Identity,
+		AppliedRevision: prev.AppliedRevision, LastSuccess: prev.LastSuccess, LastHandledRequest: prev.LastHandledRequest}
+	if request != "" {
+		st.LastHandledRequest = request
+	}
+	d.sync(ctx, &st)
+	st.Duration = time.Since(start)
+	d.mu.Lock()
+	d.last = st
+	d.mu.Unlock()
+	if err := d.opts.Store.Write(ctx, st); err != nil && ctx.Err() == nil {
+		d.opts.Log.Error("write status", "err", err)
+	}
+	d.opts.Metrics.observe(st)
+	d.log(st)
+	return st
+}
+
+func (d *Daemon) log(st Status) {
+	attrs := []any{"result", st.Result, "revision", short(st.Revision), "duration", st.Duration.Round(time.Millisecond)}
+	if st.Summary != "" {
+		attrs = append(attrs, "summary", st.Summary)
+	}
+	if st.Result == ResultSucceeded {
+		d.opts.Log.Info("synced", attrs...)
+		return
+	}
+	attrs = append(attrs, "message", st.Message)
+	for i, e := range st.Errors {
+		if i == 5 {
+			break
+		}
+		attrs = append(attrs, fmt.Sprintf("error%d", i), e)
+	}
+	d.opts.Log.Warn("sync not applied", attrs...)
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+// maxErrors bounds the errors kept in the status.
+const maxErrors = 50
+
+// sync does the work of SyncOnce and fills st.
+func (d *Daemon) sync(ctx context.Context, st *Status) {
+	rev, err := d.opts.Source.Fetch(ctx)
+	if err != nil {
+		st.Result, st.Message = ResultFetchFailed, err.Error()
+		if st.AppliedRevision != "" {
+			st.Message += "; revision " + short(st.AppliedRevision) + " stays applied"
+		}
+		return
+	}
+	st.Revision, st.RevisionMessage = rev.ID, rev.Message
+	d.mu.Lock()
+	d.lastRev = rev
+	d.mu.Unlock()
+	res, err := d.render(rev)
+	var ve *render.ValidationError
+	switch {
+	case errors.As(err, &ve):
+		st.Result = ResultInvalid
+		st.Message = fmt.Sprintf("%d errors in the files; nothing applied", len(res.Errors()))
+		for _, diag := range res.Errors() {
+			st.Errors = appendBounded(st.Errors, diag.Error())
+		}
+		return
+	case err != nil:
+		st.Result, st.Message = ResultFailed, "render: "+err.Error()
+		return
+	}
+	plan, err := d.opts.Engine.Plan(ctx, res.Objects)
+	if err != nil {
+		st.Result, st.Message = ResultFailed, "plan: "+err.Error()
+		return
+	}
+	st.Summary, st.Counts = plan.Summary(), counts(plan)
+	if plan.Refused != nil {
+		st.Result, st.Message = ResultRefused, plan.Refused.Error()
+		return
+	}
+	cs, err := d.opts.Engine.Apply(ctx, plan, nil)
+	if err != nil {
+		st.Result, st.Message = ResultFailed, fmt.Sprintf("%d objects failed", len(failed(cs)))
+		for _, r := range failed(cs) {
+			st.Errors = appendBounded(st.Errors, fmt.Sprintf("%s: %s: %s", r.Object, r.Action, r.Error))
+		}
+		if cs == nil {
+			st.Message = err.Error()
+		}
+		return
+	}
+	st.Result, st.Message = ResultSucceeded, "applied revision "+short(rev.ID)
+	st.AppliedRevision, st.LastSuccess = rev.ID, time.Now()
+}
+
+func (d *Daemon) render(rev sources.Revision) (*render.Result, error) {
+	opts := d.opts.Render
+	if opts.Config != nil {
+		opts.Root = rev.Dir
+	}
+	return render.New(opts).Render(diskFS(), rev.Dir)
+}
+
+func failed(cs *reconciler.ChangeSet) []reconciler.Result {
+	if cs == nil {
+		return nil
+	}
+	return cs.Failed()
+}
+
+func appendBounded(list []string, s string) []string {
+	if len(list) >= maxErrors {
+		return list
+	}
+	return append(list, s)
+}
+
+func counts(p *reconciler.Plan) map[string]int {
+	out := map[string]int{}
+	for _, c := range p.Changes {
+		out[string(c.Action)]++
+	}
+	return out
+}
+
+// Plan renders the last fetched revision and plans it, writing nothing.
+func (d *Daemon) Plan(ctx context.Context) (*reconciler.Plan, error) {
+	d.mu.Lock()
+	rev := d.lastRev
+	d.mu.Unlock()
+	if rev.Dir == "" {
+		return nil, errors.New("no revision fetched yet on this replica (it may not be the leader)")
+	}
+	res, err := d.render(rev)
+	if err != nil {
+		return nil, err
+	}
+	return d.opts.Engine.Plan(ctx, res.Objects)
+}

@@ -1,0 +1,56 @@
+package daemon
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the daemon's Prometheus metrics.
+type Metrics struct {
+	Duration    *prometheus.HistogramVec
+	Syncs       *prometheus.CounterVec
+	Objects     *prometheus.GaugeVec
+	LastSuccess prometheus.Gauge
+	Revision    *prometheus.GaugeVec
+	Drift       *prometheus.GaugeVec
+}
+
+// NewMetrics creates the metrics and registers them with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "gpuctl_reconcile_duration_seconds", Help: "Duration of syncs (fetch, render, plan, apply), by result.",
+			Buckets: []float64{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"result"}),
+		Syncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "gpuctl_reconcile_total", Help: "Syncs attempted, by result."}, []string{"result"}),
+		Objects: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpuctl_objects", Help: "Objects of the last sync, by action (create, update, unchanged, ...)."}, []string{"action"}),
+		LastSuccess: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "gpuctl_last_success_timestamp_seconds", Help: "Unix time of the last successful sync."}),
+		Revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpuctl_source_revision_info", Help: "The source and revision last applied (value 1)."}, []string{"source", "revision"}),
+		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpuctl_drift_objects", Help: "Objects that differ from Git, by kind and category."}, []string{"kind", "category"}),
+	}
+	reg.MustRegister(m.Duration, m.Syncs, m.Objects, m.LastSuccess, m.Revision, m.Drift)
+	return m
+}
+
+func (m *Metrics) observe(st Status) {
+	if m == nil {
+		return
+	}
+	m.Duration.WithLabelValues(string(st.Result)).Observe(st.Duration.Seconds())
+	m.Syncs.WithLabelValues(string(st.Result)).Inc()
+	if st.Counts != nil {
+		m.Objects.Reset()
+		for a, n := range st.Counts {
+			m.Objects.WithLabelValues(a).Set(float64(n))
+		}
+	}
+	if st.Result == ResultSucceeded {
+		m.LastSuccess.Set(float64(st.LastSuccess.UnixNano()) / 1e9)
+		m.Revision.Reset()
+		m.Revision.WithLabelValues(st.Source, st.AppliedRevision).Set(1)
+	}
+}

@@ -1,0 +1,66 @@
+package daemon
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Result is the outcome of the last sync attempt.
+type Result string
+
+// The results of a sync.
+const (
+	ResultPending   Result = "Pending"
+	ResultSucceeded Result = "Succeeded"
+	ResultFailed    Result = "Failed"
+	// ResultRefused: a safety rule refused the plan (empty render, prune budget).
+	ResultRefused Result = "Refused"
+	// ResultInvalid: the revision's files are invalid; nothing was applied.
+	ResultInvalid Result = "Invalid"
+	// ResultFetchFailed: the source could not be fetched; the last good revision stays applied.
+	ResultFetchFailed Result = "FetchFailed"
+)
+
+// Status is what the daemon reports about its syncs. It is stored as JSON in the status
+// ConfigMap (key "status") and served at /api/v1/status.
+type Status struct {
+	// Source is where the files come from (no credentials).
+	Source string `json:"source"`
+	// Revision is the revision of the last attempt; AppliedRevision the last one applied.
+	Revision        string `json:"revision,omitempty"`
+	RevisionMessage string `json:"revisionMessage,omitempty"`
+	AppliedRevision string `json:"appliedRevision,omitempty"`
+	// LastAttempt and LastSuccess are when the last sync started and the last good one ended.
+	LastAttempt time.Time `json:"lastAttempt,omitempty"`
+	LastSuccess time.Time `json:"lastSuccess,omitempty"`
+	Result      Result    `json:"result"`
+	// Message explains the result in one line.
+	Message string `json:"message,omitempty"`
+	// Summary is the plan's summary line of the last attempt.
+	Summary string `json:"summary,omitempty"`
+	// Counts are the objects per action of the last attempt.
+	Counts map[string]int `json:"counts,omitempty"`
+	// Errors are the per-object errors and diagnostics of the last attempt (at most 50).
+	Errors []string `json:"errors,omitempty"`
+	// Duration is how long the last attempt took.
+	Duration time.Duration `json:"duration,omitempty"`
+	// LastHandledRequest is the value of the last sync request annotation handled.
+	LastHandledRequest string `json:"lastHandledRequest,omitempty"`
+	// Leader is the identity of the replica that wrote this status.
+	Leader string `json:"leader,omitempty"`
+	// Mode is the drift mode: report or correct.
+	Mode string `json:"mode,omitempty"`
+}
+
+// Marshal encodes the status for the ConfigMap.
+func (s Status) Marshal() string {
+	b, _ := json.Marshal(s) // plain data: cannot fail
+	return string(b)
+}
+
+// ParseStatus decodes a status from its ConfigMap value.
+func ParseStatus(data string) (Status, error) {
+	var s Status
+	err := json.Unmarshal([]byte(data), &s)
+	return s, err
+}

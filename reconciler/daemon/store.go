@@ -1,0 +1,85 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Store reads and writes the status ConfigMap: the daemon's status, and the sync requests of
+// `gpuctl sync`. Any replica and any client with a kubeconfig can use it.
+type Store struct {
+	Kube      kubernetes.Interface
+	Namespace string
+	Name      string
+}
+
+// NewStore returns the store of the status ConfigMap in namespace (default name gpuctl-status).
+func NewStore(kube kubernetes.Interface, namespace string) *Store {
+	return &Store{Kube: kube, Namespace: namespace, Name: keys.StatusName}
+}
+
+// Read returns the status and the pending sync request (annotation), if any.
+func (s *Store) Read(ctx context.Context) (Status, string, error) {
+	cm, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return Status{Result: ResultPending, Message: "no sync yet: is gpuctl-reconciler running in namespace " + s.Namespace + "?"}, "", nil
+	}
+	if err != nil {
+		return Status{}, "", err
+	}
+	st := Status{Result: ResultPending}
+	if data := cm.Data[keys.StatusKey]; data != "" {
+		if st, err = ParseStatus(data); err != nil {
+			return Status{}, "", fmt.Errorf("%s/%s: bad status: %w", s.Namespace, s.Name, err)
+		}
+	}
+	return st, cm.Annotations[keys.SyncRequestedAt], nil
+}
+
+// Write records the status, creating the ConfigMap (and its namespace) when missing. It does
+// not touch the request annotation.
+func (s *Store) Write(ctx context.Context, st Status) error {
+	cms := s.Kube.CoreV1().ConfigMaps(s.Namespace)
+	patch := fmt.Sprintf(`{"data":{%q:%q}}`, keys.StatusKey, st.Marshal())
+	_, err := cms.Patch(ctx, s.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: keys.ReconcilerFieldManager})
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := s.ensureNamespace(ctx); err != nil {
+		return err
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace,
+		Labels: map[string]string{keys.ManagedBy: keys.ManagedByValue}}, Data: map[string]string{keys.StatusKey: st.Marshal()}}
+	_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: keys.ReconcilerFieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return s.Write(ctx, st)
+	}
+	return err
+}
+
+func (s *Store) ensureNamespace(ctx context.Context) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace}}
+	_, err := s.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: keys.ReconcilerFieldManager})
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+// Request asks the daemon for a sync now, as `flux reconcile` does: it sets the request
+// annotation to id on the status ConfigMap.
+func (s *Store) Request(ctx context.Context, id string) error {
+	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, keys.SyncRequestedAt, id)
+	_, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		return fmt.Errorf("no %s/%s ConfigMap: gpuctl-reconciler has not run in namespace %s", s.Namespace, s.Name, s.Namespace)
+	}
+	return err
+}
