@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -199,8 +201,8 @@ func (d *Daemon) sync(ctx context.Context, st *Status) {
 	case errors.As(err, &ve):
 		st.Result = ResultInvalid
 		st.Message = fmt.Sprintf("%d errors in the files; nothing applied", len(res.Errors()))
-		for _, diag := range res.Errors() {
-			st.Errors = appendBounded(st.Errors, diag.Error())
+		for _, diag := range res.Errors() { // paths relative to the revision, as in the repository
+			st.Errors = appendBounded(st.Errors, strings.TrimPrefix(diag.Error(), rev.Dir+string(filepath.Separator)))
 		}
 		return
 	case err != nil:

@@ -65,8 +65,17 @@ func (s *Store) Write(ctx context.Context, st Status) error {
 }
 
 func (s *Store) ensureNamespace(ctx context.Context) error {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace}}
-	_, err := s.Kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: keys.ReconcilerFieldManager})
+	return EnsureNamespace(ctx, s.Kube, s.Namespace)
+}
+
+// EnsureNamespace creates the daemon's namespace when it is missing (deploy/ creates it; a
+// daemon run by hand may be the first to need it).
+func EnsureNamespace(ctx context.Context, kube kubernetes.Interface, name string) error {
+	if _, err := kube.CoreV1().Namespaces().Get(ctx, name, metav1.GetOptions{}); err == nil {
+		return nil
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	_, err := kube.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{FieldManager: keys.ReconcilerFieldManager})
 	if apierrors.IsAlreadyExists(err) {
 		return nil
 	}

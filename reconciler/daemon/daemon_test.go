@@ -1,0 +1,212 @@
+package daemon_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/sources"
+	"github.com/gpuctl/gpuctl/sources/local"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})) }
+
+// harness runs one daemon over a directory, in a namespace of its own.
+type harness struct {
+	t      *testing.T
+	ctx    context.Context
+	dir    string
+	ns     string // the namespace of the daemon's status and inventory
+	kube   kubernetes.Interface
+	store  *daemon.Store
+	d      *daemon.Daemon
+	syncs  atomic.Int64
+	cancel context.CancelFunc
+}
+
+func newHarness(t *testing.T, name string, files map[string]string) *harness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	t.Cleanup(cancel)
+	h := &harness{t: t, ctx: ctx, dir: t.TempDir(), ns: "sys-" + name, cancel: cancel}
+	for f, c := range files {
+		h.write(f, c)
+	}
+	cfg := testcluster.Current().RESTConfig()
+	h.kube = kubernetes.NewForConfigOrDie(cfg)
+	opts := reconciler.DefaultOptions()
+	opts.Namespace, opts.MaxPrune = h.ns, 1
+	engine, err := reconciler.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := local.New(local.Options{Root: h.dir, Debounce: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	h.store = daemon.NewStore(h.kube, h.ns)
+	h.d = daemon.New(daemon.Options{Source: countingSource{src, &h.syncs}, Engine: engine, Store: h.store,
+		Interval: time.Hour, MinBackoff: 100 * time.Millisecond, Identity: name, Render: render.Options{}})
+	return h
+}
+
+// countingSource counts fetches: one per sync.
+type countingSource struct {
+	sources.Source
+	n *atomic.Int64
+}
+
+func (c countingSource) Fetch(ctx context.Context) (sources.Revision, error) {
+	c.n.Add(1)
+	return c.Source.Fetch(ctx)
+}
+
+func (h *harness) write(name, content string) {
+	h.t.Helper()
+	p := filepath.Join(h.dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+func (h *harness) start() {
+	go func() { _ = h.d.Run(h.ctx) }()
+}
+
+// waitStatus waits until the recorded status satisfies ok.
+func (h *harness) waitStatus(what string, ok func(daemon.Status) bool) daemon.Status {
+	h.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, _, err := h.store.Read(h.ctx)
+		if err == nil && ok(st) {
+			return st
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("timed out waiting for %s; status %+v (err %v)", what, st, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func compute(name, ns string, replicas int) string {
+	return "kind: compute\nversion: v0.1\njob: {name: " + name + ", namespace: " + ns + "}\nenvironment: {image: nginx}\nservice: {replicas: " + string(rune('0'+replicas)) + "}\n"
+}
+
+// TestLocalEditIsApplied: a file edit is applied within a second; an invalid edit changes and
+// prunes nothing and says why; fixing it converges.
+func TestLocalEditIsApplied(t *testing.T) {
+	h := newHarness(t, "local", map[string]string{"web.yaml": compute("web", "default", 1), "api.yaml": compute("api", "default", 1)})
+	h.start()
+	st := h.waitStatus("first sync", func(s daemon.Status) bool { return s.Result == daemon.ResultSucceeded })
+	if st.AppliedRevision == "" || !strings.HasPrefix(st.Source, "dir:") {
+		t.Fatalf("status %+v", st)
+	}
+
+	start := time.Now()
+	h.write("web.yaml", compute("web", "default", 3))
+	for {
+		d, err := h.kube.AppsV1().Deployments("default").Get(h.ctx, "web", metav1.GetOptions{})
+		if err == nil && *d.Spec.Replicas == 3 {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatal("the edit was not applied within 10 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("edit applied after %s", time.Since(start).Round(time.Millisecond))
+
+	// a broken commit: api.yaml is invalid, web.yaml is gone from the tree
+	h.write("api.yaml", "kind: compute\nversion: v0.1\njob: {name: api}\nenvironment: {image: nginx}\nresources: {gpu: -1}\n")
+	if err := os.Remove(filepath.Join(h.dir, "web.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	st = h.waitStatus("invalid revision", func(s daemon.Status) bool { return s.Result == daemon.ResultInvalid })
+	if len(st.Errors) != 1 || st.Errors[0] != "api.yaml:5:18: resources.gpu: must be 0 or more, got -1" {
+		t.Fatalf("errors %q", st.Errors)
+	}
+	for _, name := range []string{"web", "api"} {
+		if _, err := h.kube.AppsV1().Deployments("default").Get(h.ctx, name, metav1.GetOptions{}); err != nil {
+			t.Fatalf("an invalid revision deleted %s: %v", name, err)
+		}
+	}
+
+	h.write("api.yaml", compute("api", "default", 2))
+	h.waitStatus("fixed revision", func(s daemon.Status) bool {
+		return s.Result == daemon.ResultSucceeded && s.Revision == s.AppliedRevision
+	})
+	if _, err := h.kube.AppsV1().Deployments("default").Get(h.ctx, "web", metav1.GetOptions{}); err == nil {
+		t.Fatal("web.yaml was removed but the Deployment was not pruned")
+	}
+}
+
+// TestSyncRequestHandledOnce: gpuctl sync's request annotation is handled by exactly one sync,
+// and its id is echoed in the status.
+func TestSyncRequestHandledOnce(t *testing.T) {
+	h := newHarness(t, "request", map[string]string{"a.yaml": compute("req", "default", 1)})
+	h.start()
+	h.waitStatus("first sync", func(s daemon.Status) bool { return s.Result == daemon.ResultSucceeded })
+	time.Sleep(300 * time.Millisecond) // let the informer settle
+	before := h.syncs.Load()
+	if err := h.store.Request(h.ctx, "req-1"); err != nil {
+		t.Fatal(err)
+	}
+	h.waitStatus("request handled", func(s daemon.Status) bool { return s.LastHandledRequest == "req-1" })
+	time.Sleep(500 * time.Millisecond)
+	if n := h.syncs.Load() - before; n != 1 {
+		t.Fatalf("the request caused %d syncs, want 1", n)
+	}
+}
+
+// TestLeaderFailover: two replicas; only the leader syncs; when it dies (no lease release),
+// the standby takes over within the lease duration and syncs.
+func TestLeaderFailover(t *testing.T) {
+	files := map[string]string{"a.yaml": compute("ha", "default", 1)}
+	a, b := newHarness(t, "ha", files), newHarness(t, "ha", files)
+	b.dir = a.dir
+	lease := 2 * time.Second
+	if err := daemon.EnsureNamespace(a.ctx, a.kube, a.ns); err != nil {
+		t.Fatal(err)
+	}
+	runReplica := func(h *harness, id string) context.CancelFunc {
+		ctx, cancel := context.WithCancel(h.ctx)
+		go daemon.RunAsLeader(ctx, daemon.LeaderOptions{Kube: h.kube, Namespace: h.ns, Name: "lease-ha", Identity: id,
+			LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: 200 * time.Millisecond},
+			func(ctx context.Context) { _ = h.d.Run(ctx) })
+		return cancel
+	}
+	stopA := runReplica(a, "replica-a")
+	a.waitStatus("a leads", func(s daemon.Status) bool { return s.Leader == "ha" && s.Result == daemon.ResultSucceeded })
+	runReplica(b, "replica-b")
+	time.Sleep(lease)
+	if n := b.syncs.Load(); n != 0 {
+		t.Fatalf("the standby synced %d times while the leader lived", n)
+	}
+	killed := time.Now()
+	stopA() // dies without releasing the lease
+	for b.syncs.Load() == 0 {
+		if time.Since(killed) > 3*lease {
+			t.Fatalf("the standby did not take over within %s", 3*lease)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("standby took over %s after the leader died (lease %s)", time.Since(killed).Round(time.Millisecond), lease)
+	if took := time.Since(killed); took > lease+lease/2 {
+		t.Errorf("takeover took %s, more than the lease duration %s (+50%%)", took, lease)
+	}
+}
