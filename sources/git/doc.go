@@ -1,0 +1,33 @@
+// Package git is a sources.Source over a Git repository, fetched with go-git (no git
+// binary needed). It follows a branch, a tag or the remote's HEAD, or pins a commit; polls
+// the remote ref cheaply (an ls-remote) to signal Changes; and serves webhooks from GitHub,
+// GitLab or any sender that signs with HMAC-SHA256.
+//
+// Each Fetch hard-resets the working directory to the fetched commit, so force-pushes
+// converge, and reports which files changed. When a fetch fails, the last good revision is
+// returned with the error and the working directory is left as it was.
+//
+// Credentials come from files (AuthOptions), read at each fetch so that rotated secrets are
+// picked up; they never appear in URL(), logs or errors. SSH checks the server's host key
+// against a known_hosts file.
+//
+//	opts := git.DefaultOptions("https://github.com/org/config.git", "main")
+//	opts.Path = "clusters/prod"
+//	opts.Auth.TokenFile = "/var/run/secrets/git/token"
+//	src, err := git.New(opts)
+//	if err != nil {
+//		return err
+//	}
+//	defer src.Close()
+//	http.Handle("/hooks/git", git.NewWebhookHandler(git.WebhookGitHub,
+//		"/var/run/secrets/git/webhook", src, log))
+//	for {
+//		rev, err := src.Fetch(ctx) // on error, rev is the last good revision
+//		... render rev.Dir (clusters/prod of commit rev.ID), plan, apply ...
+//		select {
+//		case <-src.Changes(): // a poll saw a new commit, or a webhook arrived
+//		case <-ctx.Done():
+//			return nil
+//		}
+//	}
+package git
