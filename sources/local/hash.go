@@ -1,0 +1,240 @@
+package local
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// idBytes is how many bytes of the tree's sha256 make a revision ID (40 hex digits).
+const idBytes = 20
+
+// racyWindow: a file hashed less than this long after its mtime may be written again without
+// its size or mtime changing (timestamps are coarse: a few ms on Linux, 1 s on HFS+, 2 s on
+// FAT), so its cached hash is not trusted and it is read again by the next Fetch. This is
+// Git's "racy clean" problem.
+const racyWindow = 2 * time.Second
+
+// cached is the content hash of one file with the stat data it was computed for.
+type cached struct {
+	target string // the file read: the path itself, or a symlink's resolved target
+	size   int64
+	mtime  time.Time
+	sum    [sha256.Size]byte
+	racy   bool // hashed within racyWindow of mtime: read again next time
+}
+
+// digest is what the revision ID covers for one file besides its path.
+type digest struct {
+	sum  [sha256.Size]byte
+	exec bool
+}
+
+// ignored reports whether a file or directory name is left out of hashing and watching:
+// dot-files and dot-directories (.git, .file.yaml.swp) and editors' backup and temporary files
+// (file.yaml~, #file.yaml#, JetBrains' file.yaml___jb_tmp___ and file.yaml___jb_old___).
+func ignored(name string) bool {
+	return strings.HasPrefix(name, ".") ||
+		strings.HasSuffix(name, "~") ||
+		len(name) > 1 && strings.HasPrefix(name, "#") && strings.HasSuffix(name, "#") ||
+		strings.HasSuffix(name, "___jb_tmp___") ||
+		strings.HasSuffix(name, "___jb_old___")
+}
+
+// hidden reports whether any element of a relative path is ignored. The root itself (".") is
+// not hidden.
+func hidden(rel string) bool {
+	if rel == "." {
+		return false
+	}
+	for _, el := range strings.Split(filepath.ToSlash(rel), "/") {
+		if ignored(el) {
+			return true
+		}
+	}
+	return false
+}
+
+// within reports whether path is root or below it; both must be clean and absolute.
+func within(root, path string) bool {
+	rel, err := filepath.Rel(root, path)
+	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// relSlash returns path relative to root, slash-separated.
+func relSlash(root, path string) string {
+	rel, err := filepath.Rel(root, path)
+	if err != nil {
+		return filepath.ToSlash(path)
+	}
+	return filepath.ToSlash(rel)
+}
+
+// scan walks the tree and returns the digest of every file by slash-separated relative path.
+// Files whose size and mtime match the cache are not read. On success the cache is replaced by
+// the files seen; on failure what was read is added to it.
+func (s *Source) scan(ctx context.Context) (map[string]digest, error) {
+	files := map[string]digest{}
+	next := make(map[string]cached, len(s.cache))
+	warned := map[string]bool{}
+	s.reads = 0
+	err := filepath.WalkDir(s.real, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == s.real {
+			return nil
+		}
+		if ignored(d.Name()) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		rel := relSlash(s.real, p)
+		target := p
+		switch {
+		case d.IsDir():
+			return nil
+		case d.Type()&fs.ModeSymlink != 0:
+			var ok bool
+			if target, ok = s.follow(p, rel, warned); !ok {
+				return nil
+			}
+		case !d.Type().IsRegular():
+			return nil // devices, pipes, sockets
+		}
+		dg, c, ok, err := s.hash(rel, target)
+		if err != nil || !ok {
+			return err
+		}
+		files[rel], next[rel] = dg, c
+		return nil
+	})
+	if err != nil {
+		maps.Copy(s.cache, next)
+		return nil, err
+	}
+	s.cache = next
+	maps.DeleteFunc(s.warned, func(rel, _ string) bool { return !warned[rel] })
+	return files, nil
+}
+
+// follow resolves the symlink at p. It returns false, and logs a warning once per path and
+// reason, for links that dangle, leave Root or point to a hidden path.
+func (s *Source) follow(p, rel string, warned map[string]bool) (string, bool) {
+	target, err := filepath.EvalSymlinks(p)
+	var reason string
+	switch {
+	case err != nil:
+		reason = "symlink cannot be resolved; skipped"
+	case !within(s.real, target):
+		reason = "symlink leaves the root; not followed"
+	case hidden(relSlash(s.real, target)):
+		reason = "symlink points to a hidden path; not followed"
+	default:
+		return target, true
+	}
+	warned[rel] = true
+	if s.warned[rel] != reason {
+		s.warned[rel] = reason
+		s.log.Warn("local: "+reason, "path", rel, "target", target, "err", err)
+	}
+	return "", false
+}
+
+// hash returns the digest of the file at target (rel's own path or its symlink's target),
+// from the cache when its size and mtime have not changed. It returns false for targets that
+// are not regular files: symlinks to directories are not followed.
+func (s *Source) hash(rel, target string) (digest, cached, bool, error) {
+	fi, err := os.Stat(target)
+	if err != nil {
+		return digest{}, cached{}, false, err
+	}
+	if !fi.Mode().IsRegular() {
+		if fi.IsDir() {
+			s.log.Debug("local: symlink to a directory; not followed", "path", rel)
+		}
+		return digest{}, cached{}, false, nil
+	}
+	c, ok := s.cache[rel]
+	if !ok || c.racy || c.target != target || c.size != fi.Size() || !c.mtime.Equal(fi.ModTime()) {
+		if s.buf == nil {
+			s.buf = make([]byte, 32<<10)
+		}
+		if c, err = readSum(target, s.buf); err != nil {
+			return digest{}, cached{}, false, err
+		}
+		s.reads++
+	}
+	return digest{sum: c.sum, exec: fi.Mode()&0o100 != 0}, c, true, nil
+}
+
+// readSum reads the file at path through buf and returns its sha256 with the stat data of the
+// open file.
+func readSum(path string, buf []byte) (cached, error) {
+	start := time.Now()
+	f, err := os.Open(path)
+	if err != nil {
+		return cached{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return cached{}, err
+	}
+	h := sha256.New()
+	// Hide File.WriteTo, which would allocate a buffer per file.
+	if _, err := io.CopyBuffer(h, struct{ io.Reader }{f}, buf); err != nil {
+		return cached{}, err
+	}
+	c := cached{target: path, size: fi.Size(), mtime: fi.ModTime()}
+	h.Sum(c.sum[:0])
+	c.racy = start.Sub(c.mtime) < racyWindow
+	return c, nil
+}
+
+// treeID hashes the sorted (path, executable bit, content hash) of every file.
+func treeID(files map[string]digest) string {
+	h := sha256.New()
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		d := files[p]
+		mode := byte('-')
+		if d.exec {
+			mode = 'x'
+		}
+		io.WriteString(h, p)
+		h.Write([]byte{0, mode})
+		h.Write(d.sum[:])
+	}
+	return hex.EncodeToString(h.Sum(nil)[:idBytes])
+}
+
+// changed returns the sorted paths that were added, removed or modified (content or
+// executable bit) between prev and cur; empty, not nil, when none.
+func changed(prev, cur map[string]digest) []string {
+	out := []string{}
+	for p, d := range cur {
+		if old, ok := prev[p]; !ok || old != d {
+			out = append(out, p)
+		}
+	}
+	for p := range prev {
+		if _, ok := cur[p]; !ok {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,198 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gpuctl/gpuctl/sources"
+)
+
+// DefaultDebounce is the quiet time after the last file event before Changes is signalled.
+const DefaultDebounce = 100 * time.Millisecond
+
+// MaxWait bounds the delay between the first event of a continuous stream and its signal on
+// Changes: a stream that never pauses for Debounce is still signalled after MaxWait (or after
+// Debounce, when Debounce is the longer).
+const MaxWait = time.Second
+
+// ErrClosed is returned by Fetch after Close.
+var ErrClosed = errors.New("local: source closed")
+
+var (
+	_ sources.Source  = (*Source)(nil)
+	_ sources.Trigger = (*Source)(nil)
+)
+
+// Options configure a Source.
+type Options struct {
+	// Root is the directory whose files are the configuration. It must exist.
+	Root string
+	// Debounce is the quiet time after the last file event before Changes is signalled
+	// (default DefaultDebounce).
+	Debounce time.Duration
+	// Log receives warnings (symlinks not followed, watches that could not be added) and
+	// debug messages; nil discards them.
+	Log *slog.Logger
+}
+
+// Source is a sources.Source over a directory tree on this machine, watched with fsnotify.
+// Its methods are safe for concurrent use.
+type Source struct {
+	root    string // absolute Root: Revision.Dir and URL
+	real    string // root with symlinks resolved: what is walked, watched and contained
+	log     *slog.Logger
+	changes chan struct{}
+	watch   *watcher
+
+	closeOnce sync.Once
+	closeMu   sync.Mutex    // orders Trigger's signal before Close's drain
+	closed    chan struct{} // closed by Close
+
+	mu     sync.Mutex // held for a whole Fetch; guards the fields below
+	cache  map[string]cached
+	prev   map[string]digest // nil until the first successful Fetch
+	last   sources.Revision
+	warned map[string]string // relative path -> reason it was skipped, logged once
+	reads  int               // files read by the last scan, for tests
+	buf    []byte            // read buffer, allocated by the first read
+}
+
+// New checks that opts.Root is a directory, starts watching it and returns the Source. Close
+// it to stop the watcher.
+func New(opts Options) (*Source, error) {
+	if opts.Debounce < 0 {
+		return nil, fmt.Errorf("local: debounce %v: must not be negative", opts.Debounce)
+	}
+	if opts.Debounce == 0 {
+		opts.Debounce = DefaultDebounce
+	}
+	root, real, err := checkRoot(opts.Root)
+	if err != nil {
+		return nil, err
+	}
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Source{
+		root:    root,
+		real:    real,
+		log:     log.With("source", "dir:"+root),
+		changes: make(chan struct{}, 1),
+		closed:  make(chan struct{}),
+		cache:   map[string]cached{},
+		warned:  map[string]string{},
+	}
+	s.watch, err = startWatcher(real, opts.Debounce, s.changes, s.log)
+	if err != nil {
+		return nil, fmt.Errorf("local: root %q: watch: %w", opts.Root, err)
+	}
+	return s, nil
+}
+
+// checkRoot returns the absolute and the symlink-free form of root, or an error naming it
+// when it is missing or not a directory.
+func checkRoot(root string) (abs, real string, err error) {
+	if root == "" {
+		return "", "", errors.New("local: root: empty path")
+	}
+	abs, err = filepath.Abs(root)
+	if err != nil {
+		return "", "", fmt.Errorf("local: root %q: %w", root, err)
+	}
+	fi, err := os.Stat(abs)
+	if err != nil {
+		return "", "", fmt.Errorf("local: root %q: %w", root, err)
+	}
+	if !fi.IsDir() {
+		return "", "", fmt.Errorf("local: root %q: not a directory", root)
+	}
+	real, err = filepath.EvalSymlinks(abs)
+	if err != nil {
+		return "", "", fmt.Errorf("local: root %q: %w", root, err)
+	}
+	return abs, real, nil
+}
+
+// Fetch hashes the tree and returns its revision: ID is a content hash, Dir is Root itself
+// (the live directory, not a snapshot), Changed lists the files that differ from the previous
+// successful Fetch (nil on the first, empty when nothing changed). When the tree cannot be
+// read it returns the last good revision (zero if none) and the error; a file or directory
+// that vanishes mid-walk makes it walk once more before giving up.
+func (s *Source) Fetch(ctx context.Context) (sources.Revision, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.isClosed() {
+		return s.lastCopy(), ErrClosed
+	}
+	files, err := s.scan(ctx)
+	if errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
+		s.log.Debug("local: tree changed during the walk; walking again", "err", err)
+		files, err = s.scan(ctx)
+	}
+	if err != nil {
+		return s.lastCopy(), fmt.Errorf("%s: fetch: %w", s.URL(), err)
+	}
+	rev := sources.Revision{ID: treeID(files), Dir: s.root, Time: time.Now()}
+	if s.prev != nil {
+		rev.Changed = changed(s.prev, files)
+	}
+	s.prev, s.last = files, rev
+	return s.lastCopy(), nil
+}
+
+// lastCopy returns the last good revision with a Changed slice the caller may keep.
+func (s *Source) lastCopy() sources.Revision {
+	rev := s.last
+	rev.Changed = slices.Clone(rev.Changed)
+	return rev
+}
+
+// Changes receives a value after file events under Root (debounced) and after Trigger.
+func (s *Source) Changes() <-chan struct{} { return s.changes }
+
+// URL returns "dir:" and the absolute Root.
+func (s *Source) URL() string { return "dir:" + s.root }
+
+// Trigger signals Changes as if a file had changed; it does nothing after Close.
+func (s *Source) Trigger() {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if !s.isClosed() {
+		sources.Notify(s.changes)
+	}
+}
+
+// Close stops the watcher and its goroutine and drops a pending signal; Changes receives
+// nothing afterwards. Calling it again does nothing and returns nil.
+func (s *Source) Close() error {
+	var err error
+	s.closeOnce.Do(func() {
+		s.closeMu.Lock()
+		close(s.closed)
+		s.closeMu.Unlock()
+		err = s.watch.close()
+		select {
+		case <-s.changes:
+		default:
+		}
+	})
+	return err
+}
+
+func (s *Source) isClosed() bool {
+	select {
+	case <-s.closed:
+		return true
+	default:
+		return false
+	}
+}
