@@ -14,8 +14,9 @@ help: ## show this list
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z0-9_-]+:.*## / {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
-build: ## build bin/gpuctl (pure Go, CGO_ENABLED=0)
+build: ## build bin/gpuctl and bin/gpuctl-reconciler (pure Go, CGO_ENABLED=0)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuctl ./cmd/gpuctl
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuctl-reconciler ./cmd/gpuctl-reconciler
 
 .PHONY: build-cross
 build-cross: ## build gpuctl for linux/amd64 and darwin/arm64 into bin/
@@ -46,6 +47,15 @@ fuzz: ## fuzz the gpuctl parser for 60 s (FUZZTIME=60s)
 .PHONY: bench
 bench: ## benchmarks, printed against their bars (render: 1,000 files in <= 0.5 s)
 	$(GO) test ./render/ -run '^$$' -bench . -benchmem -count 1
+
+.PHONY: demo
+demo: ## build, start the local cluster, run gpuctl-reconciler against examples/ and show what it did
+	hack/demo.sh
+
+.PHONY: demo-down
+demo-down: ## stop the demo's reconciler and the local cluster
+	-@[ -f .cache/demo/reconciler.pid ] && kill $$(cat .cache/demo/reconciler.pid) 2>/dev/null; rm -f .cache/demo/reconciler.pid
+	$(GO) run ./hack/cluster down --dir .cache/cluster
 
 .PHONY: cluster-up
 cluster-up: ## start the local cluster (fake GPU nodes) in .cache/cluster; prints its KUBECONFIG

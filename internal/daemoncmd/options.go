@@ -1,0 +1,137 @@
+package daemoncmd
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/sources"
+	gitsource "github.com/gpuctl/gpuctl/sources/git"
+	"github.com/gpuctl/gpuctl/sources/local"
+	"github.com/lmittmann/tint"
+	"github.com/spf13/pflag"
+	"golang.org/x/term"
+)
+
+// SourceOptions choose where the configuration comes from.
+type SourceOptions struct {
+	Source   string // dir:PATH or git:URL
+	Ref      string
+	Path     string
+	WorkDir  string
+	Interval time.Duration
+	Auth     gitsource.AuthOptions
+	// Webhook secrets (files); a handler is mounted for each one set.
+	GitHubSecretFile, GitLabSecretFile, GenericSecretFile string
+}
+
+// BindFlags adds the source flags.
+func (o *SourceOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Source, "source", "", "where the gpuctl files come from: dir:PATH (watched) or git:URL (https or ssh)")
+	fs.StringVar(&o.Ref, "ref", "", "git: branch, refs/tags/NAME or a commit to pin (default: the remote's HEAD)")
+	fs.StringVar(&o.Path, "path", "", "git: subdirectory of the repository to render")
+	fs.StringVar(&o.WorkDir, "work-dir", "", "git: directory for the clone (default: a temporary directory)")
+	fs.DurationVar(&o.Interval, "git-poll-interval", gitsource.DefaultInterval, "git: how often to look for a new commit (0: webhooks only)")
+	fs.StringVar(&o.Auth.TokenFile, "git-token-file", "", "git: file holding an HTTPS access token")
+	fs.StringVar(&o.Auth.UsernameFile, "git-username-file", "", "git: file holding the HTTPS basic-auth user")
+	fs.StringVar(&o.Auth.PasswordFile, "git-password-file", "", "git: file holding the HTTPS basic-auth password")
+	fs.StringVar(&o.Auth.SSHKeyFile, "git-ssh-key-file", "", "git: file holding the SSH private key")
+	fs.StringVar(&o.Auth.SSHPassphraseFile, "git-ssh-passphrase-file", "", "git: file holding the SSH key's passphrase")
+	fs.StringVar(&o.Auth.KnownHostsFile, "git-known-hosts-file", "", "git: OpenSSH known_hosts file; the host key is checked")
+	fs.StringVar(&o.GitHubSecretFile, "webhook-github-secret-file", "", "serve /hooks/github, verifying X-Hub-Signature-256 with this secret")
+	fs.StringVar(&o.GitLabSecretFile, "webhook-gitlab-secret-file", "", "serve /hooks/gitlab, verifying X-Gitlab-Token")
+	fs.StringVar(&o.GenericSecretFile, "webhook-generic-secret-file", "", "serve /hooks/generic, verifying an HMAC-SHA256 signature")
+}
+
+// Open creates the source.
+func (o *SourceOptions) Open(log *slog.Logger) (sources.Source, error) {
+	kind, where, ok := strings.Cut(o.Source, ":")
+	switch {
+	case !ok || where == "":
+		return nil, fmt.Errorf("--source %q: expected dir:PATH or git:URL", o.Source)
+	case kind == "dir":
+		return local.New(local.Options{Root: where, Log: log})
+	case kind == "git":
+		opts := gitsource.DefaultOptions(where, o.Ref)
+		opts.Path, opts.Dir, opts.Interval, opts.Auth, opts.Log = o.Path, o.WorkDir, o.Interval, o.Auth, log
+		return gitsource.New(opts)
+	}
+	return nil, fmt.Errorf("--source %q: unknown kind %q (dir or git)", o.Source, kind)
+}
+
+// RenderOptions are the rendering settings of the daemon, set by the administrator (never
+// taken from the repository that teams commit to).
+type RenderOptions struct {
+	NamespaceMap     []string
+	HostPathPrefixes []string
+	ConfigFile       string
+}
+
+// BindFlags adds the render flags.
+func (o *RenderOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.StringArrayVar(&o.NamespaceMap, "namespace-map", nil, "map a directory pattern to a namespace, e.g. 'teams/*/**=$1' (repeatable)")
+	fs.StringSliceVar(&o.HostPathPrefixes, "host-path-prefixes", nil, "host directories that workdirs may mount (default /datasets,/models,/output,/cache,/home,/data)")
+	fs.StringVar(&o.ConfigFile, "config", "", "a .gpuctl.yaml-style file with namespaces and hostPathPrefixes (instead of the flags)")
+}
+
+// Options builds the renderer's options. With no setting at all, a .gpuctl.yaml in the
+// repository is used.
+func (o *RenderOptions) Options() (render.Options, error) {
+	if o.ConfigFile != "" {
+		data, err := os.ReadFile(o.ConfigFile)
+		if err != nil {
+			return render.Options{}, err
+		}
+		cfg, diags := render.ParseConfig(o.ConfigFile, data)
+		for _, d := range diags {
+			if d.Severity == render.SeverityError {
+				return render.Options{}, errors.New(d.Error())
+			}
+		}
+		return render.Options{Config: cfg}, nil
+	}
+	if len(o.NamespaceMap) == 0 && len(o.HostPathPrefixes) == 0 {
+		return render.Options{}, nil
+	}
+	cfg := &render.Config{Version: render.Version, HostPathPrefixes: o.HostPathPrefixes}
+	for _, m := range o.NamespaceMap {
+		pattern, ns, ok := strings.Cut(m, "=")
+		if !ok || pattern == "" || ns == "" {
+			return render.Options{}, fmt.Errorf("--namespace-map %q: expected PATTERN=NAMESPACE", m)
+		}
+		cfg.Namespaces = append(cfg.Namespaces, render.NamespaceRule{Path: pattern, Namespace: ns})
+	}
+	return render.Options{Config: cfg}, nil
+}
+
+// LogOptions choose the log format.
+type LogOptions struct {
+	Format string
+	Level  string
+}
+
+// BindFlags adds the log flags.
+func (o *LogOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Format, "log-format", "text", "text (coloured on a terminal) or json")
+	fs.StringVar(&o.Level, "log-level", "info", "debug, info, warn or error")
+}
+
+// Logger builds the slog logger: tint for people, JSON for machines.
+func (o *LogOptions) Logger() (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(o.Level)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	switch o.Format {
+	case "json":
+		return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
+	case "text":
+		return slog.New(tint.NewHandler(os.Stderr, &tint.Options{Level: level, TimeFormat: time.TimeOnly,
+			NoColor: !term.IsTerminal(int(os.Stderr.Fd()))})), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: text or json", o.Format)
+}

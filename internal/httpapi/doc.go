@@ -1,0 +1,62 @@
+// Package httpapi is the HTTP API of gpuctl-reconciler: health and readiness probes, Prometheus
+// metrics, the Git webhooks, and a read-only REST API under /api/v1 (seeds/001 §7) that shows the
+// daemon's status and plan, the gpuctl workloads, pools, nodes and quotas of the cluster, and lets
+// an admin ask for a sync.
+//
+// gpuctl is GitOps: jobs, pools and quotas are created, changed and deleted by committing their
+// files to Git, never through this API. The write endpoints of the seed (POST /api/v1/jobs,
+// DELETE /api/v1/jobs/{jobId}, POST /api/v1/pools, ...) answer 405 with a JSON error that says
+// to commit the file to Git instead.
+//
+// # Routes
+//
+//	GET  /healthz                    200 "ok"                                          no token
+//	GET  /readyz                     200 "ok", or 503 "not ready: <reason>"            no token
+//	GET  /metrics                    Prometheus text format                            no token
+//	*    <Options.Webhooks paths>    mounted as given; they check their own signatures no token
+//	GET  /api/v1/status              daemon.Status
+//	POST /api/v1/sync                202 {"requestId"}; admin tokens only (else 403)
+//	GET  /api/v1/plan                reconciler.Plan plus "summary"
+//	GET  /api/v1/jobs                ?kind&pool&status&page&pageSize → JobList
+//	GET  /api/v1/jobs/{jobId}        JobDetail
+//	GET  /api/v1/pools               PoolList
+//	GET  /api/v1/pools/{name}        PoolDetail
+//	GET  /api/v1/nodes               ?pool&gpuType&status&page&pageSize → NodeList
+//	GET  /api/v1/nodes/{name}        NodeDetail
+//	GET  /api/v1/quotas              QuotaList
+//	GET  /api/v1/quotas/{user}       Quota
+//
+// Every /api/v1 request needs "Authorization: Bearer <token>", resolved by a TokenSource such as
+// StaticTokens (a kube-apiserver-style token file of lines "token,name[,admin]"). Errors are JSON,
+// {"error": "...", "code": N}, with the codes of seeds/001 §7.1: 400 bad query, 401 no or unknown
+// token (with a WWW-Authenticate: Bearer header), 403 not an admin, 404 unknown job, pool, node,
+// user or path, 405 a write (GitOps) or a wrong method, 500 the cluster or the daemon failed.
+//
+// # Job identifiers
+//
+// A job is a gpuctl workload: a Job, Deployment or StatefulSet labelled
+// g8s.host/managed-by=gpuctl with a g8s.host/job-type. Its jobId is "<namespace>.<name>", which
+// is URL-safe and unambiguous because namespaces hold no dots. GET /api/v1/jobs/{jobId} also
+// accepts a bare name when exactly one namespace has a job of that name.
+//
+// # Usage
+//
+//	tokens, err := httpapi.LoadStaticTokens("/etc/gpuctl/tokens.csv", log)
+//	if err != nil {
+//		return err
+//	}
+//	handler := httpapi.New(httpapi.Options{
+//		Backend:  d, // the daemon
+//		Kube:     clientset,
+//		Tokens:   tokens,
+//		Registry: registry,
+//		Webhooks: map[string]http.Handler{"/hooks/github": githubHook},
+//		Ready:    d.Ready,
+//		Log:      log,
+//	})
+//	srv := &http.Server{Addr: ":8080", Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+//
+// The handler reads the cluster with plain List and Get calls on every request; the daemon's
+// ServiceAccount needs list and get on jobs, deployments, statefulsets, pods, nodes and
+// resourcequotas cluster-wide, and on configmaps in the system namespace.
+package httpapi

@@ -1,0 +1,299 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/render"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// JobList is the answer of GET /api/v1/jobs.
+type JobList struct {
+	// Total counts the jobs that match the filters, on all pages.
+	Total    int          `json:"total"`
+	Page     int          `json:"page"`
+	PageSize int          `json:"pageSize"`
+	Items    []JobSummary `json:"items"`
+}
+
+// JobSummary is one job of a JobList.
+type JobSummary struct {
+	// JobID is "<namespace>.<name>".
+	JobID     string `json:"jobId"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Kind is the gpuctl kind: training, inference, notebook or compute.
+	Kind   string `json:"kind"`
+	Pool   string `json:"pool"`
+	Status string `json:"status"`
+	// GPU counts the GPUs of all the job's pods (parallelism or replicas × GPUs per pod).
+	GPU     int64  `json:"gpu"`
+	GPUType string `json:"gpuType"`
+	// StartedAt is a Job's start time, or the start of the oldest pod of a Deployment or
+	// StatefulSet; null before it starts.
+	StartedAt *time.Time `json:"startedAt"`
+}
+
+// JobDetail is the answer of GET /api/v1/jobs/{jobId}.
+type JobDetail struct {
+	JobID     string `json:"jobId"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	Kind      string `json:"kind"`
+	// Version is the gpuctl format version (v0.1).
+	Version string `json:"version"`
+	// YAMLContent is empty: the file is in Git, at Source.
+	YAMLContent string `json:"yamlContent"`
+	// Source is the repository path the job was rendered from (annotation g8s.host/source).
+	Source       string       `json:"source"`
+	Description  string       `json:"description,omitempty"`
+	Status       string       `json:"status"`
+	Pool         string       `json:"pool"`
+	Priority     string       `json:"priority"`
+	Resources    JobResources `json:"resources"`
+	Metrics      JobMetrics   `json:"metrics"`
+	CreatedAt    time.Time    `json:"createdAt"`
+	StartedAt    *time.Time   `json:"startedAt"`
+	K8sResources K8sResources `json:"k8sResources"`
+}
+
+// JobResources are the requests of one pod, as the file declares them, and the pod count.
+type JobResources struct {
+	GPU     int64   `json:"gpu"`
+	GPUType string  `json:"gpuType"`
+	CPU     float64 `json:"cpu"`
+	Memory  string  `json:"memory"`
+	// GPUShare is the GPU memory slice in GiB (aliyun.com/gpu-mem), when set.
+	GPUShare int64 `json:"gpuShare,omitempty"`
+	// Pods is the Job's parallelism or the replicas; GPUTotal is Pods × GPU.
+	Pods     int32 `json:"pods"`
+	GPUTotal int64 `json:"gpuTotal"`
+}
+
+// JobMetrics are the seed's live metrics; not collected yet, so always zero.
+type JobMetrics struct {
+	GPUUtilization float64 `json:"gpuUtilization"`
+	MemoryUsage    string  `json:"memoryUsage"`
+	NetworkLatency string  `json:"networkLatency"`
+	Throughput     string  `json:"throughput"`
+}
+
+// K8sResources names the Kubernetes objects of a job.
+type K8sResources struct {
+	// Kind is Job, Deployment or StatefulSet; JobName is its name.
+	Kind    string   `json:"kind"`
+	JobName string   `json:"jobName"`
+	Pods    []string `json:"pods"`
+}
+
+// jobQuery is the filter of GET /api/v1/jobs.
+type jobQuery struct {
+	kind, pool, status string
+	page               page
+}
+
+// jobStatuses maps the accepted spellings of a status filter (lower case, without spaces,
+// dashes or underscores) to the status.
+var jobStatuses = map[string]string{
+	"pending": StatusPending, "running": StatusRunning, "partiallyrunning": StatusPartiallyRunning,
+	"succeeded": StatusSucceeded, "failed": StatusFailed,
+}
+
+func parseJobQuery(q url.Values) (jobQuery, error) {
+	var jq jobQuery
+	var err error
+	if jq.page, err = parsePage(q); err != nil {
+		return jq, err
+	}
+	if jq.kind = q.Get("kind"); jq.kind != "" && !slices.Contains(render.WorkloadKinds, jq.kind) {
+		return jq, errorf(http.StatusBadRequest, "kind: want one of %s, got %q",
+			strings.Join(render.WorkloadKinds, ", "), jq.kind)
+	}
+	if jq.pool = q.Get("pool"); len(validation.IsValidLabelValue(jq.pool)) > 0 {
+		return jq, errorf(http.StatusBadRequest, "pool: %q is not a valid pool name", jq.pool)
+	}
+	if s := q.Get("status"); s != "" {
+		if jq.status = jobStatuses[normalizeWord(s)]; jq.status == "" {
+			return jq, errorf(http.StatusBadRequest,
+				"status: want pending, running, partially-running, succeeded or failed, got %q", s)
+		}
+	}
+	return jq, nil
+}
+
+func normalizeWord(s string) string {
+	return strings.NewReplacer(" ", "", "-", "", "_", "").Replace(strings.ToLower(s))
+}
+
+// listJobs serves GET /api/v1/jobs.
+func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
+	q, err := parseJobQuery(r.URL.Query())
+	if err != nil {
+		return err
+	}
+	all, err := s.listWorkloads(r.Context(), workloadSelector(q.kind, q.pool))
+	if err != nil {
+		return err
+	}
+	matched := all[:0]
+	for _, wl := range all {
+		if q.status == "" || wl.status == q.status {
+			matched = append(matched, wl)
+		}
+	}
+	items := paginate(matched, q.page)
+	if err := s.setStarted(r.Context(), items); err != nil {
+		return err
+	}
+	out := JobList{Total: len(matched), Page: q.page.number, PageSize: q.page.size, Items: []JobSummary{}}
+	for _, wl := range items {
+		out.Items = append(out.Items, summarize(wl))
+	}
+	writeJSON(w, http.StatusOK, out)
+	return nil
+}
+
+func summarize(w workload) JobSummary {
+	return JobSummary{JobID: w.id(), Name: w.meta.Name, Namespace: w.meta.Namespace, Kind: w.kind,
+		Pool: w.pool(), Status: w.status, GPU: w.gpus(), GPUType: w.gpuType(), StartedAt: timePtr(w.started)}
+}
+
+func timePtr(t *metav1.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// getJob serves GET /api/v1/jobs/{jobId}.
+func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
+	wl, err := s.findWorkload(r.Context(), r.PathValue("jobId"))
+	if err != nil {
+		return err
+	}
+	pods, err := s.opts.Kube.CoreV1().Pods(wl.meta.Namespace).List(r.Context(),
+		metav1.ListOptions{LabelSelector: wl.selector.String()})
+	if err != nil {
+		return fmt.Errorf("job %s: list pods: %w", wl.id(), err)
+	}
+	ptrs := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		ptrs[i] = &pods.Items[i]
+	}
+	if wl.started == nil {
+		wl.started = earliestStart(ptrs, wl.selector)
+	}
+	d := detail(wl)
+	for _, p := range ptrs {
+		d.K8sResources.Pods = append(d.K8sResources.Pods, p.Name)
+	}
+	sort.Strings(d.K8sResources.Pods)
+	writeJSON(w, http.StatusOK, d)
+	return nil
+}
+
+func detail(w workload) JobDetail {
+	req := requestsOf(&w.template.Spec)
+	return JobDetail{
+		JobID: w.id(), Name: w.meta.Name, Namespace: w.meta.Namespace, Kind: w.kind,
+		Version: render.Version, Source: w.meta.Annotations[keys.Source],
+		Description: w.meta.Annotations[keys.Description], Status: w.status, Pool: w.pool(),
+		Priority: w.meta.Labels[keys.Priority],
+		Resources: JobResources{GPU: req.gpu, GPUType: w.gpuType(), CPU: cores(req.cpu),
+			Memory: req.memory.String(), GPUShare: req.gpuMem, Pods: w.pods, GPUTotal: w.gpus()},
+		Metrics:      JobMetrics{MemoryUsage: "0", NetworkLatency: "0", Throughput: "0"},
+		CreatedAt:    w.meta.CreationTimestamp.UTC(),
+		StartedAt:    timePtr(w.started),
+		K8sResources: K8sResources{Kind: w.object, JobName: w.meta.Name, Pods: []string{}},
+	}
+}
+
+// findWorkload resolves a jobId: "<namespace>.<name>", or a bare name that exactly one
+// namespace has.
+func (s *server) findWorkload(ctx context.Context, id string) (workload, error) {
+	ns, name := splitJobID(id)
+	if ns == "" {
+		return s.findByName(ctx, name)
+	}
+	if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
+		return workload{}, errorf(http.StatusNotFound, "unknown job %q (a jobId is <namespace>.<name>)", id)
+	}
+	kube, err := s.kube()
+	if err != nil {
+		return workload{}, err
+	}
+	managed := workloadSelector("", "")
+	gets := []func() (workload, error){
+		func() (workload, error) {
+			j, err := kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+			return wrapGet(j, err, fromJob)
+		},
+		func() (workload, error) {
+			d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			return wrapGet(d, err, fromDeployment)
+		},
+		func() (workload, error) {
+			st, err := kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			return wrapGet(st, err, fromStatefulSet)
+		},
+	}
+	for _, get := range gets {
+		wl, err := get()
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return workload{}, fmt.Errorf("job %s: get: %w", id, err)
+		}
+		if managed.Matches(labels.Set(wl.meta.Labels)) {
+			return wl, nil
+		}
+	}
+	return workload{}, errorf(http.StatusNotFound, "unknown job %q", id)
+}
+
+func wrapGet[T any](obj *T, err error, conv func(*T) workload) (workload, error) {
+	if err != nil {
+		return workload{}, err
+	}
+	return conv(obj), nil
+}
+
+// findByName finds the one job of a name in any namespace.
+func (s *server) findByName(ctx context.Context, name string) (workload, error) {
+	all, err := s.listWorkloads(ctx, workloadSelector("", ""))
+	if err != nil {
+		return workload{}, err
+	}
+	var found []workload
+	for _, wl := range all {
+		if wl.meta.Name == name {
+			found = append(found, wl)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return workload{}, errorf(http.StatusNotFound, "unknown job %q", name)
+	case 1:
+		return found[0], nil
+	}
+	ids := make([]string, len(found))
+	for i, wl := range found {
+		ids[i] = wl.id()
+	}
+	return workload{}, errorf(http.StatusBadRequest, "job name %q is ambiguous: use one of %s",
+		name, strings.Join(ids, ", "))
+}

@@ -1,0 +1,138 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// QuotaList is the answer of GET /api/v1/quotas.
+type QuotaList struct {
+	Items []Quota `json:"items"`
+}
+
+// Quota is one user's quota (a ResourceQuota labelled g8s.host/quota in the user's namespace),
+// and the answer of GET /api/v1/quotas/{user}.
+type Quota struct {
+	// User is the user, whose namespace has the same name.
+	User      string `json:"user"`
+	Namespace string `json:"namespace"`
+	// Name is the ResourceQuota's name, the quota file's metadata.name.
+	Name string `json:"name"`
+	// Hard is the limit; a null resource is not limited.
+	Hard QuotaResources `json:"hard"`
+	// Used is what the namespace's pods request, as the API server counts it: only for the
+	// resources that Hard limits, null for the others.
+	Used QuotaResources `json:"used"`
+	// Usage is Used/Hard in percent, one decimal; null where there is no limit.
+	Usage QuotaUsage `json:"usage"`
+}
+
+// QuotaResources are the requested CPU (cores), memory (a quantity such as "20Gi") and GPUs.
+type QuotaResources struct {
+	CPU    *float64 `json:"cpu"`
+	Memory *string  `json:"memory"`
+	GPU    *int64   `json:"gpu"`
+}
+
+// QuotaUsage are percentages of a quota's limits.
+type QuotaUsage struct {
+	CPU    *float64 `json:"cpu"`
+	Memory *float64 `json:"memory"`
+	GPU    *float64 `json:"gpu"`
+}
+
+// quotaKeys are the ResourceQuota keys of each resource, preferred first ("cpu" in a quota
+// means requests.cpu). GPUs are counted only as requests.nvidia.com/gpu.
+var quotaKeys = struct{ cpu, memory, gpu []corev1.ResourceName }{
+	cpu:    []corev1.ResourceName{corev1.ResourceRequestsCPU, corev1.ResourceCPU},
+	memory: []corev1.ResourceName{corev1.ResourceRequestsMemory, corev1.ResourceMemory},
+	gpu:    []corev1.ResourceName{keys.QuotaRequestsGPU},
+}
+
+// listQuotas serves GET /api/v1/quotas.
+func (s *server) listQuotas(w http.ResponseWriter, r *http.Request) error {
+	qs, err := s.quotas(r.Context(), metav1.NamespaceAll)
+	if err != nil {
+		return err
+	}
+	writeJSON(w, http.StatusOK, QuotaList{Items: qs})
+	return nil
+}
+
+// getQuota serves GET /api/v1/quotas/{user}: the user's quota (the first by name when a
+// namespace has several).
+func (s *server) getQuota(w http.ResponseWriter, r *http.Request) error {
+	user := r.PathValue("user")
+	qs, err := s.quotas(r.Context(), user)
+	if err != nil {
+		return fmt.Errorf("quota of %s: %w", user, err)
+	}
+	if len(qs) == 0 {
+		return errorf(http.StatusNotFound, "unknown user %q: no gpuctl quota in namespace %q", user, user)
+	}
+	writeJSON(w, http.StatusOK, qs[0])
+	return nil
+}
+
+// quotas lists gpuctl's ResourceQuotas in a namespace ("" for all), by namespace and name.
+func (s *server) quotas(ctx context.Context, namespace string) ([]Quota, error) {
+	kube, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	list, err := kube.CoreV1().ResourceQuotas(namespace).List(ctx, metav1.ListOptions{LabelSelector: keys.Quota})
+	if err != nil {
+		return nil, fmt.Errorf("list resourcequotas: %w", err)
+	}
+	out := []Quota{}
+	for i := range list.Items {
+		out = append(out, quotaOf(&list.Items[i]))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Namespace != out[j].Namespace {
+			return out[i].Namespace < out[j].Namespace
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+func quotaOf(q *corev1.ResourceQuota) Quota {
+	out := Quota{User: q.Namespace, Namespace: q.Namespace, Name: q.Name}
+	hard, used := q.Spec.Hard, q.Status.Used
+	if h, ok := lookup(hard, quotaKeys.cpu); ok {
+		u, _ := lookup(used, quotaKeys.cpu)
+		out.Hard.CPU, out.Used.CPU = ptr(cores(h)), ptr(cores(u))
+		out.Usage.CPU = percent(float64(u.MilliValue()), float64(h.MilliValue()))
+	}
+	if h, ok := lookup(hard, quotaKeys.memory); ok {
+		u, _ := lookup(used, quotaKeys.memory)
+		out.Hard.Memory, out.Used.Memory = ptr(h.String()), ptr(u.String())
+		out.Usage.Memory = percent(u.AsApproximateFloat64(), h.AsApproximateFloat64())
+	}
+	if h, ok := lookup(hard, quotaKeys.gpu); ok {
+		u, _ := lookup(used, quotaKeys.gpu)
+		out.Hard.GPU, out.Used.GPU = ptr(h.Value()), ptr(u.Value())
+		out.Usage.GPU = percent(float64(u.Value()), float64(h.Value()))
+	}
+	return out
+}
+
+// lookup returns the first of the names that the list has.
+func lookup(l corev1.ResourceList, names []corev1.ResourceName) (resource.Quantity, bool) {
+	for _, n := range names {
+		if q, ok := l[n]; ok {
+			return q, true
+		}
+	}
+	return resource.Quantity{}, false
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,126 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// requests are the resources that a pod asks the scheduler for.
+type requests struct {
+	gpu, gpuMem int64 // nvidia.com/gpu; aliyun.com/gpu-mem (GiB)
+	cpu, memory resource.Quantity
+}
+
+func (r *requests) add(o requests) {
+	r.gpu += o.gpu
+	r.gpuMem += o.gpuMem
+	r.cpu.Add(o.cpu)
+	r.memory.Add(o.memory)
+}
+
+// max raises each resource of r to o's where o's is larger.
+func (r *requests) max(o requests) {
+	r.gpu, r.gpuMem = max(r.gpu, o.gpu), max(r.gpuMem, o.gpuMem)
+	if o.cpu.Cmp(r.cpu) > 0 {
+		r.cpu = o.cpu.DeepCopy()
+	}
+	if o.memory.Cmp(r.memory) > 0 {
+		r.memory = o.memory.DeepCopy()
+	}
+}
+
+// requestsOf is what a pod requests, as the scheduler counts it: the sum of its containers
+// (restartable init containers, i.e. sidecars, included) or the largest other init container,
+// whichever is larger per resource. A container without a request counts its limit, which is
+// what the API server defaults the request to.
+func requestsOf(spec *corev1.PodSpec) requests {
+	var sum, inits requests
+	for i := range spec.Containers {
+		sum.add(containerRequests(&spec.Containers[i]))
+	}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			sum.add(containerRequests(c))
+			continue
+		}
+		inits.max(containerRequests(c))
+	}
+	sum.max(inits)
+	return sum
+}
+
+func containerRequests(c *corev1.Container) requests {
+	get := func(name corev1.ResourceName) resource.Quantity {
+		if q, ok := c.Resources.Requests[name]; ok {
+			return q.DeepCopy()
+		}
+		if q, ok := c.Resources.Limits[name]; ok {
+			return q.DeepCopy()
+		}
+		return resource.Quantity{}
+	}
+	gpu, mem := get(keys.ResourceGPU), get(keys.ResourceGPUMem)
+	return requests{gpu: gpu.Value(), gpuMem: mem.Value(), cpu: get(corev1.ResourceCPU), memory: get(corev1.ResourceMemory)}
+}
+
+// active reports whether a pod still holds its node's resources.
+func active(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
+// usageByNode sums the requests of the active pods on each node; node "" means all nodes.
+func (s *server) usageByNode(ctx context.Context, node string) (map[string]requests, error) {
+	kube, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	sel := []fields.Selector{
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+	}
+	if node != "" {
+		sel = append(sel, fields.OneTermEqualSelector("spec.nodeName", node))
+	}
+	pods, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx,
+		metav1.ListOptions{FieldSelector: fields.AndSelectors(sel...).String()})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	out := map[string]requests{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if !active(p) || (node != "" && p.Spec.NodeName != node) {
+			continue // the field selector is only a hint to the API server
+		}
+		u := out[p.Spec.NodeName]
+		u.add(requestsOf(&p.Spec))
+		out[p.Spec.NodeName] = u
+	}
+	return out, nil
+}
+
+// allocatableGPUs is the node's allocatable nvidia.com/gpu.
+func allocatableGPUs(n *corev1.Node) int64 {
+	q := n.Status.Allocatable[keys.ResourceGPU]
+	return q.Value()
+}
+
+// cores is a CPU quantity in cores, e.g. 0.5 for 500m.
+func cores(q resource.Quantity) float64 { return float64(q.MilliValue()) / 1000 }
+
+// percent is used/hard in percent with one decimal, or nil when there is no limit.
+func percent(used, hard float64) *float64 {
+	if hard <= 0 {
+		return nil
+	}
+	p := math.Round(used/hard*1000) / 10
+	return &p
+}

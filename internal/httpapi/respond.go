@@ -1,0 +1,107 @@
+package httpapi
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+)
+
+// Error is the JSON body of every error answer, e.g. {"error": "unknown job alice.sft", "code": 404}.
+type Error struct {
+	Message string `json:"error"`
+	Code    int    `json:"code"`
+}
+
+// Error returns the message.
+func (e *Error) Error() string { return e.Message }
+
+// errorf builds an Error with an HTTP status code.
+func errorf(code int, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// apiFunc is a handler that writes its own success answer and returns its failure.
+type apiFunc func(w http.ResponseWriter, r *http.Request) error
+
+// api turns an apiFunc into a handler: an *Error keeps its code, a Kubernetes NotFound becomes
+// 404, anything else is a 500 that is also logged.
+func (s *server) api(h apiFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if err := h(w, r); err != nil {
+			s.fail(w, r, err)
+		}
+	}
+}
+
+func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var e *Error
+	switch {
+	case errors.As(err, &e):
+	case apierrors.IsNotFound(err):
+		e = &Error{Code: http.StatusNotFound, Message: err.Error()}
+	default:
+		s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+		e = &Error{Code: http.StatusInternalServerError, Message: err.Error()}
+	}
+	writeJSON(w, e.Code, e)
+}
+
+// writeJSON writes v as the JSON body of an answer with the status code.
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away; nothing to tell it
+}
+
+// Paging defaults and limits of list endpoints (seeds/001 §7.2: page 1, pageSize 20).
+const (
+	defaultPageSize = 20
+	maxPageSize     = 500
+	maxPage         = 1_000_000
+)
+
+// page is a 1-based page of a list.
+type page struct{ number, size int }
+
+// parsePage reads page and pageSize from a query; a bad value is a 400.
+func parsePage(q url.Values) (page, error) {
+	p := page{number: 1, size: defaultPageSize}
+	var err error
+	if p.number, err = intParam(q, "page", 1, 1, maxPage); err != nil {
+		return p, err
+	}
+	if p.size, err = intParam(q, "pageSize", defaultPageSize, 1, maxPageSize); err != nil {
+		return p, err
+	}
+	return p, nil
+}
+
+func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
+	if !q.Has(name) {
+		return def, nil
+	}
+	n, err := strconv.Atoi(q.Get(name))
+	if err != nil || n < lo || n > hi {
+		return 0, errorf(http.StatusBadRequest, "%s: want an integer from %d to %d, got %q", name, lo, hi, q.Get(name))
+	}
+	return n, nil
+}
+
+// paginate returns the page's slice of items, empty (not nil) past the end.
+func paginate[T any](items []T, p page) []T {
+	start := (p.number - 1) * p.size
+	if start >= len(items) {
+		return []T{}
+	}
+	return items[start:min(start+p.size, len(items))]
+}

@@ -1,0 +1,205 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Backend is what the API asks of the daemon.
+type Backend interface {
+	// Status returns the daemon's record of its syncs.
+	Status(ctx context.Context) (daemon.Status, error)
+	// RequestSync asks the daemon to sync now and returns an identifier of the request, which
+	// the status reports as LastHandledRequest once the sync has run.
+	RequestSync(ctx context.Context) (requestID string, err error)
+	// Plan computes, without writing, what a sync of the current revision would do.
+	Plan(ctx context.Context) (*reconciler.Plan, error)
+}
+
+// Options configure the handler that New builds. Only Kube and Tokens are needed for the
+// cluster endpoints; Backend for status, sync and plan.
+type Options struct {
+	// Backend is the daemon. Without it, status, sync and plan answer 500.
+	Backend Backend
+	// Kube reads the cluster. Without it, jobs, pools, nodes and quotas answer 500.
+	Kube kubernetes.Interface
+	// SystemNamespace holds the pool registry (default gpuctl-system).
+	SystemNamespace string
+	// Tokens resolves bearer tokens. Without it, every /api/v1 request answers 401.
+	Tokens TokenSource
+	// Registry is served at /metrics and receives the API's request metrics; nil means the
+	// default Prometheus registry.
+	Registry *prometheus.Registry
+	// Webhooks are mounted as given (path or ServeMux pattern → handler), without bearer
+	// authentication: each checks its own signature. A path under /api/ is refused.
+	Webhooks map[string]http.Handler
+	// Ready reports whether the daemon is ready; nil means always ready.
+	Ready func() error
+	// Log receives access and error logs; nil discards them.
+	Log *slog.Logger
+}
+
+type server struct {
+	opts    Options
+	log     *slog.Logger
+	metrics *apiMetrics
+}
+
+// New returns the HTTP handler of gpuctl-reconciler (see the package documentation for the
+// routes). It panics, as http.ServeMux does, when a webhook pattern is invalid, collides with a
+// built-in route, or lies under /api/.
+func New(opts Options) http.Handler {
+	if opts.SystemNamespace == "" {
+		opts.SystemNamespace = keys.SystemNamespace
+	}
+	s := &server{opts: opts, log: opts.Log}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Tokens == nil {
+		s.log.Warn("httpapi: no token source; every /api/v1 request will be refused")
+	}
+	s.metrics = newAPIMetrics(opts.Registry)
+	mux := http.NewServeMux()
+	s.routes(mux)
+	return mux
+}
+
+var errNoKube = errors.New("the API has no Kubernetes client")
+
+// kube is the cluster client, or an error (a 500) when the daemon gave none.
+func (s *server) kube() (kubernetes.Interface, error) {
+	if s.opts.Kube == nil {
+		return nil, errNoKube
+	}
+	return s.opts.Kube, nil
+}
+
+// routes registers every route. Each resource path has a GET handler and, for any other method,
+// a 405; everything else under /api/ is a JSON 404, after authentication.
+func (s *server) routes(mux *http.ServeMux) {
+	s.handle(mux, "GET /healthz", http.HandlerFunc(healthz))
+	s.handle(mux, "GET /readyz", http.HandlerFunc(s.readyz))
+	s.handle(mux, "GET /metrics", s.metricsHandler())
+	for pattern, h := range s.opts.Webhooks {
+		if strings.HasPrefix(patternPath(pattern), "/api/") {
+			panic(fmt.Sprintf("httpapi: webhook %q: paths under /api/ need a bearer token", pattern))
+		}
+		s.handle(mux, pattern, h)
+	}
+	s.handle(mux, "/", s.api(notFound))
+
+	get := func(path string, h apiFunc) {
+		s.handle(mux, "GET "+path, s.authenticate(s.api(h)))
+		s.handle(mux, path, s.authenticate(s.api(readOnly)))
+	}
+	get("/api/v1/status", s.getStatus)
+	get("/api/v1/plan", s.getPlan)
+	get("/api/v1/jobs", s.listJobs)
+	get("/api/v1/jobs/{jobId}", s.getJob)
+	get("/api/v1/pools", s.listPools)
+	get("/api/v1/pools/{name}", s.getPool)
+	get("/api/v1/nodes", s.listNodes)
+	get("/api/v1/nodes/{name}", s.getNode)
+	get("/api/v1/quotas", s.listQuotas)
+	get("/api/v1/quotas/{user}", s.getQuota)
+	// The seed's node label writes: node labels come from pool files in Git too.
+	for _, path := range []string{"/api/v1/nodes/{name}/labels", "/api/v1/nodes/{name}/labels/{key...}",
+		"/api/v1/nodes/labels/batch"} {
+		for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
+			s.handle(mux, method+" "+path, s.authenticate(s.api(readOnly)))
+		}
+	}
+
+	s.handle(mux, "POST /api/v1/sync", s.authenticate(s.requireAdmin(s.api(s.postSync))))
+	s.handle(mux, "/api/v1/sync", s.authenticate(s.api(onlyPost)))
+	s.handle(mux, "/api/", s.authenticate(s.api(notFound)))
+}
+
+// handle registers a handler with request metrics and an access log.
+func (s *server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
+	mux.Handle(pattern, s.metrics.instrument(pattern, s.accessLog(h)))
+}
+
+// patternPath is the path of a ServeMux pattern "[METHOD ][HOST]/PATH".
+func patternPath(pattern string) string {
+	if i := strings.IndexByte(pattern, ' '); i >= 0 {
+		pattern = strings.TrimLeft(pattern[i:], " \t")
+	}
+	if i := strings.IndexByte(pattern, '/'); i >= 0 {
+		return pattern[i:]
+	}
+	return pattern
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) { writeText(w, http.StatusOK, "ok") }
+
+func (s *server) readyz(w http.ResponseWriter, _ *http.Request) {
+	if s.opts.Ready != nil {
+		if err := s.opts.Ready(); err != nil {
+			writeText(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
+			return
+		}
+	}
+	writeText(w, http.StatusOK, "ok")
+}
+
+func writeText(w http.ResponseWriter, code int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
+	_, _ = fmt.Fprintln(w, msg)
+}
+
+func notFound(_ http.ResponseWriter, r *http.Request) error {
+	return errorf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
+}
+
+// readOnly answers the writes of the seed's API: gpuctl is GitOps.
+func readOnly(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Allow", "GET, HEAD")
+	return errorf(http.StatusMethodNotAllowed,
+		"%s %s: the gpuctl API is read-only; gpuctl is GitOps: commit the file to Git instead "+
+			"(POST /api/v1/sync applies the latest revision now)", r.Method, r.URL.Path)
+}
+
+func onlyPost(w http.ResponseWriter, r *http.Request) error {
+	w.Header().Set("Allow", "POST")
+	return errorf(http.StatusMethodNotAllowed, "%s %s: method not allowed; use POST", r.Method, r.URL.Path)
+}
+
+// accessLog logs each request at debug level.
+func (s *server) accessLog(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		rec := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
+		h.ServeHTTP(rec, r)
+		s.log.Debug("http request", "method", r.Method, "path", r.URL.Path, "code", rec.code,
+			"duration", time.Since(start), "remote", r.RemoteAddr)
+	})
+}
+
+// statusRecorder remembers the status code that a handler wrote.
+type statusRecorder struct {
+	http.ResponseWriter
+	code int
+}
+
+func (r *statusRecorder) WriteHeader(code int) {
+	r.code = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer (flush, deadlines).
+func (r *statusRecorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

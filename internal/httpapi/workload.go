@@ -1,0 +1,258 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+)
+
+// The statuses of a job, as `gpuctl get jobs` shows them (seeds/002).
+const (
+	StatusPending          = "Pending"
+	StatusRunning          = "Running"
+	StatusPartiallyRunning = "Partially Running"
+	StatusSucceeded        = "Succeeded"
+	StatusFailed           = "Failed"
+)
+
+// JobStatus is the status of a training Job. A terminal condition that the Job controller set
+// (Complete or SuccessCriteriaMet, Failed or FailureTarget) decides; otherwise the rule of
+// seeds/002: succeeded > 0 → Succeeded, failed > 0 → Failed, active > 0 → Running, else Pending.
+func JobStatus(j *batchv1.Job) string {
+	for _, c := range j.Status.Conditions {
+		if c.Status != corev1.ConditionTrue {
+			continue
+		}
+		switch c.Type {
+		case batchv1.JobComplete, batchv1.JobSuccessCriteriaMet:
+			return StatusSucceeded
+		case batchv1.JobFailed, batchv1.JobFailureTarget:
+			return StatusFailed
+		}
+	}
+	switch {
+	case j.Status.Succeeded > 0:
+		return StatusSucceeded
+	case j.Status.Failed > 0:
+		return StatusFailed
+	case j.Status.Active > 0:
+		return StatusRunning
+	}
+	return StatusPending
+}
+
+// DeploymentStatus is the status of an inference or compute Deployment: all desired replicas
+// ready → Running, some → Partially Running, none (or none desired) → Pending.
+func DeploymentStatus(d *appsv1.Deployment) string {
+	return replicaStatus(replicas(d.Spec.Replicas), d.Status.ReadyReplicas)
+}
+
+// StatefulSetStatus is the status of a notebook StatefulSet, by the rule of DeploymentStatus.
+func StatefulSetStatus(s *appsv1.StatefulSet) string {
+	return replicaStatus(replicas(s.Spec.Replicas), s.Status.ReadyReplicas)
+}
+
+// replicaStatus compares ready with desired replicas. More ready than desired (a rollout's
+// surge) still counts as Running.
+func replicaStatus(desired, ready int32) string {
+	switch {
+	case desired > 0 && ready >= desired:
+		return StatusRunning
+	case ready > 0:
+		return StatusPartiallyRunning
+	}
+	return StatusPending
+}
+
+// replicas is a replica count with the API's default of 1.
+func replicas(n *int32) int32 {
+	if n == nil {
+		return 1
+	}
+	return *n
+}
+
+// workload is a Job, Deployment or StatefulSet that gpuctl rendered, reduced to what the API shows.
+type workload struct {
+	kind     string // gpuctl kind: the job-type label
+	object   string // Job, Deployment or StatefulSet
+	meta     metav1.ObjectMeta
+	template corev1.PodTemplateSpec
+	selector labels.Selector
+	pods     int32 // parallelism or replicas
+	status   string
+	started  *metav1.Time // a Job's startTime; for the others, set from their pods
+}
+
+func fromJob(j *batchv1.Job) workload {
+	w := newWorkload("Job", j.ObjectMeta, j.Spec.Template, j.Spec.Selector, replicas(j.Spec.Parallelism))
+	w.status, w.started = JobStatus(j), j.Status.StartTime
+	return w
+}
+
+func fromDeployment(d *appsv1.Deployment) workload {
+	w := newWorkload("Deployment", d.ObjectMeta, d.Spec.Template, d.Spec.Selector, replicas(d.Spec.Replicas))
+	w.status = DeploymentStatus(d)
+	return w
+}
+
+func fromStatefulSet(s *appsv1.StatefulSet) workload {
+	w := newWorkload("StatefulSet", s.ObjectMeta, s.Spec.Template, s.Spec.Selector, replicas(s.Spec.Replicas))
+	w.status = StatefulSetStatus(s)
+	return w
+}
+
+// newWorkload selects pods with the object's selector, or with app=<name> when it has none.
+func newWorkload(object string, meta metav1.ObjectMeta, t corev1.PodTemplateSpec, sel *metav1.LabelSelector, pods int32) workload {
+	selector := labels.SelectorFromSet(labels.Set{keys.App: meta.Name})
+	if sel != nil {
+		if s, err := metav1.LabelSelectorAsSelector(sel); err == nil && !s.Empty() {
+			selector = s
+		}
+	}
+	return workload{kind: meta.Labels[keys.JobType], object: object, meta: meta, template: t,
+		selector: selector, pods: pods}
+}
+
+// id is the jobId: "<namespace>.<name>". Namespaces hold no dots, so the first dot splits it.
+func (w workload) id() string { return w.meta.Namespace + "." + w.meta.Name }
+
+func (w workload) pool() string {
+	if p := w.meta.Labels[keys.Pool]; p != "" {
+		return p
+	}
+	return keys.DefaultPool
+}
+
+func (w workload) gpuType() string { return w.template.Spec.NodeSelector[keys.GPUType] }
+
+// gpus is what the workload requests when all its pods run.
+func (w workload) gpus() int64 { return int64(w.pods) * requestsOf(&w.template.Spec).gpu }
+
+func (w workload) terminal() bool { return w.status == StatusSucceeded || w.status == StatusFailed }
+
+// splitJobID splits "<namespace>.<name>"; a bare name has no namespace.
+func splitJobID(id string) (namespace, name string) {
+	if ns, n, ok := strings.Cut(id, "."); ok {
+		return ns, n
+	}
+	return "", id
+}
+
+// workloadSelector selects gpuctl's workloads, optionally of one kind and pool. Both values
+// must be valid label values (see parseJobQuery).
+func workloadSelector(kind, pool string) labels.Selector {
+	sel := labels.NewSelector()
+	add := func(key string, op selection.Operator, vals ...string) {
+		r, err := labels.NewRequirement(key, op, vals)
+		if err != nil {
+			panic(fmt.Sprintf("httpapi: selector %s: %v", key, err)) // values were validated
+		}
+		sel = sel.Add(*r)
+	}
+	add(keys.ManagedBy, selection.Equals, keys.ManagedByValue)
+	if kind != "" {
+		add(keys.JobType, selection.Equals, kind)
+	} else {
+		add(keys.JobType, selection.Exists)
+	}
+	if pool != "" {
+		add(keys.Pool, selection.Equals, pool)
+	}
+	return sel
+}
+
+// listWorkloads lists the Jobs, Deployments and StatefulSets in all namespaces that sel
+// selects, ordered by namespace, name and object kind.
+func (s *server) listWorkloads(ctx context.Context, sel labels.Selector) ([]workload, error) {
+	kube, err := s.kube()
+	if err != nil {
+		return nil, err
+	}
+	opts := metav1.ListOptions{LabelSelector: sel.String()}
+	var out []workload
+	jobs, err := kube.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	for i := range jobs.Items {
+		out = append(out, fromJob(&jobs.Items[i]))
+	}
+	deps, err := kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list deployments: %w", err)
+	}
+	for i := range deps.Items {
+		out = append(out, fromDeployment(&deps.Items[i]))
+	}
+	sets, err := kube.AppsV1().StatefulSets(metav1.NamespaceAll).List(ctx, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list statefulsets: %w", err)
+	}
+	for i := range sets.Items {
+		out = append(out, fromStatefulSet(&sets.Items[i]))
+	}
+	sortWorkloads(out)
+	return out, nil
+}
+
+func sortWorkloads(ws []workload) {
+	sort.Slice(ws, func(i, j int) bool {
+		a, b := ws[i], ws[j]
+		if a.meta.Namespace != b.meta.Namespace {
+			return a.meta.Namespace < b.meta.Namespace
+		}
+		if a.meta.Name != b.meta.Name {
+			return a.meta.Name < b.meta.Name
+		}
+		return a.object < b.object
+	})
+}
+
+// setStarted sets the start of Deployments and StatefulSets to the earliest start of their
+// current pods, from one list of gpuctl's pods in all namespaces.
+func (s *server) setStarted(ctx context.Context, ws []workload) error {
+	need := false
+	for _, w := range ws {
+		need = need || w.started == nil && w.object != "Job"
+	}
+	if !need {
+		return nil
+	}
+	pods, err := s.opts.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+		LabelSelector: keys.ManagedBy + "=" + keys.ManagedByValue})
+	if err != nil {
+		return fmt.Errorf("list pods: %w", err)
+	}
+	byNS := map[string][]*corev1.Pod{}
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		byNS[p.Namespace] = append(byNS[p.Namespace], p)
+	}
+	for i := range ws {
+		if ws[i].started == nil && ws[i].object != "Job" {
+			ws[i].started = earliestStart(byNS[ws[i].meta.Namespace], ws[i].selector)
+		}
+	}
+	return nil
+}
+
+func earliestStart(pods []*corev1.Pod, sel labels.Selector) *metav1.Time {
+	var first *metav1.Time
+	for _, p := range pods {
+		t := p.Status.StartTime
+		if t != nil && sel.Matches(labels.Set(p.Labels)) && (first == nil || t.Before(first)) {
+			first = t
+		}
+	}
+	return first
+}
