@@ -37,7 +37,21 @@
 // A job is a gpuctl workload: a Job, Deployment or StatefulSet labelled
 // g8s.host/managed-by=gpuctl with a g8s.host/job-type. Its jobId is "<namespace>.<name>", which
 // is URL-safe and unambiguous because namespaces hold no dots. GET /api/v1/jobs/{jobId} also
-// accepts a bare name when exactly one namespace has a job of that name.
+// accepts a bare name when exactly one namespace has a job of that name. The detail's
+// yamlContent is empty (the file lives in Git); its "source" field is the file's path there
+// (annotation g8s.host/source), and its metrics are zeros until metrics are collected.
+//
+// A job's status follows seeds/002 (JobStatus, DeploymentStatus, StatefulSetStatus): Pending,
+// Running, Partially Running, Succeeded or Failed. The status filter accepts these in any case,
+// with or without a space, dash or underscore (running, partially-running, ...).
+//
+// # Pools and nodes
+//
+// The pools are the registry ConfigMaps that pool files render (gpuctl-pool-<name> in the system
+// namespace) together with the values of the g8s.host/pool node label; nodes without the label
+// form the "default" pool. A pool's GPUs are the nodes' allocatable nvidia.com/gpu; the used GPUs
+// are the nvidia.com/gpu requests of the pods on those nodes that have not terminated, whoever
+// runs them.
 //
 // # Usage
 //

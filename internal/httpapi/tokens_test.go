@@ -104,6 +104,13 @@ func TestStaticTokensReload(t *testing.T) {
 	}
 }
 
+func TestNilStaticTokens(t *testing.T) {
+	var tokens *StaticTokens
+	if _, ok := tokens.Lookup(""); ok {
+		t.Error("nil StaticTokens accepted a token")
+	}
+}
+
 func TestLoadStaticTokensErrors(t *testing.T) {
 	dir := t.TempDir()
 	if _, err := LoadStaticTokens(filepath.Join(dir, "missing"), nil); err == nil {
