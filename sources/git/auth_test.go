@@ -36,7 +36,7 @@ func requireBasicAuth(pairs map[string]string) func(http.Handler) http.Handler {
 func TestBasicAuth(t *testing.T) {
 	const password = "s3cret-pass"
 	r := newTestRemote(t, requireBasicAuth(map[string]string{"alice": password}))
-	id := r.commit("one", map[string]string{"a": "1"})
+	id := r.Commit("one", map[string]string{"a": "1"})
 	user := writeSecret(t, "alice\n")
 
 	tests := map[string]struct {
@@ -71,7 +71,7 @@ func TestBasicAuth(t *testing.T) {
 
 func TestTokenFileIsReadAtEachFetch(t *testing.T) {
 	r := newTestRemote(t, requireBasicAuth(map[string]string{TokenUsername: "token-2"}))
-	id := r.commit("one", map[string]string{"a": "1"})
+	id := r.Commit("one", map[string]string{"a": "1"})
 	token := writeSecret(t, "token-1")
 	s := newSourceT(t, Options{URL: r.URL, Auth: AuthOptions{TokenFile: token}})
 	ctx := context.Background()
@@ -88,7 +88,7 @@ func TestTokenFileIsReadAtEachFetch(t *testing.T) {
 
 func TestCredentialsInURLAreStripped(t *testing.T) {
 	r := newTestRemote(t, requireBasicAuth(map[string]string{"alice": "url-pass"}))
-	r.commit("one", map[string]string{"a": "1"})
+	r.Commit("one", map[string]string{"a": "1"})
 	withCreds := strings.Replace(r.URL, "http://", "http://alice:url-pass@", 1)
 	s := newSourceT(t, Options{URL: withCreds, Ref: "main"})
 	if got := s.URL(); strings.Contains(got, "alice") || strings.Contains(got, "url-pass") {

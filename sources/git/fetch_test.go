@@ -11,7 +11,7 @@ import (
 
 func TestFetchClone(t *testing.T) {
 	r := newTestRemote(t, nil)
-	id := r.commit("Add GPU pools\n\nLonger body.", map[string]string{
+	id := r.Commit("Add GPU pools\n\nLonger body.", map[string]string{
 		"deploy/pool.yaml":     "kind: Pool\n",
 		"deploy/nested/q.yaml": "kind: Queue\n",
 		"README.md":            "outside Path\n",
@@ -38,15 +38,15 @@ func TestFetchClone(t *testing.T) {
 
 func TestFetchNewCommitListsChanged(t *testing.T) {
 	r := newTestRemote(t, nil)
-	r.commit("one", map[string]string{"deploy/a.yaml": "a: 1\n", "deploy/b.yaml": "b: 1\n", "x.md": "x"})
+	r.Commit("one", map[string]string{"deploy/a.yaml": "a: 1\n", "deploy/b.yaml": "b: 1\n", "x.md": "x"})
 	s := newSourceT(t, Options{URL: r.URL, Path: "deploy"})
 	ctx := context.Background()
 	if _, err := s.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
 
-	r.commit("two", map[string]string{"deploy/c.yaml": "c: 1\n"})
-	id := r.commit("three", map[string]string{"deploy/a.yaml": "a: 2\n", "x.md": "outside"})
+	r.Commit("two", map[string]string{"deploy/c.yaml": "c: 1\n"})
+	id := r.Commit("three", map[string]string{"deploy/a.yaml": "a: 2\n", "x.md": "outside"})
 	rev, err := s.Fetch(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -72,8 +72,8 @@ func TestFetchNewCommitListsChanged(t *testing.T) {
 
 func TestFetchForcePushConverges(t *testing.T) {
 	r := newTestRemote(t, nil)
-	base := r.commit("base", map[string]string{"keep.yaml": "k: 1\n"})
-	r.commit("add", map[string]string{"gone.yaml": "g: 1\n", "dir/old.yaml": "o: 1\n"})
+	base := r.Commit("base", map[string]string{"keep.yaml": "k: 1\n"})
+	r.Commit("add", map[string]string{"gone.yaml": "g: 1\n", "dir/old.yaml": "o: 1\n"})
 	s := newSourceT(t, Options{URL: r.URL, Ref: "main"})
 	ctx := context.Background()
 	rev, err := s.Fetch(ctx)
@@ -86,12 +86,12 @@ func TestFetchForcePushConverges(t *testing.T) {
 	}
 
 	// Rewrite history: drop "add", commit something else on top of base, force-push.
-	r.git("reset", "-q", "--hard", base)
-	r.write(map[string]string{"keep.yaml": "k: 2\n", "new.yaml": "n: 1\n"})
-	r.git("add", "-A")
-	r.git("commit", "-q", "-m", "rewritten")
-	r.git("push", "-q", "--force", "origin", "HEAD:refs/heads/main")
-	id := r.git("rev-parse", "HEAD")
+	r.Git("reset", "-q", "--hard", base)
+	r.Write(map[string]string{"keep.yaml": "k: 2\n", "new.yaml": "n: 1\n"})
+	r.Git("add", "-A")
+	r.Git("commit", "-q", "-m", "rewritten")
+	r.Git("push", "-q", "--force", "origin", "HEAD:refs/heads/main")
+	id := r.Git("rev-parse", "HEAD")
 
 	rev, err = s.Fetch(ctx)
 	if err != nil {
@@ -114,17 +114,17 @@ func TestFetchForcePushConverges(t *testing.T) {
 
 func TestFetchRollbackToAnEarlierCommit(t *testing.T) {
 	r := newTestRemote(t, nil)
-	old := r.commit("good", map[string]string{"a": "good"})
+	old := r.Commit("good", map[string]string{"a": "good"})
 	s := newSourceT(t, Options{URL: r.URL})
 	ctx := context.Background()
 	if _, err := s.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	r.commit("bad", map[string]string{"a": "bad", "b": "bad"})
+	r.Commit("bad", map[string]string{"a": "bad", "b": "bad"})
 	if rev, err := s.Fetch(ctx); err != nil || readFile(t, rev.Dir, "a") != "bad" {
 		t.Fatalf("Fetch = %+v, %v", rev, err)
 	}
-	r.git("push", "-q", "--force", "origin", old+":refs/heads/main")
+	r.Git("push", "-q", "--force", "origin", old+":refs/heads/main")
 
 	rev, err := s.Fetch(ctx)
 	if err != nil {
@@ -143,10 +143,10 @@ func TestFetchPinnedCommit(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			r := newTestRemote(t, nil)
 			if allowSHA {
-				r.run(r.bare, "config", "uploadpack.allowReachableSHA1InWant", "true")
+				r.Run(r.Bare, "config", "uploadpack.allowReachableSHA1InWant", "true")
 			}
-			pinned := r.commit("pinned", map[string]string{"v.yaml": "v: 1\n"})
-			r.commit("later", map[string]string{"v.yaml": "v: 2\n"})
+			pinned := r.Commit("pinned", map[string]string{"v.yaml": "v: 1\n"})
+			r.Commit("later", map[string]string{"v.yaml": "v: 2\n"})
 			s := newSourceT(t, Options{URL: r.URL, Ref: strings.ToUpper(pinned)})
 
 			rev, err := s.Fetch(context.Background())
@@ -165,11 +165,11 @@ func TestFetchPinnedCommit(t *testing.T) {
 
 func TestFetchTag(t *testing.T) {
 	r := newTestRemote(t, nil)
-	v1 := r.commit("release 1", map[string]string{"v.yaml": "v: 1\n"})
-	r.git("tag", "-a", "-m", "version 1", "v1")
-	r.git("tag", "light")
-	r.git("push", "-q", "origin", "v1", "light")
-	r.commit("work in progress", map[string]string{"v.yaml": "v: 2\n"})
+	v1 := r.Commit("release 1", map[string]string{"v.yaml": "v: 1\n"})
+	r.Git("tag", "-a", "-m", "version 1", "v1")
+	r.Git("tag", "light")
+	r.Git("push", "-q", "origin", "v1", "light")
+	r.Commit("work in progress", map[string]string{"v.yaml": "v: 2\n"})
 
 	for _, ref := range []string{"refs/tags/v1", "refs/tags/light"} {
 		t.Run(ref, func(t *testing.T) {
@@ -187,9 +187,9 @@ func TestFetchTag(t *testing.T) {
 
 func TestFetchRemoteHEAD(t *testing.T) {
 	r := newTestRemote(t, nil)
-	r.commit("on main", map[string]string{"f": "main"})
-	trunk := r.commitTo("trunk", "on trunk", map[string]string{"f": "trunk"})
-	r.run(r.bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
+	r.Commit("on main", map[string]string{"f": "main"})
+	trunk := r.CommitTo("trunk", "on trunk", map[string]string{"f": "trunk"})
+	r.Run(r.Bare, "symbolic-ref", "HEAD", "refs/heads/trunk")
 
 	s := newSourceT(t, Options{URL: r.URL})
 	if !s.MatchesRef("refs/heads/anything") {
@@ -209,15 +209,15 @@ func TestFetchRemoteHEAD(t *testing.T) {
 
 func TestFetchFailureKeepsLastGood(t *testing.T) {
 	r := newTestRemote(t, nil)
-	good := r.commit("good", map[string]string{"a.yaml": "a: 1\n"})
+	good := r.Commit("good", map[string]string{"a.yaml": "a: 1\n"})
 	s := newSourceT(t, Options{URL: r.URL, Ref: "main"})
 	ctx := context.Background()
 	first, err := s.Fetch(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.commit("unseen", map[string]string{"a.yaml": "a: 2\n"})
-	r.srv.Close()
+	r.Commit("unseen", map[string]string{"a.yaml": "a: 2\n"})
+	r.Srv.Close()
 
 	rev, err := s.Fetch(ctx)
 	if err == nil {
@@ -236,7 +236,7 @@ func TestFetchFailureKeepsLastGood(t *testing.T) {
 
 func TestFetchErrors(t *testing.T) {
 	r := newTestRemote(t, nil)
-	r.commit("one", map[string]string{"deploy/a.yaml": "a"})
+	r.Commit("one", map[string]string{"deploy/a.yaml": "a"})
 	tests := map[string]struct {
 		opts Options
 		want string
@@ -244,7 +244,7 @@ func TestFetchErrors(t *testing.T) {
 		"missing branch": {Options{URL: r.URL, Ref: "nope"}, "refs/heads/nope"},
 		"missing tag":    {Options{URL: r.URL, Ref: "refs/tags/v9"}, "refs/tags/v9"},
 		"missing path":   {Options{URL: r.URL, Path: "prod"}, `path "prod"`},
-		"missing repo":   {Options{URL: r.srv.URL + "/other.git"}, "git: fetch " + r.srv.URL + "/other.git"},
+		"missing repo":   {Options{URL: r.Srv.URL + "/other.git"}, "git: fetch " + r.Srv.URL + "/other.git"},
 		"missing commit": {Options{URL: r.URL, Ref: strings.Repeat("ab", 20)}, "is on no branch or tag"},
 	}
 	for name, tc := range tests {
@@ -263,7 +263,7 @@ func TestFetchErrors(t *testing.T) {
 
 func TestDirReusedAndKept(t *testing.T) {
 	r := newTestRemote(t, nil)
-	id := r.commit("one", map[string]string{"a": "1"})
+	id := r.Commit("one", map[string]string{"a": "1"})
 	dir := filepath.Join(t.TempDir(), "clone")
 	for range 2 {
 		s, err := New(Options{URL: r.URL, Dir: dir})
@@ -291,7 +291,7 @@ func TestDirReusedAndKept(t *testing.T) {
 
 func TestCloseRemovesTempDir(t *testing.T) {
 	r := newTestRemote(t, nil)
-	r.commit("one", map[string]string{"a": "1"})
+	r.Commit("one", map[string]string{"a": "1"})
 	s, err := New(Options{URL: r.URL})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 func TestPollSignalsOnlyWhenTheRefMoves(t *testing.T) {
 	const interval = 200 * time.Millisecond
 	r := newTestRemote(t, nil)
-	r.commit("one", map[string]string{"a": "1"})
+	r.Commit("one", map[string]string{"a": "1"})
 	s := newSourceT(t, Options{URL: r.URL, Ref: "main", Interval: interval, Jitter: 0.1})
 	ctx := context.Background()
 	if _, err := s.Fetch(ctx); err != nil {
@@ -20,7 +20,7 @@ func TestPollSignalsOnlyWhenTheRefMoves(t *testing.T) {
 	if waitSignal(s.Changes(), 4*interval) {
 		t.Fatal("signalled although nothing was pushed")
 	}
-	id := r.commit("two", map[string]string{"a": "2"})
+	id := r.Commit("two", map[string]string{"a": "2"})
 	if !waitSignal(s.Changes(), 10*interval) {
 		t.Fatal("no signal after a push")
 	}
@@ -36,9 +36,9 @@ func TestPollSignalsOnlyWhenTheRefMoves(t *testing.T) {
 
 func TestPollDisabled(t *testing.T) {
 	r := newTestRemote(t, nil)
-	r.commit("one", map[string]string{"a": "1"})
+	r.Commit("one", map[string]string{"a": "1"})
 	s := newSourceT(t, Options{URL: r.URL})
-	r.commit("two", map[string]string{"a": "2"})
+	r.Commit("two", map[string]string{"a": "2"})
 	if waitSignal(s.Changes(), 300*time.Millisecond) {
 		t.Error("signalled with Interval 0")
 	}

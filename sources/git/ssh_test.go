@@ -170,9 +170,9 @@ func (srv *sshServer) knownHosts(t *testing.T, key gossh.PublicKey) string {
 
 func TestSSHChecksHostKey(t *testing.T) {
 	r := newTestRemote(t, nil)
-	id := r.commit("over ssh", map[string]string{"a": "1"})
+	id := r.Commit("over ssh", map[string]string{"a": "1"})
 	keyFile, clientPub := newClientKey(t, t.TempDir())
-	srv := newSSHServer(t, r.root, clientPub)
+	srv := newSSHServer(t, r.Root, clientPub)
 	url := "ssh://git@" + srv.ln.Addr().String() + "/repo.git"
 
 	tests := map[string]struct {

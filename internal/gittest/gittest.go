@@ -1,0 +1,130 @@
+// Package gittest serves real Git repositories to tests: a bare repository behind
+// `git http-backend` on loopback, and a work clone that commits and pushes with the git CLI.
+package gittest
+
+import (
+	"net/http"
+	"net/http/cgi"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// testRemote is a bare repository served over smart HTTP by `git http-backend`, with a work
+// clone that pushes to it directly with the git CLI.
+// Remote is a bare repository served over HTTP, and a work clone that pushes to it.
+type Remote struct {
+	t    testing.TB
+	Root string // GIT_PROJECT_ROOT
+	Bare string // root/repo.git
+	Work string // the pushing clone
+	Home string
+	Srv  *httptest.Server
+	URL  string // srv.URL + "/repo.git"
+}
+
+// newTestRemote creates the bare repository (HEAD on main) and serves it; wrap, when not
+// nil, wraps the http-backend handler (for authentication).
+// New creates the repository (branch main) and serves it; wrap may add middleware (auth).
+// Tests are skipped only when no git CLI is installed.
+func New(t testing.TB, wrap func(http.Handler) http.Handler) *Remote {
+	t.Helper()
+	gitPath, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git CLI not installed")
+	}
+	r := &Remote{t: t, Root: t.TempDir(), Work: t.TempDir(), Home: t.TempDir()}
+	r.Bare = filepath.Join(r.Root, "repo.git")
+	r.Run(r.Root, "init", "--bare", "--initial-branch=main", r.Bare)
+	r.Run(r.Work, "init", "--initial-branch=main", ".")
+	r.Run(r.Work, "remote", "add", "origin", r.Bare)
+	var h http.Handler = &cgi.Handler{
+		Path: gitPath,
+		Args: []string{"http-backend"},
+		Env: append(r.env(), "GIT_PROJECT_ROOT="+r.Root, "GIT_HTTP_EXPORT_ALL=1",
+			"REMOTE_USER=test"),
+	}
+	if wrap != nil {
+		h = wrap(h)
+	}
+	r.Srv = httptest.NewServer(h)
+	t.Cleanup(r.Srv.Close)
+	r.URL = r.Srv.URL + "/repo.git"
+	return r
+}
+
+// env isolates the git CLI from the machine's and user's configuration.
+func (r *Remote) env() []string {
+	return []string{
+		"HOME=" + r.Home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_AUTHOR_NAME=Ada Lovelace", "GIT_AUTHOR_EMAIL=ada@example.com",
+		"GIT_COMMITTER_NAME=Ada Lovelace", "GIT_COMMITTER_EMAIL=ada@example.com",
+		"PATH=" + os.Getenv("PATH"),
+	}
+}
+
+// run runs git in dir and returns its trimmed output.
+// Run runs git in dir.
+func (r *Remote) Run(dir string, args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = r.env()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		r.t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// git runs git in the work clone.
+// Git runs git in the work clone.
+func (r *Remote) Git(args ...string) string {
+	r.t.Helper()
+	return r.Run(r.Work, args...)
+}
+
+// commit writes files into the work clone (an empty content deletes the file), commits
+// with msg and pushes to main; it returns the commit hash.
+// Commit writes files (empty content removes one), commits and pushes to main.
+func (r *Remote) Commit(msg string, files map[string]string) string {
+	r.t.Helper()
+	return r.CommitTo("main", msg, files)
+}
+
+// commitTo is commit pushing to branch.
+// CommitTo commits and pushes to branch.
+func (r *Remote) CommitTo(branch, msg string, files map[string]string) string {
+	r.t.Helper()
+	r.Write(files)
+	r.Git("add", "-A")
+	r.Git("commit", "--allow-empty", "-q", "-m", msg)
+	r.Git("push", "-q", "origin", "HEAD:refs/heads/"+branch)
+	return r.Git("rev-parse", "HEAD")
+}
+
+// write creates, edits or (for empty content) deletes files in the work clone.
+// Write writes files in the work clone (empty content removes one).
+func (r *Remote) Write(files map[string]string) {
+	r.t.Helper()
+	for name, content := range files {
+		p := filepath.Join(r.Work, filepath.FromSlash(name))
+		if content == "" {
+			if err := os.Remove(p); err != nil {
+				r.t.Fatal(err)
+			}
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			r.t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// listFiles returns the slash-separated paths of the regular files under dir, .git aside.
