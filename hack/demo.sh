@@ -28,8 +28,8 @@ nohup bin/gpuctl-reconciler --source=dir:examples --kubeconfig "$KUBECONFIG" \
   --listen 127.0.0.1:8089 --tokens-file "$demo/tokens" --interval 1m >"$demo/reconciler.log" 2>&1 &
 echo $! > "$demo/reconciler.pid"
 
-for _ in $(seq 1 60); do
-  if bin/gpuctl status -o json 2>/dev/null | grep -q '"lastAttempt"'; then break; fi
+for _ in $(seq 1 120); do # until this reconciler has finished its first sync
+  if grep -qE 'synced|sync not applied' "$demo/reconciler.log"; then break; fi
   sleep 0.5
 done
 
