@@ -1,0 +1,135 @@
+package daemon_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/gittest"
+	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	gitsource "github.com/gpuctl/gpuctl/sources/git"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// TestGitCommitsWebhooksAndOutages: commits pushed to a real Git server (git http-backend) are
+// applied on a signed webhook; a badly signed webhook is refused and fetches nothing; a
+// force-push converges; while the server is down the last good revision stays applied and the
+// status says why.
+func TestGitCommitsWebhooksAndOutages(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var down atomic.Bool
+	remote := gittest.New(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	first := remote.Commit("add web", map[string]string{"jobs/web.yaml": compute("git-web", "default", 1)})
+
+	cfg := testcluster.Current().RESTConfig()
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	opts := reconciler.DefaultOptions()
+	opts.Namespace, opts.MaxPrune = "sys-git", 1
+	engine, err := reconciler.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gopts := gitsource.DefaultOptions(remote.URL, "main")
+	gopts.Path, gopts.Interval = "jobs", 0 // webhooks only
+	src, err := gitsource.New(gopts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	var fetches atomic.Int64
+	store := daemon.NewStore(kube, "sys-git")
+	d := daemon.New(daemon.Options{Source: countingSource{src, &fetches}, Engine: engine, Store: store,
+		Interval: time.Hour, MinBackoff: time.Hour, Identity: "git"})
+	go func() { _ = d.Run(ctx) }()
+	h := &harness{t: t, ctx: ctx, store: store}
+	h.waitStatus("first commit", func(s daemon.Status) bool { return s.AppliedRevision == first })
+
+	secret := filepath.Join(t.TempDir(), "hook")
+	if err := os.WriteFile(secret, []byte("hook-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hooks := httptest.NewServer(gitsource.NewWebhookHandler(gitsource.WebhookGitHub, secret, src, nil))
+	defer hooks.Close()
+	push := func(key string) int {
+		body := []byte(`{"ref":"refs/heads/main"}`)
+		mac := hmac.New(sha256.New, []byte(key))
+		mac.Write(body)
+		req, _ := http.NewRequest(http.MethodPost, hooks.URL, bytes.NewReader(body))
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+
+	// a new commit, announced with a bad signature: refused, nothing fetched
+	second := remote.Commit("scale web", map[string]string{"jobs/web.yaml": compute("git-web", "default", 2)})
+	before := fetches.Load()
+	if code := push("wrong-secret"); code != http.StatusUnauthorized {
+		t.Fatalf("bad signature: %d", code)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if fetches.Load() != before {
+		t.Fatal("a badly signed webhook caused a fetch")
+	}
+	start := time.Now()
+	if code := push("hook-secret"); code != http.StatusAccepted {
+		t.Fatalf("good signature: %d", code)
+	}
+	h.waitStatus("second commit", func(s daemon.Status) bool { return s.AppliedRevision == second })
+	t.Logf("webhook to applied: %s", time.Since(start).Round(time.Millisecond))
+
+	// a force-push that rewrites history: the cluster follows the new history
+	remote.Git("reset", "-q", "--hard", first)
+	remote.Write(map[string]string{"jobs/api.yaml": compute("git-api", "default", 1)})
+	remote.Git("add", "-A")
+	remote.Git("commit", "-q", "-m", "rewrite: api instead of scaling web")
+	remote.Git("push", "-q", "--force", "origin", "HEAD:refs/heads/main")
+	rewritten := remote.Git("rev-parse", "HEAD")
+	push("hook-secret")
+	h.waitStatus("rewritten history", func(s daemon.Status) bool { return s.AppliedRevision == rewritten })
+	web, err := kube.AppsV1().Deployments("default").Get(ctx, "git-web", metav1.GetOptions{})
+	if err != nil || *web.Spec.Replicas != 1 {
+		t.Fatalf("after the force-push web should be back at 1 replica: %v", err)
+	}
+	if _, err := kube.AppsV1().Deployments("default").Get(ctx, "git-api", metav1.GetOptions{}); err != nil {
+		t.Fatalf("api from the rewritten history: %v", err)
+	}
+
+	// the server goes away: the last good revision stays, the status says why
+	down.Store(true)
+	remote.Write(map[string]string{"jobs/api.yaml": ""})
+	push("hook-secret")
+	st := h.waitStatus("fetch failure", func(s daemon.Status) bool { return s.Result == daemon.ResultFetchFailed })
+	if !strings.Contains(st.Message, remote.URL) || !strings.Contains(st.Message, "stays applied") || st.AppliedRevision != rewritten {
+		t.Fatalf("status during the outage: %+v", st)
+	}
+	if _, err := kube.AppsV1().Deployments("default").Get(ctx, "git-api", metav1.GetOptions{}); err != nil {
+		t.Fatalf("an outage changed the cluster: %v", err)
+	}
+}
