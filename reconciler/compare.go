@@ -18,14 +18,7 @@ import (
 // hash annotation itself: equal hashes mean equal configurations.
 func appliedHash(u *unstructured.Unstructured) string {
 	c := u.DeepCopy()
-	if ann := c.GetAnnotations(); ann != nil {
-		delete(ann, keys.AppliedHash)
-		if len(ann) == 0 {
-			unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
-		} else {
-			c.SetAnnotations(ann)
-		}
-	}
+	dropAppliedHash(c)
 	b, err := json.Marshal(c.Object) // map keys are sorted: the same object gives the same bytes
 	if err != nil {
 		panic(fmt.Sprintf("reconciler: hash %s: %v", RefOf(u), err)) // unstructured objects always marshal
@@ -210,15 +203,23 @@ func cleanForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured {
 	for _, f := range []string{"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink"} {
 		unstructured.RemoveNestedField(c.Object, "metadata", f)
 	}
-	if ann := c.GetAnnotations(); ann != nil {
-		delete(ann, keys.AppliedHash)
-		if len(ann) == 0 {
-			unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
-		} else {
-			c.SetAnnotations(ann)
-		}
-	}
+	dropAppliedHash(c)
 	return c
+}
+
+// dropAppliedHash removes gpuctl's applied-hash annotation, and the annotations map if it
+// held nothing else.
+func dropAppliedHash(u *unstructured.Unstructured) {
+	ann := u.GetAnnotations()
+	if ann == nil {
+		return
+	}
+	delete(ann, keys.AppliedHash)
+	if len(ann) == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+	} else {
+		u.SetAnnotations(ann)
+	}
 }
 
 // ForDisplay returns a copy of an object without the fields that the API server writes

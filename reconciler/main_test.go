@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"path"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})) }
@@ -78,18 +76,12 @@ func newEnv(t *testing.T, opts reconciler.Options) *env {
 	return &env{t: t, ctx: ctx, count: c, kube: kubernetes.NewForConfigOrDie(cfg), opts: opts, manager: m}
 }
 
-// render renders gpuctl files written into memory.
+// renderFiles renders gpuctl files written into memory.
 func renderFiles(t *testing.T, files map[string]string) []*unstructured.Unstructured {
 	t.Helper()
-	fs := filesys.MakeFsInMemory()
-	for name, content := range files {
-		p := path.Join("/repo", name)
-		if err := fs.MkdirAll(path.Dir(p)); err != nil {
-			t.Fatal(err)
-		}
-		if err := fs.WriteFile(p, []byte(content)); err != nil {
-			t.Fatal(err)
-		}
+	fs, err := render.MemFS("/repo", files)
+	if err != nil {
+		t.Fatal(err)
 	}
 	res, err := render.New(render.Options{}).Render(fs, "/repo")
 	if err != nil {

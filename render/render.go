@@ -302,3 +302,19 @@ func sortObjects(objs []*unstructured.Unstructured) {
 		return a.GetAPIVersion() < b.GetAPIVersion()
 	})
 }
+
+// MemFS returns an in-memory filesystem holding files (slash-separated paths relative to
+// root → content) below root, e.g. to render a Git revision without a checkout.
+func MemFS(root string, files map[string]string) (filesys.FileSystem, error) {
+	fs := filesys.MakeFsInMemory()
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := fs.MkdirAll(filepath.Dir(p)); err != nil {
+			return nil, err
+		}
+		if err := fs.WriteFile(p, []byte(content)); err != nil {
+			return nil, err
+		}
+	}
+	return fs, nil
+}

@@ -8,21 +8,14 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/render"
-	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // renderFiles writes files into an in-memory filesystem under /repo and renders /repo.
 func renderFiles(t *testing.T, files map[string]string) (*render.Result, error) {
 	t.Helper()
-	fs := filesys.MakeFsInMemory()
-	for name, content := range files {
-		p := path.Join("/repo", name)
-		if err := fs.MkdirAll(path.Dir(p)); err != nil {
-			t.Fatal(err)
-		}
-		if err := fs.WriteFile(p, []byte(content)); err != nil {
-			t.Fatal(err)
-		}
+	fs, err := render.MemFS("/repo", files)
+	if err != nil {
+		t.Fatal(err)
 	}
 	res, err := render.New(render.Options{}).Render(fs, "/repo")
 	var ve *render.ValidationError

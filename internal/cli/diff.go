@@ -1,8 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
-
 	"github.com/spf13/cobra"
 )
 
@@ -28,9 +26,7 @@ Exit code 0: no changes; 1: changes; 2: error (invalid files, cluster unreachabl
 				return err
 			}
 			if o.output == "json" {
-				enc := json.NewEncoder(s.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(planJSON{Summary: plan.Summary(), Plan: plan}); err != nil {
+				if err := writeJSON(s.Out, planJSON{Summary: plan.Summary(), Plan: plan}); err != nil {
 					return err
 				}
 			} else {
@@ -42,10 +38,6 @@ Exit code 0: no changes; 1: changes; 2: error (invalid files, cluster unreachabl
 			return nil
 		},
 	}
-	o.render.BindFlags(cmd.Flags())
-	o.kube.BindFlags(cmd.Flags())
-	o.engine.BindFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
-	cmd.Flags().StringVar(&o.color, "color", "auto", "colour the diff: auto (when a terminal), always or never")
+	o.bindFlags(cmd.Flags())
 	return cmd
 }

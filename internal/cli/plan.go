@@ -2,8 +2,12 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
+	"io"
+
 	"errors"
 	"fmt"
+	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
@@ -16,6 +20,22 @@ type planOptions struct {
 	engine EngineOptions
 	output string
 	color  string
+}
+
+// bindFlags adds the flags shared by diff and sync.
+func (o *planOptions) bindFlags(fs *pflag.FlagSet) {
+	o.render.BindFlags(fs)
+	o.kube.BindFlags(fs)
+	o.engine.BindFlags(fs)
+	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")
+	fs.StringVar(&o.color, "color", "auto", "colour the output: auto (when a terminal), always or never")
+}
+
+// writeJSON writes v as indented JSON, as kubectl -o json does.
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }
 
 // renderPath renders a path; invalid input prints every diagnostic and returns an ExitError.

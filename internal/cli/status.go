@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strings"
@@ -65,9 +64,7 @@ errors. Needs only a kubeconfig that can read ConfigMaps in that namespace.`,
 func printStatus(w io.Writer, st daemon.Status, output string, p palette) error {
 	switch output {
 	case "json":
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(st)
+		return writeJSON(w, st)
 	case "yaml":
 		b, err := sigsyaml.Marshal(st)
 		if err != nil {

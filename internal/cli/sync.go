@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -76,9 +75,7 @@ synced; 2: error (invalid files, refused, or an object failed).`,
 				return &ExitError{Code: ExitTrouble, Err: err}
 			}
 			if o.output == "json" {
-				enc := json.NewEncoder(s.Out)
-				enc.SetIndent("", "  ")
-				if jerr := enc.Encode(cs); jerr != nil {
+				if jerr := writeJSON(s.Out, cs); jerr != nil {
 					return jerr
 				}
 			} else {
@@ -94,20 +91,14 @@ synced; 2: error (invalid files, refused, or an object failed).`,
 	cmd.Flags().StringVarP(&namespace, "namespace", "n", keys.SystemNamespace, "the namespace of gpuctl-reconciler")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the daemon")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan and print, write nothing")
-	o.render.BindFlags(cmd.Flags())
-	o.kube.BindFlags(cmd.Flags())
-	o.engine.BindFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text or json")
-	cmd.Flags().StringVar(&o.color, "color", "auto", "colour the output: auto (when a terminal), always or never")
+	o.bindFlags(cmd.Flags())
 	return cmd
 }
 
 // finishPlanOnly prints a plan that is not applied (dry run, or refused).
 func finishPlanOnly(s Streams, output string, plan *reconciler.Plan, pal palette, dryRun bool) error {
 	if output == "json" {
-		enc := json.NewEncoder(s.Out)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(planJSON{Summary: plan.Summary(), Plan: plan}); err != nil {
+		if err := writeJSON(s.Out, planJSON{Summary: plan.Summary(), Plan: plan}); err != nil {
 			return err
 		}
 	} else {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -53,9 +52,7 @@ with file, line, column and field. Exit code 0: valid; 1: invalid; 2: could not 
 			}
 			rep.Valid = len(rep.Errors) == 0
 			if output == "json" {
-				enc := json.NewEncoder(s.Out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(rep); err != nil {
+				if err := writeJSON(s.Out, rep); err != nil {
 					return err
 				}
 			} else {

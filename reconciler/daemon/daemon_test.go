@@ -23,7 +23,7 @@ func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})
 
 // harness runs one daemon over a directory, in a namespace of its own.
 type harness struct {
-	t      *testing.T
+	t      testing.TB
 	ctx    context.Context
 	dir    string
 	ns     string // the namespace of the daemon's status and inventory
@@ -34,7 +34,7 @@ type harness struct {
 	cancel context.CancelFunc
 }
 
-func newHarness(t *testing.T, name string, files map[string]string) *harness {
+func newHarness(t testing.TB, name string, files map[string]string) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)

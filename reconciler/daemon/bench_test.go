@@ -1,0 +1,164 @@
+package daemon_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+func percentile(d []time.Duration, p float64) time.Duration {
+	s := slices.Clone(d)
+	slices.Sort(s)
+	return s[min(len(s)-1, int(float64(len(s))*p))]
+}
+
+// BenchmarkEditToApplied: a file edit in a watched directory until the Deployment in the
+// cluster has the new value, over 50 edits. Bar: p50 <= 0.5 s, p95 <= 1 s.
+func BenchmarkEditToApplied(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		h := newHarness(b, "bench-edit", map[string]string{"web.yaml": compute("bench-edit", "default", 1)})
+		h.start()
+		h.waitStatus("first sync", func(s daemon.Status) bool { return s.Result == daemon.ResultSucceeded })
+		var lat []time.Duration
+		for n := 0; n < 50; n++ {
+			replicas := 1 + (n+1)%5
+			start := time.Now()
+			h.write("web.yaml", compute("bench-edit", "default", replicas))
+			for {
+				d, err := h.kube.AppsV1().Deployments("default").Get(h.ctx, "bench-edit", metav1.GetOptions{})
+				if err == nil && int(*d.Spec.Replicas) == replicas {
+					break
+				}
+				if time.Since(start) > 20*time.Second {
+					b.Fatalf("edit %d not applied in 20 s", n)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		p50, p95 := percentile(lat, 0.5), percentile(lat, 0.95)
+		b.ReportMetric(p50.Seconds(), "p50-s")
+		b.ReportMetric(p95.Seconds(), "p95-s")
+		fmt.Printf("edit -> applied over 50 edits: p50 %s (bar 0.5 s), p95 %s (bar 1 s): %s\n",
+			p50.Round(time.Millisecond), p95.Round(time.Millisecond), passFail(p50 <= 500*time.Millisecond && p95 <= time.Second))
+		h.cancel()
+	}
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// BenchmarkDaemonRSS10k runs the real gpuctl-reconciler over 10,000 managed objects (suspended
+// Jobs, so that no pods run) and reads its resident memory after the first sync and after a
+// no-op sync. Bar: <= 300 MiB.
+func BenchmarkDaemonRSS10k(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		benchRSS(b, 10000)
+	}
+}
+
+func benchRSS(b *testing.B, n int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	dir := b.TempDir()
+	bin := filepath.Join(dir, "gpuctl-reconciler")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/gpuctl-reconciler").CombinedOutput(); err != nil {
+		b.Fatalf("build: %v\n%s", err, out)
+	}
+	repo := filepath.Join(dir, "repo")
+	for j := 0; j < n; j++ {
+		sub := filepath.Join(repo, fmt.Sprintf("batch-%03d", j/100))
+		if err := os.MkdirAll(sub, 0o755); err != nil {
+			b.Fatal(err)
+		}
+		job := fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: rss-%05d, namespace: default, labels: {g8s.host/job-type: training}}
+spec:
+  suspend: true
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: registry.example.com/llama-factory:v0.8.0
+          command: [llamafactory-cli, train, --stage, sft, --seed, "%d"]
+          resources: {limits: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}, requests: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}}
+`, j, j)
+		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("job-%05d.yaml", j)), []byte(job), 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	cmd := exec.CommandContext(ctx, bin, "--source=dir:"+repo, "--kubeconfig", testcluster.Current().Kubeconfig,
+		"--namespace", "sys-rss", "--listen", "127.0.0.1:0", "--max-prune", "100%", "--log-format", "json")
+	logf, _ := os.Create(filepath.Join(dir, "log"))
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	store := daemon.NewStore(kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig()), "sys-rss")
+	start := time.Now()
+	var st daemon.Status
+	for st.Result != daemon.ResultSucceeded {
+		if time.Since(start) > 12*time.Minute {
+			log, _ := os.ReadFile(logf.Name())
+			b.Fatalf("no sync of %d objects; status %+v\n%s", n, st, log)
+		}
+		time.Sleep(time.Second)
+		st, _, _ = store.Read(ctx)
+	}
+	first := time.Since(start)
+	rss, hwm := memOf(b, cmd.Process.Pid)
+	if err := store.Request(ctx, "rss-noop"); err != nil {
+		b.Fatal(err)
+	}
+	for st.LastHandledRequest != "rss-noop" {
+		time.Sleep(200 * time.Millisecond)
+		st, _, _ = store.Read(ctx)
+	}
+	rss2, hwm2 := memOf(b, cmd.Process.Pid)
+	peak := max(hwm, hwm2)
+	b.ReportMetric(float64(peak)/1024, "peak-MiB")
+	fmt.Printf("gpuctl-reconciler with %d objects: first sync %s; no-op sync %s (%s); RSS %d MiB after the first sync, %d MiB after the no-op, peak %d MiB (bar 300 MiB): %s\n",
+		n, first.Round(time.Second), st.Duration.Round(time.Millisecond), st.Summary, rss/1024, rss2/1024, peak/1024, passFail(peak <= 300*1024))
+}
+
+// memOf returns VmRSS and VmHWM of a process in KiB.
+func memOf(b *testing.B, pid int) (rss, hwm int) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		v, _ := strconv.Atoi(f[1])
+		switch f[0] {
+		case "VmRSS:":
+			rss = v
+		case "VmHWM:":
+			hwm = v
+		}
+	}
+	return rss, hwm
+}
