@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 // TestQuotaRejectsPodOverGPUQuota: the ResourceQuota gpuctl renders is enforced by the API
@@ -28,6 +29,13 @@ func TestQuotaRejectsPodOverGPUQuota(t *testing.T) {
 	}
 	// The quota controller must have computed the quota's usage before admission counts it.
 	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		q, err := e.kube.CoreV1().ResourceQuotas("quota-team").Get(e.ctx, "team", metav1.GetOptions{})
+		return err == nil && len(q.Status.Hard) > 0, nil
+	})
+	if err != nil {
+		t.Fatalf("the quota controller never computed the quota: %v", err)
+	}
+	err = wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		_, err := e.kube.CoreV1().Pods("quota-team").Create(e.ctx, pod("fits", 2), metav1.CreateOptions{})
 		return err == nil, nil
 	})
@@ -111,10 +119,17 @@ func TestConflictReported(t *testing.T) {
 		return map[string]string{"svc.yaml": "kind: compute\nversion: v0.1\njob: {name: web, namespace: default}\nenvironment: {image: nginx}\nservice: {replicas: " + itoa(replicas) + "}\n"}
 	}
 	e.sync(renderFiles(t, files(1)))
-	d, _ := e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{})
 	five := int32(5)
-	d.Spec.Replicas = &five
-	if _, err := e.kube.AppsV1().Deployments("default").Update(e.ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"}); err != nil {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // as kubectl edit does
+		d, err := e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		d.Spec.Replicas = &five
+		_, err = e.kube.AppsV1().Deployments("default").Update(e.ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+		return err
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	plan, err := e.manager.Plan(e.ctx, renderFiles(t, files(2)))
@@ -129,13 +144,13 @@ func TestConflictReported(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `.spec.replicas is owned by "kubectl-edit"`) || len(cs.Failed()) != 1 {
 		t.Fatalf("apply of a conflict: %v", err)
 	}
-	if d, _ = e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 5 {
+	if d, _ := e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 5 {
 		t.Fatalf("the conflicting field was overwritten: %d", *d.Spec.Replicas)
 	}
 	e.opts.Force = true
 	e = newEnvSame(t, e)
 	e.sync(renderFiles(t, files(2)))
-	if d, _ = e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 2 {
+	if d, _ := e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 2 {
 		t.Fatalf("forced apply left replicas at %d", *d.Spec.Replicas)
 	}
 }

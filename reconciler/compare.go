@@ -17,9 +17,17 @@ import (
 // appliedHash is the hash of the configuration gpuctl applies for an object, without the
 // hash annotation itself: equal hashes mean equal configurations.
 func appliedHash(u *unstructured.Unstructured) string {
+	if _, ok := u.GetAnnotations()[keys.AppliedHash]; !ok {
+		return hashOf(u)
+	}
 	c := u.DeepCopy()
 	dropAppliedHash(c)
-	b, err := json.Marshal(c.Object) // map keys are sorted: the same object gives the same bytes
+	return hashOf(c)
+}
+
+// hashOf hashes an object as it is.
+func hashOf(u *unstructured.Unstructured) string {
+	b, err := json.Marshal(u.Object) // map keys are sorted: the same object gives the same bytes
 	if err != nil {
 		panic(fmt.Sprintf("reconciler: hash %s: %v", RefOf(u), err)) // unstructured objects always marshal
 	}

@@ -17,7 +17,8 @@ import (
 )
 
 // Plan pairs the desired objects with the live ones and decides an action for each, plus the
-// deletes of inventory members that are no longer desired. It writes nothing. Objects whose
+// deletes of inventory members that are no longer desired. It writes nothing to the cluster;
+// it takes ownership of the desired objects (it labels and annotates them in place). Objects whose
 // applied-hash and values match the live object are decided locally; the others are decided
 // by a server-side dry-run apply.
 func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured) (*Plan, error) {
@@ -59,9 +60,9 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	return plan, nil
 }
 
-// prepare resolves a desired object's resource and marks it as a member of the inventory.
-func (m *Manager) prepare(d *unstructured.Unstructured, inventoryID string) (*Change, error) {
-	u := d.DeepCopy()
+// prepare resolves a desired object's resource and marks it as a member of the inventory. It
+// changes the object in place: Plan owns the objects it is given.
+func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Change, error) {
 	rm, err := m.mapping(u.GroupVersionKind())
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", render.ObjectID(u), err)
@@ -80,11 +81,13 @@ func (m *Manager) prepare(d *unstructured.Unstructured, inventoryID string) (*Ch
 	labels[keys.ApplySetPartOf] = inventoryID
 	labels[keys.ManagedBy] = keys.ManagedByValue
 	u.SetLabels(labels)
+	dropAppliedHash(u)
+	h := hashOf(u)
 	ann := u.GetAnnotations()
 	if ann == nil {
 		ann = map[string]string{}
 	}
-	ann[keys.AppliedHash] = appliedHash(u)
+	ann[keys.AppliedHash] = h
 	u.SetAnnotations(ann)
 	return &Change{Object: RefOf(u), Desired: u, Source: ann[keys.Source], resource: rm.Resource,
 		namespaced: namespaced, stage: render.KindOrder(u.GetKind())}, nil
@@ -114,15 +117,25 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		if err != nil {
 			return err
 		}
-		l, err := m.dyn.Resource(rm.Resource).List(ctx, metav1.ListOptions{LabelSelector: keys.ApplySetPartOf + "=" + inv.id})
-		if err != nil {
-			return fmt.Errorf("list %s: %w", gk, err)
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		for i := range l.Items {
-			u := &l.Items[i]
-			live[RefOf(u).key()] = u
+		// Pages of 500, each trimmed of managedFields and status at once: the plan needs
+		// neither, and they are most of an object's size.
+		opts := metav1.ListOptions{LabelSelector: keys.ApplySetPartOf + "=" + inv.id, Limit: 500}
+		for {
+			l, err := m.dyn.Resource(rm.Resource).List(ctx, opts)
+			if err != nil {
+				return fmt.Errorf("list %s: %w", gk, err)
+			}
+			mu.Lock()
+			for i := range l.Items {
+				u := &unstructured.Unstructured{Object: l.Items[i].Object}
+				unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+				delete(u.Object, "status")
+				live[RefOf(u).key()] = u
+			}
+			mu.Unlock()
+			if opts.Continue = l.GetContinue(); opts.Continue == "" {
+				break
+			}
 		}
 		return nil
 	})

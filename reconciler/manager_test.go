@@ -9,6 +9,7 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // team files for one namespace: a training job and an inference service.
@@ -112,15 +113,13 @@ func TestPruneSafety(t *testing.T) {
 	e.sync(renderFiles(t, files))
 
 	// opt one out, strip the ownership label from another
-	d, _ := e.kube.AppsV1().Deployments(ns).Get(e.ctx, "a", metav1.GetOptions{})
-	d.Annotations[keys.Prune] = keys.PruneDisabled
-	if _, err := e.kube.AppsV1().Deployments(ns).Update(e.ctx, d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	d, _ = e.kube.AppsV1().Deployments(ns).Get(e.ctx, "b", metav1.GetOptions{})
-	delete(d.Labels, keys.ManagedBy)
-	if _, err := e.kube.AppsV1().Deployments(ns).Update(e.ctx, d, metav1.UpdateOptions{}); err != nil {
-		t.Fatal(err)
+	for name, patch := range map[string]string{
+		"a": `{"metadata":{"annotations":{"` + keys.Prune + `":"` + keys.PruneDisabled + `"}}}`,
+		"b": `{"metadata":{"labels":{"` + keys.ManagedBy + `":null}}}`,
+	} {
+		if _, err := e.kube.AppsV1().Deployments(ns).Patch(e.ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	// empty render: refused, nothing written

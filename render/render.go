@@ -35,7 +35,7 @@ func New(opts Options) *Renderer { return &Renderer{opts: opts} }
 // Result is what a render produced.
 type Result struct {
 	// Objects are the rendered objects, in apply order (Namespaces, PriorityClasses, quotas,
-	// configuration, Services, workloads, Node label intents), then by namespace and name.
+	// Node label intents, configuration, Services, workloads), then by namespace and name.
 	Objects []*unstructured.Unstructured
 	// Documents are every parsed document, valid or not.
 	Documents []*Document
@@ -263,8 +263,11 @@ func dropNulls(m map[string]any) {
 var kindOrder = map[string]int{
 	"Namespace": 0, "CustomResourceDefinition": 0, "PriorityClass": 1, "ResourceQuota": 2, "LimitRange": 2,
 	"ServiceAccount": 3, "Role": 3, "ClusterRole": 3, "RoleBinding": 3, "ClusterRoleBinding": 3,
+	// Pool labels go on nodes before any workload is created, so that the scheduler places
+	// the workloads by them.
+	"Node": 3,
 	"ConfigMap": 4, "Secret": 4, "PersistentVolumeClaim": 4, "Service": 5,
-	"Deployment": 6, "StatefulSet": 6, "Job": 6, "DaemonSet": 6, "Node": 8,
+	"Deployment": 6, "StatefulSet": 6, "Job": 6, "DaemonSet": 6,
 }
 
 // KindOrder returns the apply stage of a kind: lower stages are applied first.

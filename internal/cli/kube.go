@@ -37,6 +37,8 @@ func (o *KubeOptions) RESTConfig() (*rest.Config, error) {
 
 // EngineOptions are the flags of commands that plan or apply.
 type EngineOptions struct {
+	// Namespace holds the inventory (default gpuctl-system); the daemon sets its --namespace.
+	Namespace  string
 	Force      bool
 	Prune      bool
 	MaxPrune   string
@@ -55,6 +57,9 @@ func (o *EngineOptions) BindFlags(fs *pflag.FlagSet) {
 func (o *EngineOptions) Manager(cfg *rest.Config) (*reconciler.Manager, error) {
 	opts := reconciler.DefaultOptions()
 	opts.Force, opts.Prune, opts.AllowEmpty = o.Force, o.Prune, o.AllowEmpty
+	if o.Namespace != "" {
+		opts.Namespace = o.Namespace
+	}
 	share, err := parseShare(o.MaxPrune)
 	if err != nil {
 		return nil, &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--max-prune: %w", err)}

@@ -129,6 +129,7 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	o.Engine.Namespace = o.Namespace // the inventory lives beside the status
 	engine, err := o.Engine.Manager(cfg)
 	if err != nil {
 		return err
