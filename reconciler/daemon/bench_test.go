@@ -162,3 +162,37 @@ func memOf(b *testing.B, pid int) (rss, hwm int) {
 	}
 	return rss, hwm
 }
+
+// BenchmarkGitPushToApplied: a git push and its GitHub webhook until the Deployment in the
+// cluster has the new value, over 20 pushes. Bar: p50 <= 2 s.
+func BenchmarkGitPushToApplied(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		g := newGitHarness(b, ctx, "sys-git-bench")
+		var lat []time.Duration
+		for n := 0; n < 20; n++ {
+			replicas := 2 + n%5
+			start := time.Now()
+			g.remote.Commit(fmt.Sprintf("scale to %d", replicas), map[string]string{"jobs/web.yaml": compute("git-web", "default", replicas)})
+			if code := g.push("hook-secret"); code != 202 {
+				b.Fatalf("webhook: %d", code)
+			}
+			for {
+				d, err := g.h.kube.AppsV1().Deployments("default").Get(ctx, "git-web", metav1.GetOptions{})
+				if err == nil && int(*d.Spec.Replicas) == replicas {
+					break
+				}
+				if time.Since(start) > 20*time.Second {
+					b.Fatalf("push %d not applied in 20 s", n)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+			lat = append(lat, time.Since(start))
+		}
+		p50, p95 := percentile(lat, 0.5), percentile(lat, 0.95)
+		b.ReportMetric(p50.Seconds(), "p50-s")
+		fmt.Printf("git push + webhook -> applied over 20 pushes: p50 %s (bar 2 s), p95 %s: %s\n",
+			p50.Round(time.Millisecond), p95.Round(time.Millisecond), passFail(p50 <= 2*time.Second))
+		cancel()
+	}
+}

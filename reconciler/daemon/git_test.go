@@ -31,61 +31,10 @@ import (
 func TestGitCommitsWebhooksAndOutages(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	var down atomic.Bool
-	remote := gittest.New(t, func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if down.Load() {
-				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
-				return
-			}
-			h.ServeHTTP(w, r)
-		})
-	})
-	first := remote.Commit("add web", map[string]string{"jobs/web.yaml": compute("git-web", "default", 1)})
-
-	cfg := testcluster.Current().RESTConfig()
-	kube := kubernetes.NewForConfigOrDie(cfg)
-	opts := reconciler.DefaultOptions()
-	opts.Namespace, opts.MaxPrune = "sys-git", 1
-	engine, err := reconciler.NewManager(cfg, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	gopts := gitsource.DefaultOptions(remote.URL, "main")
-	gopts.Path, gopts.Interval = "jobs", 0 // webhooks only
-	src, err := gitsource.New(gopts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
-	var fetches atomic.Int64
-	store := daemon.NewStore(kube, "sys-git")
-	d := daemon.New(daemon.Options{Source: countingSource{src, &fetches}, Engine: engine, Store: store,
-		Interval: time.Hour, MinBackoff: time.Hour, Identity: "git"})
-	go func() { _ = d.Run(ctx) }()
-	h := &harness{t: t, ctx: ctx, store: store}
-	h.waitStatus("first commit", func(s daemon.Status) bool { return s.AppliedRevision == first })
-
-	secret := filepath.Join(t.TempDir(), "hook")
-	if err := os.WriteFile(secret, []byte("hook-secret"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	hooks := httptest.NewServer(gitsource.NewWebhookHandler(gitsource.WebhookGitHub, secret, src, nil))
-	defer hooks.Close()
-	push := func(key string) int {
-		body := []byte(`{"ref":"refs/heads/main"}`)
-		mac := hmac.New(sha256.New, []byte(key))
-		mac.Write(body)
-		req, _ := http.NewRequest(http.MethodPost, hooks.URL, bytes.NewReader(body))
-		req.Header.Set("X-GitHub-Event", "push")
-		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}
+	g := newGitHarness(t, ctx, "sys-git")
+	remote, src, fetches, h, push, kube := g.remote, g.src, g.fetches, g.h, g.push, g.h.kube
+	first := g.first
+	_ = src
 
 	// a new commit, announced with a bad signature: refused, nothing fetched
 	second := remote.Commit("scale web", map[string]string{"jobs/web.yaml": compute("git-web", "default", 2)})
@@ -122,7 +71,7 @@ func TestGitCommitsWebhooksAndOutages(t *testing.T) {
 	}
 
 	// the server goes away: the last good revision stays, the status says why
-	down.Store(true)
+	g.down.Store(true)
 	remote.Write(map[string]string{"jobs/api.yaml": ""})
 	push("hook-secret")
 	st := h.waitStatus("fetch failure", func(s daemon.Status) bool { return s.Result == daemon.ResultFetchFailed })
@@ -132,4 +81,73 @@ func TestGitCommitsWebhooksAndOutages(t *testing.T) {
 	if _, err := kube.AppsV1().Deployments("default").Get(ctx, "git-api", metav1.GetOptions{}); err != nil {
 		t.Fatalf("an outage changed the cluster: %v", err)
 	}
+}
+
+// gitHarness is a daemon over a Git repository served by git http-backend, woken by a
+// GitHub webhook.
+type gitHarness struct {
+	remote  *gittest.Remote
+	src     *gitsource.Source
+	fetches *atomic.Int64
+	down    *atomic.Bool
+	h       *harness
+	first   string
+	push    func(key string) int
+}
+
+func newGitHarness(t testing.TB, ctx context.Context, ns string) *gitHarness {
+	g := &gitHarness{fetches: &atomic.Int64{}, down: &atomic.Bool{}}
+	down := g.down
+	g.remote = gittest.New(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if down.Load() {
+				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
+				return
+			}
+			h.ServeHTTP(w, r)
+		})
+	})
+	g.first = g.remote.Commit("add web", map[string]string{"jobs/web.yaml": compute("git-web", "default", 1)})
+	cfg := testcluster.Current().RESTConfig()
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	opts := reconciler.DefaultOptions()
+	opts.Namespace, opts.MaxPrune = ns, 1
+	engine, err := reconciler.NewManager(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gopts := gitsource.DefaultOptions(g.remote.URL, "main")
+	gopts.Path, gopts.Interval = "jobs", 0 // webhooks only
+	if g.src, err = gitsource.New(gopts); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.src.Close() })
+	store := daemon.NewStore(kube, ns)
+	d := daemon.New(daemon.Options{Source: countingSource{g.src, g.fetches}, Engine: engine, Store: store,
+		Interval: time.Hour, MinBackoff: time.Hour, Identity: "git"})
+	go func() { _ = d.Run(ctx) }()
+	g.h = &harness{t: t, ctx: ctx, store: store, kube: kube}
+	g.h.waitStatus("first commit", func(s daemon.Status) bool { return s.AppliedRevision == g.first })
+
+	secret := filepath.Join(t.TempDir(), "hook")
+	if err := os.WriteFile(secret, []byte("hook-secret"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hooks := httptest.NewServer(gitsource.NewWebhookHandler(gitsource.WebhookGitHub, secret, g.src, nil))
+	t.Cleanup(hooks.Close)
+	g.push = func(key string) int {
+		body := []byte(`{"ref":"refs/heads/main"}`)
+		mac := hmac.New(sha256.New, []byte(key))
+		mac.Write(body)
+		req, _ := http.NewRequest(http.MethodPost, hooks.URL, bytes.NewReader(body))
+		req.Header.Set("X-GitHub-Event", "push")
+		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	return g
 }
