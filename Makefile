@@ -45,8 +45,12 @@ fuzz: ## fuzz the gpuctl parser for 60 s (FUZZTIME=60s)
 	$(GO) test ./render/ -run '^$$' -fuzz FuzzParseFile -fuzztime $${FUZZTIME:-60s}
 
 .PHONY: bench
-bench: ## benchmarks, printed against their bars (render: 1,000 files in <= 0.5 s)
+bench: ## benchmarks against their bars: render, local source, daemon latency and memory, engine vs Flux and kubectl
 	$(GO) test ./render/ -run '^$$' -bench . -benchmem -count 1
+	$(GO) test ./sources/local/ -run '^$$' -bench . -benchmem -count 1
+	$(GO) test ./reconciler/daemon/ -run '^$$' -bench . -benchtime 1x -timeout 30m
+	GPUCTL_WITH_KUBECTL=1 hack/cluster-tools.sh >/dev/null
+	cd bench && $(GO) run . -n 100,1000,5000
 
 .PHONY: demo
 demo: ## build, start the local cluster, run gpuctl-reconciler against examples/ and show what it did

@@ -74,7 +74,9 @@ func (st *run) renderDoc(doc *Document, s *source) []*unstructured.Unstructured 
 	case doc.Quota != nil:
 		typed = buildQuota(doc.Quota, s.rel, doc.Has)
 	case doc.Manifest != nil:
-		u := (&unstructured.Unstructured{Object: doc.Manifest}).DeepCopy()
+		// The object shares its maps with the document: a plain manifest is rendered as it is
+		// written, and copying every manifest would double the memory of large trees.
+		u := &unstructured.Unstructured{Object: doc.Manifest}
 		ann := u.GetAnnotations()
 		if ann == nil {
 			ann = map[string]string{}

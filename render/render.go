@@ -34,7 +34,7 @@ func New(opts Options) *Renderer { return &Renderer{opts: opts} }
 
 // Result is what a render produced.
 type Result struct {
-	// Objects are the rendered objects, in apply order (Namespaces, PriorityClasses, quotas,
+	// Objects are the rendered objects (plain manifests share their maps with Documents), in apply order (Namespaces, PriorityClasses, quotas,
 	// Node label intents, configuration, Services, workloads), then by namespace and name.
 	Objects []*unstructured.Unstructured
 	// Documents are every parsed document, valid or not.
@@ -265,7 +265,7 @@ var kindOrder = map[string]int{
 	"ServiceAccount": 3, "Role": 3, "ClusterRole": 3, "RoleBinding": 3, "ClusterRoleBinding": 3,
 	// Pool labels go on nodes before any workload is created, so that the scheduler places
 	// the workloads by them.
-	"Node": 3,
+	"Node":      3,
 	"ConfigMap": 4, "Secret": 4, "PersistentVolumeClaim": 4, "Service": 5,
 	"Deployment": 6, "StatefulSet": 6, "Job": 6, "DaemonSet": 6,
 }

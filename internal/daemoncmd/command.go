@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/cli"
@@ -20,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
@@ -40,6 +42,7 @@ type Options struct {
 	Identity      string
 	LeaseDuration time.Duration
 	Drift         string
+	MemoryLimit   string
 }
 
 // BindFlags adds every flag.
@@ -58,6 +61,7 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.Identity, "identity", "", "this replica's name in the Lease and the status (default $POD_NAME or the host name)")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "how long a standby waits for a silent leader before taking over")
 	fs.StringVar(&o.Drift, "drift", "report", "drift mode: report or correct")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", "256Mi", "soft memory limit of the Go runtime (GOMEMLIMIT): the garbage collector works harder near it; 0 disables")
 }
 
 // NewCommand builds gpuctl-reconciler.
@@ -115,6 +119,9 @@ func run(ctx context.Context, o *Options) error {
 	}
 	log, err := o.Log.Logger()
 	if err != nil {
+		return err
+	}
+	if err := setMemoryLimit(o.MemoryLimit); err != nil {
 		return err
 	}
 	renderOpts, err := o.Render.Options()
@@ -198,4 +205,19 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 		}
 	}()
 	return srv, nil
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit, unless GOMEMLIMIT is set.
+func setMemoryLimit(s string) error {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("--memory-limit %q: %w", s, err)
+	}
+	if q.Value() > 0 {
+		debug.SetMemoryLimit(q.Value())
+	}
+	return nil
 }

@@ -209,7 +209,9 @@ func (d *Daemon) sync(ctx context.Context, st *Status) {
 		st.Result, st.Message = ResultFailed, "render: "+err.Error()
 		return
 	}
-	plan, err := d.opts.Engine.Plan(ctx, res.Objects)
+	objects := res.Objects
+	res = nil // the parsed documents are not needed any more: let them be collected
+	plan, err := d.opts.Engine.Plan(ctx, objects)
 	if err != nil {
 		st.Result, st.Message = ResultFailed, "plan: "+err.Error()
 		return
