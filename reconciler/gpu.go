@@ -90,7 +90,11 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 		}
 	}
 	for _, c := range changes {
-		add(c.Live, false)
+		before := c.Live
+		if c.liveSeen {
+			before = c.Desired // found up to date, not kept: same labels and requests
+		}
+		add(before, false)
 		if c.Action != ActionDelete {
 			after := c.Desired
 			if c.Predicted != nil {

@@ -56,7 +56,13 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	plan.Changes = append(plan.Changes, nodeChanges...)
 	sortChanges(plan.Changes)
 	plan.GPUs = gpuDeltas(plan.Changes)
-	plan.Refused = m.safety(plan, len(live))
+	members := len(live) // the inventory's size: what was kept, and what was found up to date
+	for _, c := range changes {
+		if c.liveSeen {
+			members++
+		}
+	}
+	plan.Refused = m.safety(plan, members)
 	return plan, nil
 }
 
@@ -94,8 +100,13 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 }
 
 // listInventory lists the members of the inventory, one list per group-kind across all
-// namespaces, keyed by ObjectRef.key.
+// namespaces, keyed by ObjectRef.key. Members that are up to date with their desired object
+// are marked unchanged and left out of the map.
 func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*Change) (map[string]*unstructured.Unstructured, error) {
+	desired := make(map[string]*Change, len(changes))
+	for _, c := range changes {
+		desired[c.Object.key()] = c
+	}
 	gks := map[schema.GroupKind]bool{}
 	for gk := range inv.groupKinds {
 		gks[gk] = true
@@ -128,9 +139,17 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 			mu.Lock()
 			for i := range l.Items {
 				u := &unstructured.Unstructured{Object: l.Items[i].Object}
+				key := RefOf(u).key()
+				// An up-to-date member is decided here and not kept: a no-op sync of a
+				// large inventory then holds one copy of each object, not two.
+				if c := desired[key]; c != nil && upToDate(c.Desired, u) {
+					c.Action = ActionUnchanged
+					c.liveSeen = true
+					continue
+				}
 				unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
 				delete(u.Object, "status")
-				live[RefOf(u).key()] = u
+				live[key] = u
 			}
 			mu.Unlock()
 			if opts.Continue = l.GetContinue(); opts.Continue == "" {
@@ -147,6 +166,9 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string]*unstructured.Unstructured) error {
 	var unknown, dryRun []*Change
 	for _, c := range changes {
+		if c.liveSeen {
+			continue // decided while listing
+		}
 		c.Live = live[c.Object.key()]
 		switch {
 		case c.Live == nil:
@@ -257,6 +279,7 @@ func (m *Manager) prunes(live map[string]*unstructured.Unstructured, changes []*
 	for _, c := range changes {
 		desired[c.Object.key()] = true
 	}
+	// (up-to-date members are not in live: they were desired)
 	var out []*Change
 	for k, u := range live {
 		if desired[k] {

@@ -51,6 +51,9 @@ type Change struct {
 	resource   schema.GroupVersionResource
 	namespaced bool
 	stage      int
+	// liveSeen: the live object was found up to date while listing and not kept (Live is
+	// nil; it equals Desired in every field gpuctl sets).
+	liveSeen bool
 }
 
 // Writes reports whether the change writes to the cluster.
