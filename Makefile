@@ -50,6 +50,7 @@ fuzz: ## fuzz the gpuctl parser for 60 s (FUZZTIME=60s)
 bench: ## benchmarks against their bars: render, local source, daemon latency and memory, engine vs Flux and kubectl
 	$(GO) test ./render/ -run '^$$' -bench . -benchmem -count 1
 	$(GO) test ./sources/local/ -run '^$$' -bench . -benchmem -count 1
+	$(GO) test ./review/ -run '^$$' -bench . -benchmem -count 1
 	$(GO) test ./reconciler/daemon/ -run '^$$' -bench . -benchtime 1x -timeout 30m
 	GPUCTL_WITH_KUBECTL=1 hack/cluster-tools.sh >/dev/null
 	cd bench && $(GO) run . -n 100,1000,5000

@@ -143,6 +143,11 @@ var ignoredFields = map[string]bool{
 	"metadata.annotations." + keys.AppliedHash: true,
 }
 
+// DiffFields lists the leaf fields that differ between two objects, in path order; a map or
+// list present on one side only is one field. Fields the API server writes (status,
+// managedFields, resourceVersion, ...) and gpuctl's applied-hash are left out.
+func DiffFields(live, next map[string]any) []FieldDiff { return diffFields(live, next) }
+
 // diffFields lists the leaf fields that differ between two objects, in path order.
 func diffFields(live, next map[string]any) []FieldDiff {
 	var out []FieldDiff

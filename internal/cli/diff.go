@@ -18,6 +18,9 @@ Exit code 0: no changes; 1: changes; 2: error (invalid files, cluster unreachabl
   gpuctl diff examples/ --context prod -o json`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if base, _ := cmd.Flags().GetString(flagBase); base != "" {
+				return runReviewDiff(cmd, s, args, &o)
+			}
 			if err := outputFlag(o.output, "text", "json"); err != nil {
 				return err
 			}
@@ -39,5 +42,6 @@ Exit code 0: no changes; 1: changes; 2: error (invalid files, cluster unreachabl
 		},
 	}
 	o.bindFlags(cmd.Flags())
+	bindReviewFlags(cmd)
 	return cmd
 }

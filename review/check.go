@@ -1,0 +1,258 @@
+package review
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/render"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Violation is one policy problem of the head revision.
+type Violation struct {
+	Rule     Rule     `json:"rule"`
+	Severity Severity `json:"severity"`
+	File     string   `json:"file"`
+	Line     int      `json:"line,omitempty"`
+	Message  string   `json:"message"`
+	// Preexisting is set when the base revision has the same violation: the change did not
+	// cause it. Preexisting violations are reported but do not fail a review.
+	Preexisting bool `json:"preexisting,omitempty"`
+	// subject identifies what the violation is about, to match it across revisions.
+	subject string
+	// amount is how far a quantity goes (the GPUs of an over-quota team): a violation that
+	// grows is not preexisting.
+	amount int64
+}
+
+// Where returns file:line, or the file alone.
+func (v *Violation) Where() string {
+	if v.Line > 0 {
+		return fmt.Sprintf("%s:%d", v.File, v.Line)
+	}
+	return v.File
+}
+
+// checker checks one rendered revision against a policy.
+type checker struct {
+	policy *Policy
+	rev    *Rendered
+	out    []*Violation
+	// workloads indexes the workload objects by namespace/name.
+	workloads map[string]*unstructured.Unstructured
+}
+
+func (c *checker) add(rule Rule, subject, file string, pos render.Pos, format string, args ...any) *Violation {
+	sev := c.policy.SeverityOf(rule)
+	if sev == SeverityOff {
+		return nil
+	}
+	v := &Violation{Rule: rule, Severity: sev, File: file, Line: pos.Line, Message: fmt.Sprintf(format, args...), subject: subject}
+	c.out = append(c.out, v)
+	return v
+}
+
+// Check returns the violations of one rendered revision: its documents against the policy,
+// its pools and its quotas. Render errors are not included (see renderViolations).
+func Check(p *Policy, rev *Rendered) []*Violation {
+	c := &checker{policy: p, rev: rev, workloads: map[string]*unstructured.Unstructured{}}
+	for _, u := range rev.Objects {
+		switch u.GetKind() {
+		case "Job", "Deployment", "StatefulSet":
+			c.workloads[u.GetNamespace()+"/"+u.GetName()] = u
+		}
+	}
+	pools := poolTypes(rev.Documents)
+	for _, d := range rev.Documents {
+		if d.Workload == nil {
+			continue
+		}
+		c.checkWorkload(d, pools)
+	}
+	c.checkQuotas()
+	return c.out
+}
+
+// poolTypes maps each pool that a pool document defines to the GPU types its nodes declare.
+func poolTypes(docs []*render.Document) map[string][]string {
+	out := map[string][]string{}
+	for _, d := range docs {
+		if d.Pool == nil {
+			continue
+		}
+		types := out[d.Pool.Name]
+		for _, n := range d.Pool.Nodes {
+			if t := render.NormalizeGPUType(n.GPUType); t != "" && !slices.Contains(types, t) {
+				types = append(types, t)
+			}
+		}
+		sort.Strings(types)
+		out[d.Pool.Name] = types
+	}
+	return out
+}
+
+func (c *checker) checkWorkload(d *render.Document, pools map[string][]string) {
+	w := d.Workload
+	subject := d.Namespace + "/" + w.Job.Name
+	c.checkPool(d, subject, pools)
+	if max := c.policy.maxGPUs(); max > 0 {
+		if n := reconciler.GPUsRequested(c.workloads[subject]); n > int64(max) {
+			c.add(RuleMaxGPUs, subject, d.File, d.At("resources.gpu"),
+				"%s %s requests %d GPUs in all (pods × GPUs per pod), above the limit of %d (maxGPUsPerJob)", w.Kind, w.Job.Name, n, max)
+		}
+	}
+	if regs := c.policy.registries(); len(regs) > 0 && !imageAllowed(w.Environment.Image, regs) {
+		c.add(RuleRegistry, subject, d.File, d.At("environment.image"),
+			"image %s is not from an allowed registry (%s)", w.Environment.Image, strings.Join(regs, ", "))
+	}
+	if w.Job.Priority == "high" && c.policy != nil && c.policy.restrictHigh && !slices.Contains(c.policy.HighPriorityTeams, d.Namespace) {
+		c.add(RuleHighPriority, subject, d.File, d.At("job.priority"),
+			"priority high is reserved for %s; namespace %s may use medium or low", listOr(c.policy.HighPriorityTeams, "no team"), d.Namespace)
+	}
+}
+
+// checkPool checks the pool and GPU type of a workload against the pool documents; it does
+// nothing when the revision has none (the pools may be defined elsewhere).
+func (c *checker) checkPool(d *render.Document, subject string, pools map[string][]string) {
+	if len(pools) == 0 {
+		return
+	}
+	r := d.Workload.Resources
+	pool := r.Pool
+	if pool == "" {
+		pool = keys.DefaultPool
+	}
+	types, known := pools[pool]
+	if pool != keys.DefaultPool && !known {
+		c.add(RulePool, subject, d.File, d.At("resources.pool"), "pool %s is not defined by any pool file (pools: %s)", pool, strings.Join(sortedKeys(pools), ", "))
+		return
+	}
+	want := render.NormalizeGPUType(r.GPUType)
+	if want == "" || pool == keys.DefaultPool || len(types) == 0 || slices.Contains(types, want) {
+		return
+	}
+	c.add(RuleGPUType, subject, d.File, d.At("resources.gpu-type"), "gpu-type %s: no node of pool %s has it (the pool has %s)", want, pool, strings.Join(types, ", "))
+}
+
+// checkQuotas reports each namespace whose workloads request more GPUs than its quota, at
+// the quota's line.
+func (c *checker) checkQuotas() {
+	quotas := GPUQuotas(c.rev.Objects)
+	used := map[string]int64{}
+	for _, u := range c.rev.Objects {
+		used[u.GetNamespace()] += reconciler.GPUsRequested(u)
+	}
+	for _, ns := range sortedKeys(quotas) {
+		if used[ns] <= quotas[ns] {
+			continue
+		}
+		file, pos := c.quotaPos(ns)
+		if v := c.add(RuleQuota, "quota/"+ns, file, pos, "team %s requests %d GPUs, above its quota of %d", ns, used[ns], quotas[ns]); v != nil {
+			v.amount = used[ns]
+		}
+	}
+}
+
+// quotaPos finds the quota document line that sets a namespace's GPUs.
+func (c *checker) quotaPos(ns string) (string, render.Pos) {
+	for _, d := range c.rev.Documents {
+		if d.Quota == nil {
+			continue
+		}
+		for _, u := range d.Quota.Users {
+			if u.Name == ns {
+				return d.File, d.At("users." + ns + ".gpu")
+			}
+		}
+	}
+	return "", render.Pos{}
+}
+
+func (p *Policy) maxGPUs() int {
+	if p == nil {
+		return 0
+	}
+	return p.MaxGPUsPerJob
+}
+
+func (p *Policy) registries() []string {
+	if p == nil {
+		return nil
+	}
+	return p.AllowedRegistries
+}
+
+// imageAllowed reports whether an image reference starts with one of the registries or
+// prefixes; references without a registry host are docker.io's (nginx → docker.io/library/nginx).
+func imageAllowed(image string, allowed []string) bool {
+	ref := normalizeImage(image)
+	for _, a := range allowed {
+		a = strings.TrimSuffix(normalizePrefix(a), "/")
+		if ref == a || strings.HasPrefix(ref, a+"/") {
+			return true
+		}
+		// an entry naming a repository also allows its tags and digests; a host:port is another host
+		if strings.Contains(a, "/") && (strings.HasPrefix(ref, a+":") || strings.HasPrefix(ref, a+"@")) {
+			return true
+		}
+	}
+	return false
+}
+
+func normalizeImage(image string) string {
+	first, rest, found := strings.Cut(image, "/")
+	if found && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return image
+	}
+	if !found {
+		return "docker.io/library/" + image
+	}
+	return "docker.io/" + first + "/" + rest
+}
+
+// normalizePrefix writes an allowed entry as normalizeImage writes images: a bare "library"
+// style entry is kept as it is, a host stays a host.
+func normalizePrefix(p string) string {
+	first, _, _ := strings.Cut(p, "/")
+	if strings.ContainsAny(first, ".:") || first == "localhost" {
+		return p
+	}
+	return "docker.io/" + p
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func listOr(items []string, none string) string {
+	if len(items) == 0 {
+		return none
+	}
+	return strings.Join(items, ", ")
+}
+
+// renderViolations turns the head revision's render errors into violations.
+func renderViolations(p *Policy, rev *Rendered) []*Violation {
+	c := &checker{policy: p, rev: rev}
+	for _, d := range rev.Errors() {
+		msg := d.Message
+		if d.Field != "" {
+			msg = d.Field + ": " + msg
+		}
+		if d.Hint != "" {
+			msg += " (" + d.Hint + ")"
+		}
+		c.add(RuleRender, d.File+":"+msg, d.File, render.Pos{Line: d.Line, Column: d.Column}, "%s", msg)
+	}
+	return c.out
+}

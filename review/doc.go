@@ -1,0 +1,18 @@
+// Package review compares what two Git revisions of a gpuctl repository render to, without a
+// cluster: the objects added, changed and removed (with a field-level diff), the GPUs requested
+// per team, pool and GPU type before and after, and the violations of the repository's policy
+// (gpuctl-policy.yaml), quotas and pools. It is what `gpuctl diff --base REV` prints, and what
+// a pull request's CI posts as a comment.
+//
+// Both sides are read with go-git (no checkout) into memory and rendered with render.MemFS, so
+// each revision's own .gpuctl.yaml applies:
+//
+//	rep, err := review.Run(review.Options{Dir: ".", Path: "teams/", Base: "origin/main"})
+//	if err != nil {
+//		return err
+//	}
+//	_ = review.WriteMarkdown(os.Stdout, rep, review.MarkdownOptions{})
+//
+// An empty Head is the working tree (tracked and untracked files, .gitignore respected).
+// See docs/review.md.
+package review

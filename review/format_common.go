@@ -1,0 +1,87 @@
+package review
+
+import (
+	"fmt"
+	"strings"
+)
+
+// actionSymbols mark each action, as terraform and kubectl diff users expect.
+var actionSymbols = map[Action]string{ActionAdded: "+", ActionChanged: "~", ActionRemoved: "-"}
+
+// countsLine is "1 added, 2 changed, 0 removed".
+func countsLine(s Summary) string {
+	return fmt.Sprintf("%d added, %d changed, %d removed", s.Added, s.Changed, s.Removed)
+}
+
+// gpuLine is "GPUs 10 → 18 (+8)", or "GPUs 10 (unchanged)".
+func gpuLine(b Budget) string {
+	if b.Before == b.After {
+		return fmt.Sprintf("GPUs %d (unchanged)", b.After)
+	}
+	return fmt.Sprintf("GPUs %d → %d (%+d)", b.Before, b.After, b.After-b.Before)
+}
+
+// violationsLine is "2 errors, 1 warning, 3 already in base".
+func violationsLine(s Summary) string {
+	parts := []string{plural(s.Errors, "error"), plural(s.Warnings, "warning")}
+	if s.Preexisting > 0 {
+		parts = append(parts, fmt.Sprintf("%d already in base", s.Preexisting))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// delta is "+8", "-2" or "0".
+func delta(before, after int64) string {
+	if before == after {
+		return "0"
+	}
+	return fmt.Sprintf("%+d", after-before)
+}
+
+// quotaText is "8", "4 → 8" or "-".
+func quotaText(before, after *int64) string {
+	switch {
+	case after == nil && before == nil:
+		return "-"
+	case after == nil:
+		return fmt.Sprintf("%d → -", *before)
+	case before == nil || *before == *after:
+		return fmt.Sprint(*after)
+	}
+	return fmt.Sprintf("%d → %d", *before, *after)
+}
+
+// overQuota reports whether a team requests more GPUs than its quota after the change.
+func overQuota(t TeamBudget) bool { return t.QuotaAfter != nil && t.After > *t.QuotaAfter }
+
+// changeGPUs is " · GPUs 2 → 4" for changes that request GPUs, else "".
+func changeGPUs(c *Change) string {
+	if c.GPUsBefore == 0 && c.GPUsAfter == 0 {
+		return ""
+	}
+	if c.GPUsBefore == c.GPUsAfter {
+		return fmt.Sprintf(" · GPUs %d", c.GPUsAfter)
+	}
+	return fmt.Sprintf(" · GPUs %d → %d", c.GPUsBefore, c.GPUsAfter)
+}
+
+// fieldLines are the lines of a changed object's field diff: "- path: old" and "+ path: new".
+func fieldLines(c *Change) []string {
+	var out []string
+	for _, f := range c.Fields {
+		if f.Old != nil {
+			out = append(out, "- "+f.Path+": "+valueText(f.Old))
+		}
+		if f.New != nil {
+			out = append(out, "+ "+f.Path+": "+valueText(f.New))
+		}
+	}
+	return out
+}

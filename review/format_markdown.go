@@ -1,0 +1,258 @@
+package review
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/render"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// CommentMarker starts every markdown report, so that CI can find and update its previous
+// comment instead of adding another.
+const CommentMarker = "<!-- gpuctl-review -->"
+
+// DefaultMaxChars keeps a markdown report under GitHub's 65,536-character comment limit
+// (GitLab's is larger).
+const DefaultMaxChars = 65000
+
+// Caps of one markdown report; what is left out is counted in a note.
+const (
+	maxTableRows   = 100
+	maxObjectLines = 120
+)
+
+// MarkdownOptions configure WriteMarkdown.
+type MarkdownOptions struct {
+	// MaxChars is the size limit of the comment (default DefaultMaxChars). Object diffs that
+	// do not fit are left out with a note.
+	MaxChars int
+	// Command is the command line shown in the truncation note for the full diff.
+	Command string
+}
+
+// WriteMarkdown writes the report as a pull-request comment: a summary line, the GPU budget
+// of what changed, the violations, and a collapsible diff of each object.
+func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
+	_, err := io.WriteString(w, Markdown(rep, opts))
+	return err
+}
+
+// Markdown returns the markdown report; see WriteMarkdown.
+func Markdown(rep *Report, opts MarkdownOptions) string {
+	limit := opts.MaxChars
+	if limit <= 0 {
+		limit = DefaultMaxChars
+	}
+	var sb strings.Builder
+	mdHeader(&sb, rep)
+	mdBudget(&sb, rep.Budget)
+	mdViolations(&sb, rep.Violations)
+	mdChanges(&sb, rep, limit, opts.Command)
+	out := sb.String()
+	if len(out) > limit { // the tables alone are too long: cut them
+		note := "\n\n> ✂️ Truncated at the comment size limit.\n"
+		out = cutUTF8(out, limit-len(note)) + note
+	}
+	return out
+}
+
+func mdHeader(sb *strings.Builder, rep *Report) {
+	fmt.Fprintf(sb, "%s\n### gpuctl diff: `%s` → `%s`", CommentMarker, rep.Base.Label(), rep.Head.Label())
+	if rep.Path != "." {
+		fmt.Fprintf(sb, " in `%s`", rep.Path)
+	}
+	sb.WriteString("\n\n")
+	status := "✅"
+	if rep.Summary.Errors > 0 {
+		status = "❌"
+	} else if rep.Summary.Warnings > 0 {
+		status = "⚠️"
+	}
+	fmt.Fprintf(sb, "%s **%s** · **%s** · %s\n", status, countsLine(rep.Summary), gpuLine(rep.Budget), violationsLine(rep.Summary))
+	for _, side := range []RevisionInfo{rep.Base, rep.Head} {
+		if side.Failed {
+			fmt.Fprintf(sb, "\n> ❌ `%s` does not render: its objects are left out of the comparison.\n", side.Label())
+		} else if len(side.Excluded) > 0 {
+			fmt.Fprintf(sb, "\n> ⚠️ `%s`: files with errors are left out of the comparison: %s\n", side.Label(), codeList(side.Excluded, 20))
+		}
+	}
+}
+
+func mdBudget(sb *strings.Builder, b Budget) {
+	var changed []BudgetLine
+	for _, l := range b.Lines {
+		if l.Before != l.After {
+			changed = append(changed, l)
+		}
+	}
+	var teams []TeamBudget
+	for _, t := range b.Teams {
+		if t.Before != t.After || overQuota(t) || quotaChanged(t) {
+			teams = append(teams, t)
+		}
+	}
+	if len(changed) == 0 && len(teams) == 0 {
+		return
+	}
+	sb.WriteString("\n#### GPU budget\n\n")
+	if len(changed) > 0 {
+		sb.WriteString("| Team | Pool | GPU type | Before | After | Δ |\n|---|---|---|---:|---:|---:|\n")
+		for i, l := range changed {
+			if i == maxTableRows {
+				fmt.Fprintf(sb, "| … %d more | | | | | |\n", len(changed)-i)
+				break
+			}
+			fmt.Fprintf(sb, "| %s | %s | %s | %d | %d | **%s** |\n", cell(l.Namespace), cell(l.Pool), cell(l.GPUType), l.Before, l.After, delta(l.Before, l.After))
+		}
+		sb.WriteString("\n")
+	}
+	if len(teams) > 0 {
+		sb.WriteString("| Team | Before | After | Quota | |\n|---|---:|---:|---:|---|\n")
+		for i, t := range teams {
+			if i == maxTableRows {
+				fmt.Fprintf(sb, "| … %d more | | | | |\n", len(teams)-i)
+				break
+			}
+			note := ""
+			if overQuota(t) {
+				note = "❌ over quota"
+			}
+			fmt.Fprintf(sb, "| %s | %d | %d | %s | %s |\n", cell(t.Namespace), t.Before, t.After, quotaText(t.QuotaBefore, t.QuotaAfter), note)
+		}
+	}
+}
+
+func quotaChanged(t TeamBudget) bool {
+	if t.QuotaBefore == nil || t.QuotaAfter == nil {
+		return (t.QuotaBefore == nil) != (t.QuotaAfter == nil)
+	}
+	return *t.QuotaBefore != *t.QuotaAfter
+}
+
+func mdViolations(sb *strings.Builder, vs []*Violation) {
+	if len(vs) == 0 {
+		return
+	}
+	sb.WriteString("\n#### Violations\n\n| | Rule | Where | Message |\n|---|---|---|---|\n")
+	for i, v := range vs {
+		if i == maxTableRows {
+			fmt.Fprintf(sb, "| | | | … %d more: run `gpuctl diff` locally |\n", len(vs)-i)
+			break
+		}
+		icon := "⚠️"
+		if v.Severity == SeverityError {
+			icon = "❌"
+		}
+		msg := cell(v.Message)
+		if v.Preexisting {
+			icon, msg = "ℹ️", msg+" _(already in base)_"
+		}
+		fmt.Fprintf(sb, "| %s | %s | `%s` | %s |\n", icon, v.Rule, cell(v.Where()), msg)
+	}
+}
+
+// mdChanges writes one collapsible block per change while they fit in limit.
+func mdChanges(sb *strings.Builder, rep *Report, limit int, command string) {
+	if len(rep.Changes) == 0 {
+		return
+	}
+	sb.WriteString("\n#### Changes\n\n")
+	const reserve = 400 // room for the truncation note
+	for i, c := range rep.Changes {
+		block := mdChange(c)
+		if sb.Len()+len(block)+reserve > limit {
+			if command == "" {
+				command = "gpuctl diff --base " + rep.Base.Name
+			}
+			fmt.Fprintf(sb, "\n> ✂️ %d more changed objects are not shown (comment size limit). Run `%s` for the full diff.\n",
+				len(rep.Changes)-i, strings.ReplaceAll(command, "`", "'"))
+			return
+		}
+		sb.WriteString(block)
+	}
+}
+
+func mdChange(c *Change) string {
+	var sb strings.Builder
+	icon := map[Action]string{ActionAdded: "➕", ActionChanged: "✏️", ActionRemoved: "➖"}[c.Action]
+	fmt.Fprintf(&sb, "<details><summary>%s %s <code>%s</code>", icon, c.Action, htmlEscape(c.ID()))
+	if c.Source != "" {
+		fmt.Fprintf(&sb, " — %s", htmlEscape(c.Source))
+	}
+	fmt.Fprintf(&sb, "%s</summary>\n\n", htmlEscape(changeGPUs(c)))
+	var lines []string
+	lang := "diff"
+	switch c.Action {
+	case ActionChanged:
+		lines = fieldLines(c)
+	case ActionAdded:
+		lines, lang = yamlLines(c.After), "yaml"
+	case ActionRemoved:
+		lines = []string{"- " + c.ID()}
+	}
+	if len(lines) > maxObjectLines {
+		lines = append(lines[:maxObjectLines:maxObjectLines], fmt.Sprintf("# … %d more lines", len(lines)-maxObjectLines))
+	}
+	body := strings.Join(lines, "\n")
+	fence := codeFence(body)
+	fmt.Fprintf(&sb, "%s%s\n%s\n%s\n\n</details>\n", fence, lang, body, fence)
+	return sb.String()
+}
+
+func yamlLines(u *unstructured.Unstructured) []string {
+	b, err := render.MarshalYAML([]*unstructured.Unstructured{u})
+	if err != nil {
+		return []string{err.Error()}
+	}
+	return strings.Split(strings.TrimSuffix(strings.TrimPrefix(string(b), "---\n"), "\n"), "\n")
+}
+
+// codeFence returns a backtick fence longer than any run of backticks in body.
+func codeFence(body string) string {
+	longest, run := 0, 0
+	for _, r := range body {
+		if r == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return strings.Repeat("`", max(3, longest+1))
+}
+
+// cell escapes text for a markdown table cell.
+func cell(s string) string {
+	s = strings.ReplaceAll(s, "|", "\\|")
+	s = strings.ReplaceAll(s, "\n", " ")
+	return strings.ReplaceAll(s, "<", "&lt;")
+}
+
+func htmlEscape(s string) string {
+	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+func codeList(items []string, limit int) string {
+	var parts []string
+	for i, it := range items {
+		if i == limit {
+			parts = append(parts, fmt.Sprintf("… %d more", len(items)-i))
+			break
+		}
+		parts = append(parts, "`"+strings.ReplaceAll(it, "`", "'")+"`")
+	}
+	return strings.Join(parts, ", ")
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a character.
+func cutUTF8(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,121 @@
+package review
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// TextOptions configure WriteText.
+type TextOptions struct {
+	// Color writes ANSI colours (for a terminal).
+	Color bool
+}
+
+type textWriter struct {
+	w     io.Writer
+	color bool
+}
+
+func (t textWriter) paint(code, s string) string {
+	if !t.color {
+		return s
+	}
+	return "\x1b[" + code + "m" + s + "\x1b[0m"
+}
+
+func (t textWriter) action(a Action, s string) string {
+	switch a {
+	case ActionAdded:
+		return t.paint("32", s)
+	case ActionRemoved:
+		return t.paint("31", s)
+	}
+	return t.paint("33", s)
+}
+
+// WriteText writes the report for a terminal: each change with its field diff, the GPU
+// budget, the violations and a summary line.
+func WriteText(w io.Writer, rep *Report, opts TextOptions) error {
+	t := textWriter{w: w, color: opts.Color}
+	fmt.Fprintf(w, "%s\n", t.paint("1", fmt.Sprintf("gpuctl diff %s → %s (path %s)", rep.Base.Label(), rep.Head.Label(), rep.Path)))
+	t.changes(rep)
+	t.budget(rep.Budget)
+	t.violations(rep.Violations)
+	fmt.Fprintf(w, "\n%s; %s; %s\n", t.paint("1", countsLine(rep.Summary)), gpuLine(rep.Budget), violationsLine(rep.Summary))
+	return nil
+}
+
+func (t textWriter) changes(rep *Report) {
+	for _, side := range []RevisionInfo{rep.Base, rep.Head} {
+		if side.Failed {
+			fmt.Fprintf(t.w, "%s\n", t.paint("31", side.Label()+" does not render: its objects are left out"))
+		} else if len(side.Excluded) > 0 {
+			fmt.Fprintf(t.w, "%s: files with errors left out: %s\n", side.Label(), strings.Join(side.Excluded, ", "))
+		}
+	}
+	if len(rep.Changes) == 0 {
+		fmt.Fprintln(t.w, "no object changes")
+		return
+	}
+	for _, c := range rep.Changes {
+		head := fmt.Sprintf("%s %s %s", actionSymbols[c.Action], c.Action, c.ID())
+		if c.Source != "" {
+			head += " (" + c.Source + ")"
+		}
+		fmt.Fprintln(t.w, t.paint("1", t.action(c.Action, head))+changeGPUs(c))
+		for _, l := range fieldLines(c) {
+			if strings.HasPrefix(l, "-") {
+				l = t.paint("31", l)
+			} else {
+				l = t.paint("32", l)
+			}
+			fmt.Fprintln(t.w, "    "+l)
+		}
+	}
+}
+
+func (t textWriter) budget(b Budget) {
+	if len(b.Lines) == 0 {
+		return
+	}
+	fmt.Fprintf(t.w, "\n%s\n", t.paint("1", "GPU budget"))
+	tw := tabwriter.NewWriter(t.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAMESPACE\tPOOL\tGPU TYPE\tBEFORE\tAFTER\tCHANGE")
+	for _, l := range b.Lines {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", l.Namespace, l.Pool, l.GPUType, l.Before, l.After, delta(l.Before, l.After))
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(t.w)
+	tw = tabwriter.NewWriter(t.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEAM\tBEFORE\tAFTER\tQUOTA\t")
+	for _, tb := range b.Teams {
+		note := ""
+		if overQuota(tb) {
+			note = t.paint("31", "over quota")
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", tb.Namespace, tb.Before, tb.After, quotaText(tb.QuotaBefore, tb.QuotaAfter), note)
+	}
+	_ = tw.Flush()
+}
+
+func (t textWriter) violations(vs []*Violation) {
+	if len(vs) == 0 {
+		return
+	}
+	fmt.Fprintf(t.w, "\n%s\n", t.paint("1", "Violations"))
+	for _, v := range vs {
+		sev := string(v.Severity)
+		if v.Severity == SeverityError {
+			sev = t.paint("31", sev)
+		} else {
+			sev = t.paint("33", sev)
+		}
+		pre := ""
+		if v.Preexisting {
+			pre = " (already in base)"
+		}
+		fmt.Fprintf(t.w, "%s: %s: [%s] %s%s\n", v.Where(), sev, v.Rule, v.Message, pre)
+	}
+}

@@ -1,0 +1,201 @@
+package review
+
+import (
+	"fmt"
+	"path"
+
+	"github.com/gpuctl/gpuctl/render"
+)
+
+// Options say what to compare.
+type Options struct {
+	// Dir is a directory inside the repository (default: the current directory).
+	Dir string
+	// Path is the compared directory, relative to the repository root (default: the root).
+	Path string
+	// Base is the base revision (required): a branch, tag, commit, HEAD~1, origin/main.
+	Base string
+	// Head is the head revision; empty: the working tree.
+	Head string
+}
+
+// Run reads, renders and compares the two revisions and checks the head.
+func Run(opts Options) (*Report, error) {
+	if opts.Base == "" {
+		return nil, fmt.Errorf("review: a base revision is required")
+	}
+	dir := opts.Dir
+	if dir == "" {
+		dir = "."
+	}
+	repo, err := Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	under := path.Clean("/" + opts.Path)[1:]
+	if under == "" {
+		under = "."
+	}
+	base, err := repo.Revision(opts.Base, under)
+	if err != nil {
+		return nil, err
+	}
+	var head *Revision
+	if opts.Head == "" {
+		head, err = repo.WorkingTree(under)
+	} else {
+		head, err = repo.Revision(opts.Head, under)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return Compose(base, head, under)
+}
+
+// Compose renders and compares two revisions that were already read; under is the compared
+// directory relative to the repository root.
+func Compose(base, head *Revision, under string) (*Report, error) {
+	b, err := renderRevision(base, under)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", base.Name, err)
+	}
+	h, err := renderRevision(head, under)
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", head.Name, err)
+	}
+	pol, polViolations := choosePolicy(base, head, under)
+	rep := &Report{
+		Path:       under,
+		Base:       info(base, b),
+		Head:       info(head, h),
+		Changes:    Compare(b.Objects, h.Objects),
+		Budget:     ComputeBudget(b.Objects, h.Objects),
+		Violations: polViolations,
+		Policy:     pol,
+	}
+	if rep.Changes == nil {
+		rep.Changes = []*Change{}
+	}
+	for _, c := range rep.Changes {
+		if c.Source != "" {
+			root := h.root
+			if c.Action == ActionRemoved {
+				root = b.root
+			}
+			c.Source = path.Join(root, c.Source)
+		}
+	}
+	rep.Violations = append(rep.Violations, renderViolations(pol, h)...)
+	rep.Violations = append(rep.Violations, markPreexisting(Check(pol, h), Check(pol, b))...)
+	rep.Violations = append(rep.Violations, skippedViolations(pol, head)...)
+	blameQuota(rep, h)
+	if rep.Violations == nil {
+		rep.Violations = []*Violation{}
+	}
+	rep.summarize()
+	return rep, nil
+}
+
+func info(rev *Revision, r *Rendered) RevisionInfo {
+	return RevisionInfo{Name: rev.Name, Commit: rev.Commit, Files: len(rev.Files), Objects: len(r.Objects),
+		Excluded: r.Excluded, Failed: r.Failed}
+}
+
+// markPreexisting flags the head violations that the base has too, no worse.
+func markPreexisting(head, base []*Violation) []*Violation {
+	had := map[string]int64{}
+	for _, v := range base {
+		had[string(v.Rule)+" "+v.subject] = v.amount
+	}
+	for _, v := range head {
+		amount, ok := had[string(v.Rule)+" "+v.subject]
+		v.Preexisting = ok && v.amount <= amount
+	}
+	return head
+}
+
+// choosePolicy parses the base revision's policy file, or the head's when the base has none:
+// a change cannot loosen the policy it is checked against. An invalid policy file is a
+// violation; the checks then run without a policy.
+func choosePolicy(base, head *Revision, under string) (*Policy, []*Violation) {
+	bp, hp := findPolicy(base.Files, under), findPolicy(head.Files, under)
+	src, file := base, bp
+	if bp == "" {
+		src, file = head, hp
+	}
+	if file == "" {
+		return nil, nil
+	}
+	var out []*Violation
+	if bp != "" && (hp != bp || head.Files[hp] != base.Files[bp]) {
+		where := hp
+		if where == "" {
+			where = bp
+		}
+		out = append(out, &Violation{Rule: RulePolicy, Severity: SeverityWarning, File: where, Line: 1,
+			Message: "the policy changes in this change; the checks use the base revision's policy until it is merged"})
+	}
+	p, err := ParsePolicy(file, []byte(src.Files[file]))
+	if err != nil {
+		for _, e := range unwrapAll(err) {
+			pe, _ := e.(*PolicyError)
+			v := &Violation{Rule: RulePolicy, Severity: SeverityError, File: file, Message: e.Error()}
+			if pe != nil {
+				v.Line, v.Message = pe.Line, pe.Message
+			}
+			out = append(out, v)
+		}
+		return nil, out
+	}
+	return p, out
+}
+
+func unwrapAll(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}
+
+// skippedViolations reports the head's YAML files that were too large or not regular files.
+func skippedViolations(p *Policy, head *Revision) []*Violation {
+	c := &checker{policy: p}
+	for _, f := range head.Skipped {
+		if ext := path.Ext(f); ext == ".yaml" || ext == ".yml" {
+			c.add(RuleSkipped, f, f, render.Pos{}, "not read: a symbolic link, a submodule or larger than %d bytes", MaxFileSize)
+		}
+	}
+	return c.out
+}
+
+// blameQuota points each new quota violation at the first file of the change that raises the
+// team's GPUs, naming the quota's own line in the message.
+func blameQuota(rep *Report, head *Rendered) {
+	for _, v := range rep.Violations {
+		if v.Rule != RuleQuota || v.Preexisting {
+			continue
+		}
+		ns := v.subject[len("quota/"):]
+		for _, c := range rep.Changes {
+			if c.Namespace != ns || c.GPUsAfter <= c.GPUsBefore || c.Source == "" {
+				continue
+			}
+			if v.File != "" {
+				v.Message += fmt.Sprintf(" (set at %s)", v.Where())
+			}
+			v.File, v.Line = c.Source, sourceLine(head, c)
+			v.Message += fmt.Sprintf("; %s raises it by %d", c.ID(), c.GPUsAfter-c.GPUsBefore)
+			break
+		}
+	}
+}
+
+// sourceLine finds the resources.gpu line of the workload document behind a change.
+func sourceLine(head *Rendered, c *Change) int {
+	for _, d := range head.Documents {
+		if d.Workload != nil && d.File == c.Source && d.Namespace == c.Namespace && d.Workload.Job.Name == c.Name {
+			return d.At("resources.gpu").Line
+		}
+	}
+	return 0
+}

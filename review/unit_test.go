@@ -1,0 +1,109 @@
+package review
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+)
+
+func TestParsePolicyErrors(t *testing.T) {
+	cases := map[string]struct {
+		in   string
+		want []string
+	}{
+		"valid": {in: "version: v0.1\nmaxGPUsPerJob: 8\nhighPriorityTeams: []\n"},
+		"unknown field": {in: "version: v0.1\nmaxGPUPerJob: 8\n",
+			want: []string{"gpuctl-policy.yaml:2: field maxGPUPerJob not found in the policy"}},
+		"wrong type": {in: "version: v0.1\nmaxGPUsPerJob: lots\n",
+			want: []string{"gpuctl-policy.yaml:2: cannot unmarshal !!str `lots` into int"}},
+		"version": {in: "version: v9\n", want: []string{`gpuctl-policy.yaml:1: version: unsupported version "v9"`}},
+		"severity": {in: "version: v0.1\nseverity:\n  quota: fatal\n  nope: off\n",
+			want: []string{`gpuctl-policy.yaml:3: severity.quota: "fatal" is not error, warning or off`, `gpuctl-policy.yaml:4: severity: unknown rule "nope"`}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, err := ParsePolicy(PolicyFile, []byte(tc.in))
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !p.restrictHigh {
+					t.Error("highPriorityTeams: [] must restrict priority high to no team")
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestImageAllowed(t *testing.T) {
+	allowed := []string{"registry.example.com", "docker.io/library", "ghcr.io/acme/"}
+	cases := map[string]bool{
+		"registry.example.com/vllm:v1":      true,
+		"registry.example.com:5000/x":       false,
+		"nginx:1.27":                        true,
+		"library/nginx":                     true,
+		"jupyter/pytorch-notebook:latest":   false,
+		"ghcr.io/acme/trainer@sha256:abc":   true,
+		"ghcr.io/acme-evil/trainer":         false,
+		"registry.example.com.evil.io/x:v1": false,
+	}
+	for image, want := range cases {
+		if got := imageAllowed(image, allowed); got != want {
+			t.Errorf("imageAllowed(%q) = %v, want %v", image, got, want)
+		}
+	}
+}
+
+func TestDiffFields(t *testing.T) {
+	a := map[string]any{"spec": map[string]any{"replicas": int64(1), "keep": "x", "gone": "y", "list": []any{"a"}}}
+	b := map[string]any{"spec": map[string]any{"replicas": float64(2), "keep": "x", "new": map[string]any{"k": "v"}, "list": []any{"a", "b"}}}
+	got := DiffFields(a, b)
+	var lines []string
+	for _, f := range got {
+		lines = append(lines, fmt.Sprintf("%s: %s → %s", f.Path, valueText(f.Old), valueText(f.New)))
+	}
+	want := "spec.gone: y → <none>\nspec.list[1]: <none> → b\nspec.new: <none> → {\"k\":\"v\"}\nspec.replicas: 1 → 2"
+	if strings.Join(lines, "\n") != want {
+		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), want)
+	}
+}
+
+// A huge change must stay under the comment limit, with a note saying what was left out.
+func TestMarkdownHugeDiffIsTruncated(t *testing.T) {
+	base := &Revision{Name: "base", Files: map[string]string{}}
+	head := &Revision{Name: "head", Files: map[string]string{}}
+	for i := 0; i < 2000; i++ {
+		head.Files[fmt.Sprintf("jobs/job-%04d.yaml", i)] = fmt.Sprintf(
+			"kind: training\nversion: v0.1\njob: {name: job-%04d}\nenvironment: {image: pytorch}\nresources: {gpu: 1}\n", i)
+	}
+	rep, err := Compose(base, head, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Changes) < 2000 {
+		t.Fatalf("%d changes", len(rep.Changes))
+	}
+	md := Markdown(rep, MarkdownOptions{Command: "gpuctl diff --base main"})
+	if len(md) >= 65000 {
+		t.Fatalf("markdown is %d characters", len(md))
+	}
+	if !strings.Contains(md, "more changed objects are not shown (comment size limit). Run `gpuctl diff --base main` for the full diff.") {
+		t.Errorf("no truncation note:\n%s", md[len(md)-500:])
+	}
+	if strings.Count(md, "<details>") != strings.Count(md, "</details>") {
+		t.Error("a <details> block was cut")
+	}
+	small := Markdown(rep, MarkdownOptions{MaxChars: 3000})
+	if len(small) > 3000 || !strings.Contains(small, "✂️") {
+		t.Errorf("MaxChars 3000: %d characters", len(small))
+	}
+}
