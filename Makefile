@@ -6,6 +6,9 @@ GO       ?= go
 export GOTOOLCHAIN := local
 # go-nvml's headers mark many NVML calls deprecated; the node labeler uses none of them.
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+# go-nvml leaves NVML's symbols undefined; bind lazily so cgo binaries and test binaries start
+# without the NVIDIA driver (the linker adds -z now to binaries that import plugin).
+export CGO_LDFLAGS ?= -Wl,-z,lazy
 BIN      := bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/gpuctl/gpuctl/internal/version.Version=$(VERSION)
@@ -19,6 +22,10 @@ help: ## show this list
 build: ## build bin/gpuctl and bin/gpuctl-reconciler (pure Go, CGO_ENABLED=0)
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuctl ./cmd/gpuctl
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuctl-reconciler ./cmd/gpuctl-reconciler
+
+.PHONY: build-node-labeler
+build-node-labeler: ## build bin/gpuctl-node-labeler (cgo, go-nvml; lazy binding: starts without the NVIDIA driver)
+	CGO_ENABLED=1 $(GO) build -trimpath -ldflags '$(LDFLAGS) -extldflags=-Wl,-z,lazy' -o $(BIN)/gpuctl-node-labeler ./cmd/gpuctl-node-labeler
 
 .PHONY: build-cross
 build-cross: ## build gpuctl for linux/amd64 and darwin/arm64 into bin/

@@ -42,6 +42,8 @@ const (
 	CUDAVersion = Prefix + "cuda-version"
 	// GPUTypesMixed is "true" on nodes with more than one GPU model.
 	GPUTypesMixed = Prefix + "gpu-types-mixed"
+	// MIGEnabled is "true" on nodes where at least one GPU is in MIG mode.
+	MIGEnabled = Prefix + "mig-enabled"
 )
 
 // Annotations.

@@ -1,0 +1,29 @@
+// Command gpuctl-node-labeler runs on every GPU node, asks NVML what GPUs the node has and
+// publishes them as g8s.host/ labels on its own Node. See docs/node-labeler.md.
+//
+// It is the only binary that links go-nvml (cgo). Build it with lazy binding, or it dies at
+// start on a machine without the NVIDIA driver ("undefined symbol: nvmlGpmMetricsGet"):
+//
+//	go build -ldflags=-extldflags=-Wl,-z,lazy ./cmd/gpuctl-node-labeler
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return newCommand().ExecuteContext(ctx)
+}

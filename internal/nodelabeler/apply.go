@@ -1,0 +1,108 @@
+package nodelabeler
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+)
+
+// NodeClient is the part of the Node API that the labeler uses (get and patch, which is all
+// its RBAC allows). client-go's CoreV1().Nodes() satisfies it.
+type NodeClient interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (*corev1.Node, error)
+	Apply(ctx context.Context, node *corev1ac.NodeApplyConfiguration, opts metav1.ApplyOptions) (*corev1.Node, error)
+}
+
+// Action says what [Apply] did to a node.
+type Action string
+
+// Actions of a [Result].
+const (
+	// ActionConfigured: the labels were applied because something differed.
+	ActionConfigured Action = "configured"
+	// ActionUnchanged: the node already carried exactly these labels, owned by the labeler.
+	ActionUnchanged Action = "unchanged"
+)
+
+// Result is what one [Apply] did.
+type Result struct {
+	Node   string
+	Action Action
+	// Labels are the labels published.
+	Labels map[string]string
+	// Set are the keys that were added or changed, sorted.
+	Set []string
+	// Removed are the keys the labeler published before and no longer does, sorted.
+	Removed []string
+}
+
+// Apply publishes labels on the named node with server-side apply under the field manager
+// gpuctl-node-labeler, forcing ownership (the labeler tells the truth about its node). The
+// apply configuration holds only metadata.labels, so labels published before and missing
+// now are removed, and labels of other managers are untouched. A node that does not exist is
+// an error: Apply never creates one. When the node already carries exactly these labels
+// under the labeler's ownership, nothing is written.
+func Apply(ctx context.Context, nodes NodeClient, name string, labels map[string]string) (Result, error) {
+	res := Result{Node: name, Labels: maps.Clone(labels)}
+	live, err := nodes.Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return res, fmt.Errorf("node %s: get: %w", name, err)
+	}
+	owned := ownedLabels(live, keys.NodeLabelerFieldManager)
+	for k, v := range labels {
+		if old, ok := live.Labels[k]; !ok || old != v {
+			res.Set = append(res.Set, k)
+		}
+	}
+	for k := range owned {
+		if _, keep := labels[k]; !keep {
+			res.Removed = append(res.Removed, k)
+		}
+	}
+	slices.Sort(res.Set)
+	slices.Sort(res.Removed)
+	takeOver := slices.ContainsFunc(slices.Collect(maps.Keys(labels)), func(k string) bool { return !owned[k] })
+	if len(res.Set) == 0 && len(res.Removed) == 0 && !takeOver {
+		res.Action = ActionUnchanged
+		return res, nil
+	}
+	ac := corev1ac.Node(name).WithLabels(labels)
+	if _, err := nodes.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: keys.NodeLabelerFieldManager, Force: true}); err != nil {
+		return res, fmt.Errorf("node %s: apply labels: %w", name, err)
+	}
+	res.Action = ActionConfigured
+	return res, nil
+}
+
+// ownedLabels returns the label keys that a field manager owns through apply.
+func ownedLabels(n *corev1.Node, manager string) map[string]bool {
+	out := map[string]bool{}
+	for _, mf := range n.ManagedFields {
+		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Labels map[string]any `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		for k := range fields.Metadata.Labels {
+			if name, ok := strings.CutPrefix(k, "f:"); ok {
+				out[name] = true
+			}
+		}
+	}
+	return out
+}

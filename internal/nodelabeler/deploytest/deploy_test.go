@@ -1,0 +1,172 @@
+package deploytest
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	authv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/kustomize/api/krusty"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/testcluster"
+)
+
+// TestDeployManifests: deploy/node-labeler builds with kustomize, its objects pass the API
+// server's validation, and the binary does its job with nothing but the ServiceAccount's
+// RBAC (get and patch nodes).
+func TestDeployManifests(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../../../deploy/node-labeler")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testcluster.Current()
+	client := kubernetes.NewForConfigOrDie(c.RESTConfig())
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: keys.SystemNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	decode := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+	var ds *appsv1.DaemonSet
+	kinds := map[string]int{}
+	for _, r := range rm.Resources() {
+		y, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		obj, _, err := decode.Decode(y, nil, nil)
+		if err != nil {
+			t.Fatalf("%s: %v", r.CurId(), err)
+		}
+		kinds[r.GetKind()]++
+		if err := create(ctx, client, obj); err != nil {
+			t.Errorf("%s rejected: %v", r.CurId(), err)
+		}
+		if d, ok := obj.(*appsv1.DaemonSet); ok {
+			ds = d
+		}
+	}
+	for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"} {
+		if kinds[k] != 1 {
+			t.Errorf("%d %s objects, want 1 (%v)", kinds[k], k, kinds)
+		}
+	}
+	if ds == nil {
+		t.Fatal("no DaemonSet")
+	}
+	checkDaemonSet(t, ds)
+
+	// The binary with the ServiceAccount's token only.
+	const node = "nl-rbac-0"
+	addNode(t, node)
+	tok, err := client.CoreV1().ServiceAccounts(keys.SystemNamespace).CreateToken(ctx, "gpuctl-node-labeler",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kubeconfig := writeKubeconfig(t, tok.Status.Token)
+	cmd, out := command(t, "--oneshot", "--node-name", node, "--nvml", "mock:dgxh100", "--kubeconfig", kubeconfig)
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("with the ServiceAccount's RBAC: %v\n%s", err, out)
+	}
+	labels := nodeLabels(t, client, node)
+	if labels[keys.GPUType] != "h100-80g" {
+		t.Errorf("labels %v", labels)
+	}
+	// And it cannot do more: no listing nodes, no creating one.
+	sa := kubernetes.NewForConfigOrDie(restConfig(t, kubeconfig))
+	if _, err := sa.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("list nodes as the labeler: %v, want Forbidden", err)
+	}
+}
+
+func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
+	t.Helper()
+	spec := ds.Spec.Template.Spec
+	if ds.Namespace != keys.SystemNamespace || spec.ServiceAccountName != "gpuctl-node-labeler" {
+		t.Errorf("daemonset %s/%s, service account %q", ds.Namespace, ds.Name, spec.ServiceAccountName)
+	}
+	if spec.NodeSelector["nvidia.com/gpu.present"] != "true" {
+		t.Errorf("node selector %v", spec.NodeSelector)
+	}
+	if !slices.ContainsFunc(spec.Tolerations, func(tol corev1.Toleration) bool { return tol.Key == keys.ResourceGPU }) {
+		t.Errorf("no toleration of %s taints: %v", keys.ResourceGPU, spec.Tolerations)
+	}
+	ctr := spec.Containers[0]
+	nodeName := slices.ContainsFunc(ctr.Env, func(e corev1.EnvVar) bool {
+		return e.Name == "NODE_NAME" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+	})
+	if !nodeName || !slices.Contains(ctr.Args, "--nvml=real") {
+		t.Errorf("container env %v, args %v", ctr.Env, ctr.Args)
+	}
+	if _, ok := ctr.Resources.Limits[keys.ResourceGPU]; ok {
+		t.Error("the labeler requests a GPU")
+	}
+}
+
+// create creates RBAC objects for real and the rest as a server-side dry run.
+func create(ctx context.Context, client kubernetes.Interface, obj runtime.Object) error {
+	var err error
+	switch o := obj.(type) {
+	case *corev1.ServiceAccount:
+		_, err = client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.ClusterRole:
+		_, err = client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
+	case *rbacv1.ClusterRoleBinding:
+		_, err = client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+	case *appsv1.DaemonSet:
+		_, err = client.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	default:
+		return nil
+	}
+	if apierrors.IsAlreadyExists(err) {
+		return nil
+	}
+	return err
+}
+
+func writeKubeconfig(t *testing.T, token string) string {
+	t.Helper()
+	rc := testcluster.Current().RESTConfig()
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: rc.Host, CertificateAuthorityData: rc.CAData, CertificateAuthority: rc.CAFile}
+	cfg.AuthInfos["labeler"] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts["labeler"] = &clientcmdapi.Context{Cluster: "local", AuthInfo: "labeler"}
+	cfg.CurrentContext = "labeler"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func restConfig(t *testing.T, kubeconfig string) *rest.Config {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func ptr[T any](v T) *T { return &v }
