@@ -53,7 +53,7 @@ func TestQuotaRejectsPodOverGPUQuota(t *testing.T) {
 // labels gpuctl gave it.
 func TestPoolPlacementAndNodeLabels(t *testing.T) {
 	e := newEnv(t, reconciler.DefaultOptions())
-	pool := "kind: pool\nversion: v0.1\nmetadata: {name: place-pool}\nnodes:\n  gpu-h100-0: {gpu-type: H100-80G}\n  no-such-node: {}\n"
+	pool := "kind: pool\nversion: v0.1\nmetadata: {name: place-pool}\nnodes:\n  gpu-h100-0: {gpu-type: H100-94G}\n  no-such-node: {}\n"
 	job := "kind: training\nversion: v0.1\njob: {name: placed, namespace: default}\nenvironment: {image: x}\nresources: {pool: place-pool, gpu: 2, cpu: 1, memory: 1Gi}\n"
 	other := "kind: training\nversion: v0.1\njob: {name: unpooled, namespace: default}\nenvironment: {image: x}\nresources: {gpu: 0, cpu: 1, memory: 1Gi}\n"
 	plan, _ := e.sync(renderFiles(t, map[string]string{"pool.yaml": pool, "job.yaml": job, "other.yaml": other}))
@@ -66,6 +66,12 @@ func TestPoolPlacementAndNodeLabels(t *testing.T) {
 	}
 	if c := find(plan, "Node", "gpu-h100-0"); !strings.Contains(c.Reason, "node labeler") {
 		t.Errorf("gpu-type should be left to the node labeler: %q", c.Reason)
+	}
+	if want := "pool place-pool declares gpu-type h100-94g on node gpu-h100-0, but the node labeler found h100-80g"; len(plan.Warnings) != 1 || !strings.HasPrefix(plan.Warnings[0], want) {
+		t.Errorf("warnings %q, want one starting %q", plan.Warnings, want)
+	}
+	if node.Labels[keys.GPUType] != "h100-80g" {
+		t.Errorf("the labeler's gpu-type was overwritten: %s", node.Labels[keys.GPUType])
 	}
 	for name, check := range map[string]func(string) bool{
 		"placed":   func(n string) bool { return n == "gpu-h100-0" },

@@ -49,7 +49,7 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 		return nil, err
 	}
 	plan.Changes = append(changes, m.prunes(live, changes)...)
-	nodeChanges, err := m.planNodes(ctx, nodes)
+	nodeChanges, err := m.planNodes(ctx, nodes, &plan.Warnings)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -53,7 +54,7 @@ func nodeApply(name string, labels map[string]string) *unstructured.Unstructured
 // planNodes turns pool label intents into per-node label changes: labels to set, and labels
 // gpuctl set before that no pool asks for any more. Labels that the node labeler publishes
 // (gpu-type) are left to it.
-func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstructured) ([]*Change, error) {
+func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstructured, warnings *[]string) ([]*Change, error) {
 	list, err := m.dyn.Resource(nodeGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -76,6 +77,10 @@ func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstruc
 		}
 		labels := in.GetLabels()
 		if labelsOwnedBy(n, keys.NodeLabelerFieldManager, false)[keys.GPUType] {
+			if declared, found := labels[keys.GPUType], n.GetLabels()[keys.GPUType]; declared != "" && declared != found {
+				*warnings = append(*warnings, fmt.Sprintf("pool %s declares gpu-type %s on node %s, but the node labeler found %s; the node keeps %s",
+					labels[keys.Pool], declared, name, found, found))
+			}
 			delete(labels, keys.GPUType)
 			c.Reason = keys.GPUType + " is published by the node labeler"
 		}

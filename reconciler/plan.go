@@ -72,6 +72,9 @@ type Plan struct {
 	GPUs []GPUDelta `json:"gpus,omitempty"`
 	// Refused is set when a safety rule forbids applying the plan (see SafetyError).
 	Refused *SafetyError `json:"refused,omitempty"`
+	// Warnings are facts found while planning that do not stop the sync, e.g. a pool that
+	// declares a GPU type the node labeler did not find on the node.
+	Warnings []string `json:"warnings,omitempty"`
 
 	inventory *inventory
 	desiredN  int

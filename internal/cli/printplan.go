@@ -58,6 +58,9 @@ func printPlanDiff(w io.Writer, plan *reconciler.Plan, p palette) {
 }
 
 func printSummary(w io.Writer, plan *reconciler.Plan, p palette) {
+	for _, warn := range plan.Warnings {
+		fmt.Fprintln(w, p.yellow("warning: "+warn))
+	}
 	fmt.Fprintln(w, p.bold(plan.Summary()))
 	if plan.Refused != nil {
 		fmt.Fprintln(w, p.red(plan.Refused.Error()))

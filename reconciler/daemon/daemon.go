@@ -217,6 +217,9 @@ func (d *Daemon) sync(ctx context.Context, st *Status) {
 		return
 	}
 	st.Summary, st.Counts = plan.Summary(), counts(plan)
+	for _, w := range plan.Warnings {
+		st.Errors = appendBounded(st.Errors, "warning: "+w)
+	}
 	if plan.Refused != nil {
 		st.Result, st.Message = ResultRefused, plan.Refused.Error()
 		return
