@@ -151,20 +151,34 @@ func DiffFields(live, next map[string]any) []FieldDiff { return diffFields(live,
 // diffFields lists the leaf fields that differ between two objects, in path order.
 func diffFields(live, next map[string]any) []FieldDiff {
 	var out []FieldDiff
-	walkDiff("", live, next, &out)
+	walkDiff("", live, next, unscoped{}, &out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
 
-func walkDiff(path string, a, b any, out *[]FieldDiff) {
-	if ignoredFields[path] {
+// diffOwned is diffFields restricted to what an apply of desired changes: fields that desired
+// sets, and fields that disappear. A field that another writer (a controller) changed between
+// the list and the dry-run is not gpuctl's change and is left out.
+func diffOwned(live, next, desired map[string]any) []FieldDiff {
+	var out []FieldDiff
+	walkDiff("", live, next, desired, &out)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out
+}
+
+// walkDiff compares a (before) with b (after). scope is unscoped{} (every field counts) or
+// the part of the desired object at path: nil there means gpuctl does not set the field, which
+// then counts only when it disappears.
+func walkDiff(path string, a, b, scope any, out *[]FieldDiff) {
+	if ignoredFields[path] || (scope == nil && b != nil) {
 		return
 	}
 	am, aIsMap := a.(map[string]any)
 	bm, bIsMap := b.(map[string]any)
 	if aIsMap && bIsMap {
+		sm, _ := scope.(map[string]any)
 		for k := range union(am, bm) {
-			walkDiff(joinPath(path, k), am[k], bm[k], out)
+			walkDiff(joinPath(path, k), am[k], bm[k], child(scope, sm[k]), out)
 		}
 		return
 	}
@@ -179,13 +193,29 @@ func walkDiff(path string, a, b any, out *[]FieldDiff) {
 			if i < len(bl) {
 				bv = bl[i]
 			}
-			walkDiff(path+"["+strconv.Itoa(i)+"]", av, bv, out)
+			sl, _ := scope.([]any)
+			var si any
+			if i < len(sl) {
+				si = sl[i]
+			}
+			walkDiff(path+"["+strconv.Itoa(i)+"]", av, bv, child(scope, si), out)
 		}
 		return
 	}
 	if !scalarEqual(a, b, false) {
 		*out = append(*out, FieldDiff{Path: path, Old: a, New: b})
 	}
+}
+
+// unscoped marks a walk without a scope: every field counts.
+type unscoped struct{}
+
+// child returns the scope of a child field: everything when the walk has no scope.
+func child(scope, sub any) any {
+	if _, all := scope.(unscoped); all {
+		return scope
+	}
+	return sub
 }
 
 func union(a, b map[string]any) map[string]bool {

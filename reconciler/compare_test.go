@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -102,5 +103,24 @@ func TestDiffFields(t *testing.T) {
 		if got[i].Path != want[i].Path || got[i].Old != want[i].Old || got[i].New != want[i].New {
 			t.Errorf("diff %d = %+v, want %+v", i, got[i], want[i])
 		}
+	}
+}
+
+// TestDiffOwned: only fields the desired object sets, or that disappear, are gpuctl's diff.
+func TestDiffOwned(t *testing.T) {
+	live := map[string]any{"metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "1"}},
+		"spec": map[string]any{"replicas": int64(1), "env": []any{map[string]any{"name": "A"}, map[string]any{"name": "B"}}}}
+	next := map[string]any{"metadata": map[string]any{"name": "a", "labels": map[string]any{"x": "1"},
+		"annotations": map[string]any{"deployment.kubernetes.io/revision": "1"}}, // written by a controller
+		"spec": map[string]any{"replicas": int64(3), "env": []any{map[string]any{"name": "A"}}}}
+	desired := map[string]any{"metadata": map[string]any{"name": "a"},
+		"spec": map[string]any{"replicas": int64(3), "env": []any{map[string]any{"name": "A"}}}}
+	got := diffOwned(live, next, desired)
+	var paths []string
+	for _, d := range got {
+		paths = append(paths, d.Path)
+	}
+	if want := "spec.env[1],spec.replicas"; strings.Join(paths, ",") != want {
+		t.Fatalf("paths %v, want %s", paths, want)
 	}
 }

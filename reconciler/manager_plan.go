@@ -210,13 +210,13 @@ func (m *Manager) dryRun(ctx context.Context, c *Change) error {
 		return nil
 	case isImmutable(err):
 		c.Action, c.Reason = ActionRecreate, immutableReason(err)
-		c.Diff = diffFields(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object)
+		c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
 	default:
 		return fmt.Errorf("%s: dry-run apply: %w", c.Object, err)
 	}
 	c.Predicted = res
-	c.Diff = diffFields(cleanForDisplay(c.Live).Object, cleanForDisplay(res).Object)
+	c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(res).Object, c.Desired.Object)
 	switch {
 	case len(c.Diff) > 0:
 		c.Action = ActionUpdate
