@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // Plan pairs the desired objects with the live ones and decides an action for each, plus the
@@ -179,23 +180,90 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 			dryRun = append(dryRun, c)
 		}
 	}
-	// Objects not in the inventory may still exist (adopted, or labelled by hand): ask.
-	err := parallel(ctx, m.opts.Concurrency, unknown, func(ctx context.Context, c *Change) error {
+	// Objects not in the inventory may still exist (adopted, or labelled by hand): one GET
+	// each when they are few, else one LIST per kind and namespace.
+	found, err := m.lookup(ctx, unknown)
+	if err != nil {
+		return err
+	}
+	for _, c := range unknown {
+		if c.Live = found[c.Object.key()]; c.Live == nil {
+			c.Action = ActionCreate
+		} else {
+			dryRun = append(dryRun, c)
+		}
+	}
+	return parallel(ctx, m.opts.Concurrency, dryRun, m.dryRun)
+}
+
+// lookupListThreshold is the number of objects of one kind and namespace above which a LIST
+// is cheaper than a GET each.
+const lookupListThreshold = 8
+
+// lookup finds which of the changes' objects exist, keyed by ObjectRef.key.
+func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*unstructured.Unstructured, error) {
+	type scope struct {
+		resource   schema.GroupVersionResource
+		namespace  string
+		namespaced bool
+	}
+	groups := map[scope][]*Change{}
+	for _, c := range changes {
+		k := scope{c.resource, c.Object.Namespace, c.namespaced}
+		groups[k] = append(groups[k], c)
+	}
+	var mu sync.Mutex
+	found := map[string]*unstructured.Unstructured{}
+	keep := func(u *unstructured.Unstructured) {
+		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+		delete(u.Object, "status")
+		mu.Lock()
+		found[RefOf(u).key()] = u
+		mu.Unlock()
+	}
+	var gets []*Change
+	var lists []scope
+	for k, cs := range groups {
+		if len(cs) > lookupListThreshold {
+			lists = append(lists, k)
+		} else {
+			gets = append(gets, cs...)
+		}
+	}
+	err := parallel(ctx, m.opts.Concurrency, lists, func(ctx context.Context, k scope) error {
+		ri := dynamic.ResourceInterface(m.dyn.Resource(k.resource))
+		if k.namespaced {
+			ri = m.dyn.Resource(k.resource).Namespace(k.namespace)
+		}
+		opts := metav1.ListOptions{Limit: 500}
+		for {
+			l, err := ri.List(ctx, opts)
+			if err != nil {
+				return fmt.Errorf("list %s in %q: %w", k.resource.Resource, k.namespace, err)
+			}
+			for i := range l.Items {
+				keep(&unstructured.Unstructured{Object: l.Items[i].Object})
+			}
+			if opts.Continue = l.GetContinue(); opts.Continue == "" {
+				return nil
+			}
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = parallel(ctx, m.opts.Concurrency, gets, func(ctx context.Context, c *Change) error {
 		u, err := m.resource(c).Get(ctx, c.Object.Name, metav1.GetOptions{})
 		switch {
 		case apierrors.IsNotFound(err):
-			c.Action = ActionCreate
 			return nil
 		case err != nil:
 			return fmt.Errorf("%s: get: %w", c.Object, err)
 		}
-		c.Live = u
-		return m.dryRun(ctx, c)
+		keep(u)
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return parallel(ctx, m.opts.Concurrency, dryRun, m.dryRun)
+	return found, err
 }
 
 // dryRun asks the API server what an apply would do to a live object.
