@@ -211,8 +211,12 @@ func relTo(base, p string) string {
 	return rel
 }
 
+// parseAll reads and parses every source file, one per core at a time; diagnostics are
+// collected per file and merged in file order, so the result does not depend on timing.
 func (st *run) parseAll() {
-	for _, s := range st.sources {
+	per := make([]diagnostics, len(st.sources))
+	parallelEach(len(st.sources), func(i int) {
+		s := st.sources[i]
 		for _, k := range st.kdirs {
 			if s.abs == k || strings.HasPrefix(s.abs, k+string(filepath.Separator)) {
 				s.kustom = true
@@ -220,13 +224,13 @@ func (st *run) parseAll() {
 		}
 		data, err := st.fsys.ReadFile(s.abs)
 		if err != nil {
-			st.ds.errorf(s.display, Pos{}, "", "cannot read: %v", err)
-			continue
+			per[i].errorf(s.display, Pos{}, "", "cannot read: %v", err)
+			return
 		}
-		s.docs = parseFile(s.display, data, st.ds)
-		for _, d := range s.docs {
-			d.File = s.display
-		}
+		s.docs = parseFile(s.display, data, &per[i])
+	})
+	for i := range per {
+		st.ds.list = append(st.ds.list, per[i].list...)
 	}
 }
 
