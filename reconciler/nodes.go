@@ -2,12 +2,11 @@ package reconciler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/managedfields"
 	"github.com/gpuctl/gpuctl/render"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,26 +18,7 @@ var nodeGVR = schema.GroupVersionResource{Version: "v1", Resource: "nodes"}
 // labelsOwnedBy returns the labels of an object that a field manager owns (through apply
 // only, with applyOnly).
 func labelsOwnedBy(u *unstructured.Unstructured, manager string, applyOnly bool) map[string]bool {
-	out := map[string]bool{}
-	for _, mf := range u.GetManagedFields() {
-		if mf.Manager != manager || (applyOnly && mf.Operation != metav1.ManagedFieldsOperationApply) || mf.FieldsV1 == nil {
-			continue
-		}
-		var fields struct {
-			Metadata struct {
-				Labels map[string]any `json:"f:labels"`
-			} `json:"f:metadata"`
-		}
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
-			continue
-		}
-		for k := range fields.Metadata.Labels {
-			if name, ok := strings.CutPrefix(k, "f:"); ok {
-				out[name] = true
-			}
-		}
-	}
-	return out
+	return managedfields.Labels(u.GetManagedFields(), manager, applyOnly)
 }
 
 // nodeApply is the apply configuration of gpuctl's labels on a node.

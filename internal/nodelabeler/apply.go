@@ -2,17 +2,16 @@ package nodelabeler
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/managedfields"
 )
 
 // NodeClient is the part of the Node API that the labeler uses (get and patch, which is all
@@ -57,7 +56,7 @@ func Apply(ctx context.Context, nodes NodeClient, name string, labels map[string
 	if err != nil {
 		return res, fmt.Errorf("node %s: get: %w", name, err)
 	}
-	owned := ownedLabels(live, keys.NodeLabelerFieldManager)
+	owned := managedfields.Labels(live.ManagedFields, keys.NodeLabelerFieldManager, true)
 	for k, v := range labels {
 		if old, ok := live.Labels[k]; !ok || old != v {
 			res.Set = append(res.Set, k)
@@ -81,28 +80,4 @@ func Apply(ctx context.Context, nodes NodeClient, name string, labels map[string
 	}
 	res.Action = ActionConfigured
 	return res, nil
-}
-
-// ownedLabels returns the label keys that a field manager owns through apply.
-func ownedLabels(n *corev1.Node, manager string) map[string]bool {
-	out := map[string]bool{}
-	for _, mf := range n.ManagedFields {
-		if mf.Manager != manager || mf.Operation != metav1.ManagedFieldsOperationApply || mf.FieldsV1 == nil {
-			continue
-		}
-		var fields struct {
-			Metadata struct {
-				Labels map[string]any `json:"f:labels"`
-			} `json:"f:metadata"`
-		}
-		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
-			continue
-		}
-		for k := range fields.Metadata.Labels {
-			if name, ok := strings.CutPrefix(k, "f:"); ok {
-				out[name] = true
-			}
-		}
-	}
-	return out
 }

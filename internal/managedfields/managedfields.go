@@ -1,0 +1,34 @@
+// Package managedfields reads server-side apply ownership from an object's managedFields.
+package managedfields
+
+import (
+	"encoding/json"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Labels returns the label keys that a field manager owns: through apply only with applyOnly,
+// else through any operation.
+func Labels(entries []metav1.ManagedFieldsEntry, manager string, applyOnly bool) map[string]bool {
+	out := map[string]bool{}
+	for _, mf := range entries {
+		if mf.Manager != manager || (applyOnly && mf.Operation != metav1.ManagedFieldsOperationApply) || mf.FieldsV1 == nil {
+			continue
+		}
+		var fields struct {
+			Metadata struct {
+				Labels map[string]any `json:"f:labels"`
+			} `json:"f:metadata"`
+		}
+		if json.Unmarshal(mf.FieldsV1.Raw, &fields) != nil {
+			continue
+		}
+		for k := range fields.Metadata.Labels {
+			if name, ok := strings.CutPrefix(k, "f:"); ok {
+				out[name] = true
+			}
+		}
+	}
+	return out
+}
