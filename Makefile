@@ -60,7 +60,7 @@ bench: ## benchmarks against their bars: render, local source, daemon latency an
 	$(GO) test ./review/ -run '^$$' -bench . -benchmem -count 1
 	$(GO) test ./reconciler/daemon/ -run '^$$' -bench . -benchtime 1x -timeout 30m
 	GPUCTL_WITH_KUBECTL=1 hack/cluster-tools.sh >/dev/null
-	cd bench && $(GO) run . -n 100,1000,5000
+	cd bench && GOFLAGS=-mod=mod $(GO) run . -n 100,1000,5000
 
 .PHONY: demo
 demo: ## build, start the local cluster, run gpuctl-reconciler against examples/ and show what it did
