@@ -193,7 +193,7 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 		}
 	}
 	handler := httpapi.New(httpapi.Options{Backend: d, Kube: kube, SystemNamespace: o.Namespace, Tokens: tokens,
-		Registry: reg, Webhooks: hooks, Log: log.With("component", "http")})
+		Registry: reg, Webhooks: hooks, Ready: d.Ready, Log: log.With("component", "http")})
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuctl/gpuctl/reconciler"
@@ -45,6 +46,18 @@ type Daemon struct {
 	mu      sync.Mutex
 	last    Status
 	lastRev sources.Revision
+
+	running atomic.Bool // Run has started (this replica leads)
+	synced  atomic.Bool // and has finished its first sync
+}
+
+// Ready reports whether the replica can serve: a standby always can (status and sync
+// requests go through the ConfigMap); a leader once its first sync is done.
+func (d *Daemon) Ready() error {
+	if d.running.Load() && !d.synced.Load() {
+		return errors.New("first sync in progress")
+	}
+	return nil
 }
 
 // New returns a daemon; Run starts it.
@@ -64,6 +77,8 @@ func New(opts Options) *Daemon {
 // Run syncs on every source change, interval, webhook and sync request until ctx ends. Only
 // the leader runs it.
 func (d *Daemon) Run(ctx context.Context) error {
+	d.running.Store(true)
+	defer d.running.Store(false)
 	if st, _, err := d.opts.Store.Read(ctx); err == nil {
 		d.mu.Lock()
 		d.last = st
@@ -149,6 +164,7 @@ func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
 	}
 	d.opts.Metrics.observe(st)
 	d.log(st)
+	d.synced.Store(true)
 	return st
 }
 

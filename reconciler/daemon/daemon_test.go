@@ -111,8 +111,14 @@ func compute(name, ns string, replicas int) string {
 // prunes nothing and says why; fixing it converges.
 func TestLocalEditIsApplied(t *testing.T) {
 	h := newHarness(t, "local", map[string]string{"web.yaml": compute("web", "default", 1), "api.yaml": compute("api", "default", 1)})
+	if err := h.d.Ready(); err != nil {
+		t.Fatalf("a replica that does not lead is ready: %v", err)
+	}
 	h.start()
 	st := h.waitStatus("first sync", func(s daemon.Status) bool { return s.Result == daemon.ResultSucceeded })
+	if err := h.d.Ready(); err != nil {
+		t.Fatalf("not ready after the first sync: %v", err)
+	}
 	if st.AppliedRevision == "" || !strings.HasPrefix(st.Source, "dir:") {
 		t.Fatalf("status %+v", st)
 	}
