@@ -23,8 +23,12 @@ func (st *run) build() []*unstructured.Unstructured {
 			}
 		}
 	}
+	var rendered map[string][]byte
 	for _, k := range st.topKustomizations() {
-		for _, o := range st.kustomize(k) {
+		if rendered == nil {
+			rendered = st.renderKustomized()
+		}
+		for _, o := range st.kustomize(k, rendered) {
 			objs = st.add(objs, o, relTo(st.repo, k), Pos{})
 		}
 	}

@@ -73,8 +73,9 @@ func (st *run) topKustomizations() []string {
 	return top
 }
 
-// kustomize builds one kustomization directory over the rendered gpuctl files.
-func (st *run) kustomize(dir string) []*unstructured.Unstructured {
+// renderKustomized renders the gpuctl files below kustomization directories, once for every
+// kustomization built: absolute path -> the YAML that kustomize reads in their place.
+func (st *run) renderKustomized() map[string][]byte {
 	files := map[string][]byte{}
 	for _, s := range st.sources {
 		if !s.kustom {
@@ -90,6 +91,11 @@ func (st *run) kustomize(dir string) []*unstructured.Unstructured {
 		}
 		files[s.abs] = buf.Bytes()
 	}
+	return files
+}
+
+// kustomize builds one kustomization directory over the rendered gpuctl files.
+func (st *run) kustomize(dir string, files map[string][]byte) []*unstructured.Unstructured {
 	kfile := st.kustomizationFile(dir)
 	display := filepath.Join(filepath.Dir(st.displayOf(kfile)), filepath.Base(kfile))
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
