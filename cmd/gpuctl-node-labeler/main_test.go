@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"debug/elf"
 	"encoding/json"
 	"maps"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -29,30 +27,12 @@ const lazyLDFlags = labelertest.LazyLDFlags
 
 var labeler = &labelertest.Builder{Package: "."}
 
-func TestMain(m *testing.M) { os.Exit(testMain(m)) }
-
-func testMain(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "gpuctl-node-labeler-test-")
-	if err != nil {
-		panic(err)
-	}
-	defer os.RemoveAll(dir)
-	labeler.Dir = dir
-	return testcluster.Main(m, testcluster.Options{})
-}
-
-// binary builds the real binary once, linked lazily as the Makefile does.
-func binary(t *testing.T) string { return labeler.Binary(t) }
-
-// command prepares the binary with no NODE_NAME, KUBECONFIG or LD_BIND_NOW from outside.
-func command(t *testing.T, args ...string) (*exec.Cmd, *bytes.Buffer) {
-	return labeler.Command(t, args...)
-}
+func TestMain(m *testing.M) { os.Exit(labeler.Main(m)) }
 
 // runOnce runs one pass of the binary against the test cluster.
 func runOnce(t *testing.T, node, nvml string) string {
 	t.Helper()
-	cmd, out := command(t, "--oneshot", "--node-name", node, "--nvml", nvml,
+	cmd, out := labeler.Command(t, "--oneshot", "--node-name", node, "--nvml", nvml,
 		"--kubeconfig", testcluster.Current().Kubeconfig, "--log-format", "json")
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("--nvml=%s --oneshot: %v\n%s", nvml, err, out)
@@ -96,7 +76,7 @@ func gpuLabels(l map[string]string) map[string]string {
 // leaves NVML's symbols undefined, and a binary bound eagerly dies at start on a machine
 // without the NVIDIA driver ("symbol lookup error: ... undefined symbol: nvml...").
 func TestBinaryStartsWithoutDriver(t *testing.T) {
-	bin := binary(t)
+	bin := labeler.Binary(t)
 	t.Run("linked lazily", func(t *testing.T) {
 		f, err := elf.Open(bin)
 		if err != nil {
@@ -114,7 +94,7 @@ func TestBinaryStartsWithoutDriver(t *testing.T) {
 	})
 	for _, args := range [][]string{{"--help"}, {"--version"}} {
 		t.Run(args[0], func(t *testing.T) {
-			cmd, out := command(t, args...)
+			cmd, out := labeler.Command(t, args...)
 			if err := cmd.Run(); err != nil {
 				t.Fatalf("%v: %v\n%s", args, err, out)
 			}
@@ -205,7 +185,7 @@ func TestBinaryMocksAgainstCluster(t *testing.T) {
 func TestBinaryRunsUntilSignalled(t *testing.T) {
 	const node = "nl-loop-0"
 	client := addNode(t, node)
-	cmd, out := command(t, "--interval", "200ms", "--nvml", "mock:dgxh100",
+	cmd, out := labeler.Command(t, "--interval", "200ms", "--nvml", "mock:dgxh100",
 		"--kubeconfig", testcluster.Current().Kubeconfig)
 	cmd.Env = append(cmd.Env, "NODE_NAME="+node)
 	if err := cmd.Start(); err != nil {

@@ -82,7 +82,7 @@ func TestDeployManifests(t *testing.T) {
 		t.Fatal(err)
 	}
 	kubeconfig := writeKubeconfig(t, tok.Status.Token)
-	cmd, out := command(t, "--oneshot", "--node-name", node, "--nvml", "mock:dgxh100", "--kubeconfig", kubeconfig)
+	cmd, out := labeler.Command(t, "--oneshot", "--node-name", node, "--nvml", "mock:dgxh100", "--kubeconfig", kubeconfig)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("with the ServiceAccount's RBAC: %v\n%s", err, out)
 	}

@@ -6,12 +6,15 @@ package labelertest
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/testcluster"
 )
 
 // LazyLDFlags is how the binary must be linked.
@@ -27,6 +30,19 @@ type Builder struct {
 	once sync.Once
 	path string
 	err  error
+}
+
+// Main runs a test package's tests with a temporary directory for the binary and one local
+// cluster (testcluster.Main), for TestMain: os.Exit(labeler.Main(m)).
+func (b *Builder) Main(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "gpuctl-node-labeler-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "labelertest:", err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	b.Dir = dir
+	return testcluster.Main(m, testcluster.Options{})
 }
 
 // Binary builds the binary on first use and returns its path.
