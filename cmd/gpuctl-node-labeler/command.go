@@ -2,48 +2,17 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"log/slog"
-	"strings"
-	"time"
 
-	"github.com/lmittmann/tint"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpuctl/gpuctl/internal/logging"
 	"github.com/gpuctl/gpuctl/internal/nodelabeler"
 	"github.com/gpuctl/gpuctl/internal/nvmlinfo"
 	"github.com/gpuctl/gpuctl/internal/version"
 )
-
-// logOptions choose the log format.
-type logOptions struct {
-	Format string
-	Level  string
-}
-
-// BindFlags adds the log flags.
-func (o *logOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Format, "log-format", "text", "text or json")
-	fs.StringVar(&o.Level, "log-level", "info", "debug, info, warn or error")
-}
-
-// logger builds the slog logger: tint for people, JSON for machines.
-func (o *logOptions) logger(w io.Writer) (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.Level)); err != nil {
-		return nil, fmt.Errorf("--log-level %q: %w", o.Level, err)
-	}
-	switch strings.ToLower(o.Format) {
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})), nil
-	case "text":
-		return slog.New(tint.NewHandler(w, &tint.Options{Level: level, TimeFormat: time.TimeOnly, NoColor: true})), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: expected text or json", o.Format)
-}
 
 // kubeOptions choose the cluster.
 type kubeOptions struct {
@@ -69,7 +38,7 @@ func (o *kubeOptions) client() (kubernetes.Interface, error) {
 
 func newCommand() *cobra.Command {
 	opts := nodelabeler.DefaultOptions()
-	var logOpts logOptions
+	var logOpts logging.Options
 	var kube kubeOptions
 	cmd := &cobra.Command{
 		Use:   "gpuctl-node-labeler",
@@ -89,7 +58,7 @@ keeps running; NVML is initialised afresh on every pass.`,
 			if err := opts.Validate(); err != nil {
 				return err
 			}
-			log, err := logOpts.logger(cmd.ErrOrStderr())
+			log, err := logOpts.Logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}

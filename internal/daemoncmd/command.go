@@ -14,6 +14,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/httpapi"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/logging"
 	"github.com/gpuctl/gpuctl/internal/version"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources"
@@ -30,7 +31,7 @@ import (
 type Options struct {
 	Source SourceOptions
 	Render RenderOptions
-	Log    LogOptions
+	Log    logging.Options
 	Kube   cli.KubeOptions
 	Engine cli.EngineOptions
 
@@ -117,7 +118,7 @@ func run(ctx context.Context, o *Options) error {
 	if o.Drift != "report" && o.Drift != "correct" {
 		return fmt.Errorf("--drift %q: report or correct", o.Drift)
 	}
-	log, err := o.Log.Logger()
+	log, err := o.Log.Logger(os.Stderr)
 	if err != nil {
 		return err
 	}

@@ -12,9 +12,7 @@ import (
 	"github.com/gpuctl/gpuctl/sources"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"
 	"github.com/gpuctl/gpuctl/sources/local"
-	"github.com/lmittmann/tint"
 	"github.com/spf13/pflag"
-	"golang.org/x/term"
 )
 
 // SourceOptions choose where the configuration comes from.
@@ -106,32 +104,4 @@ func (o *RenderOptions) Options() (render.Options, error) {
 		cfg.Namespaces = append(cfg.Namespaces, render.NamespaceRule{Path: pattern, Namespace: ns})
 	}
 	return render.Options{Config: cfg}, nil
-}
-
-// LogOptions choose the log format.
-type LogOptions struct {
-	Format string
-	Level  string
-}
-
-// BindFlags adds the log flags.
-func (o *LogOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Format, "log-format", "text", "text (coloured on a terminal) or json")
-	fs.StringVar(&o.Level, "log-level", "info", "debug, info, warn or error")
-}
-
-// Logger builds the slog logger: tint for people, JSON for machines.
-func (o *LogOptions) Logger() (*slog.Logger, error) {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(o.Level)); err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
-	}
-	switch o.Format {
-	case "json":
-		return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
-	case "text":
-		return slog.New(tint.NewHandler(os.Stderr, &tint.Options{Level: level, TimeFormat: time.TimeOnly,
-			NoColor: !term.IsTerminal(int(os.Stderr.Fd()))})), nil
-	}
-	return nil, fmt.Errorf("--log-format %q: text or json", o.Format)
 }
