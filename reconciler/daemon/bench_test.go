@@ -36,17 +36,7 @@ func BenchmarkEditToApplied(b *testing.B) {
 			replicas := 1 + (n+1)%5
 			start := time.Now()
 			h.write("web.yaml", compute("bench-edit", "default", replicas))
-			for {
-				d, err := h.kube.AppsV1().Deployments("default").Get(h.ctx, "bench-edit", metav1.GetOptions{})
-				if err == nil && int(*d.Spec.Replicas) == replicas {
-					break
-				}
-				if time.Since(start) > 20*time.Second {
-					b.Fatalf("edit %d not applied in 20 s", n)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			lat = append(lat, time.Since(start))
+			lat = append(lat, waitReplicas(b, h.ctx, h.kube, "bench-edit", replicas, start))
 		}
 		p50, p95 := percentile(lat, 0.5), percentile(lat, 0.95)
 		b.ReportMetric(p50.Seconds(), "p50-s")
@@ -54,6 +44,22 @@ func BenchmarkEditToApplied(b *testing.B) {
 		fmt.Printf("edit -> applied over 50 edits: p50 %s (bar 0.5 s), p95 %s (bar 1 s): %s\n",
 			p50.Round(time.Millisecond), p95.Round(time.Millisecond), passFail(p50 <= 500*time.Millisecond && p95 <= time.Second))
 		h.cancel()
+	}
+}
+
+// waitReplicas waits until Deployment default/name has the replicas, and returns the time
+// since start.
+func waitReplicas(b *testing.B, ctx context.Context, kube kubernetes.Interface, name string, replicas int, start time.Time) time.Duration {
+	b.Helper()
+	for {
+		d, err := kube.AppsV1().Deployments("default").Get(ctx, name, metav1.GetOptions{})
+		if err == nil && int(*d.Spec.Replicas) == replicas {
+			return time.Since(start)
+		}
+		if time.Since(start) > 20*time.Second {
+			b.Fatalf("%s not at %d replicas within 20 s", name, replicas)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -177,17 +183,7 @@ func BenchmarkGitPushToApplied(b *testing.B) {
 			if code := g.push("hook-secret"); code != 202 {
 				b.Fatalf("webhook: %d", code)
 			}
-			for {
-				d, err := g.h.kube.AppsV1().Deployments("default").Get(ctx, "git-web", metav1.GetOptions{})
-				if err == nil && int(*d.Spec.Replicas) == replicas {
-					break
-				}
-				if time.Since(start) > 20*time.Second {
-					b.Fatalf("push %d not applied in 20 s", n)
-				}
-				time.Sleep(5 * time.Millisecond)
-			}
-			lat = append(lat, time.Since(start))
+			lat = append(lat, waitReplicas(b, ctx, g.h.kube, "git-web", replicas, start))
 		}
 		p50, p95 := percentile(lat, 0.5), percentile(lat, 0.95)
 		b.ReportMetric(p50.Seconds(), "p50-s")
