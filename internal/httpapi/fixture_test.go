@@ -95,6 +95,14 @@ func do(t *testing.T, h http.Handler, method, path, token string) *httptest.Resp
 }
 
 // get sends an admin GET, wants the code and decodes the body into v (if not nil).
+// pageOfMaps is a paged list answer decoded without its item type, to check JSON keys.
+type pageOfMaps struct {
+	Total    int              `json:"total"`
+	Page     int              `json:"page"`
+	PageSize int              `json:"pageSize"`
+	Items    []map[string]any `json:"items"`
+}
+
 func get(t *testing.T, h http.Handler, path string, code int, v any) {
 	t.Helper()
 	w := do(t, h, http.MethodGet, path, adminToken)

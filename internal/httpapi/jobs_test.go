@@ -25,12 +25,7 @@ func jobIDs(l JobList) []string {
 
 func TestListJobsShape(t *testing.T) {
 	h, _ := testServer(t)
-	var obj struct {
-		Total    int              `json:"total"`
-		Page     int              `json:"page"`
-		PageSize int              `json:"pageSize"`
-		Items    []map[string]any `json:"items"`
-	}
+	var obj pageOfMaps
 	get(t, h, "/api/v1/jobs", http.StatusOK, &obj)
 	if obj.Total != 6 || len(obj.Items) != 6 || obj.Page != 1 || obj.PageSize != 20 {
 		t.Fatalf("total %d, %d items, page %d, pageSize %d", obj.Total, len(obj.Items), obj.Page, obj.PageSize)

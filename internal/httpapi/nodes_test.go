@@ -21,12 +21,7 @@ func nodeNames(l NodeList) []string {
 
 func TestListNodes(t *testing.T) {
 	h, _ := testServer(t)
-	var obj struct {
-		Total    int              `json:"total"`
-		Page     int              `json:"page"`
-		PageSize int              `json:"pageSize"`
-		Items    []map[string]any `json:"items"`
-	}
+	var obj pageOfMaps
 	get(t, h, "/api/v1/nodes", http.StatusOK, &obj)
 	if obj.Total != 4 || len(obj.Items) != 4 {
 		t.Fatalf("total %d, %d items", obj.Total, len(obj.Items))
