@@ -1,6 +1,11 @@
-// Package drift will model and format drift reports: where the cluster differs from Git, who
-// made it differ, and GPU workloads that bypass review.
+// Package drift models drift reports: where the cluster differs from Git, who made it differ,
+// and GPU workloads that bypass review. It holds the data (Report, Item, Entry), the bounded
+// history of changes, their renderings as text, JSON and Markdown, and the Store that keeps
+// the current report and the history in a ConfigMap of the daemon's namespace.
 //
-// Not implemented yet: it arrives with the issue "Drift detection and drift reports for
-// admins". Until then this package holds no code.
+// Detection lives in drift/detector; this package needs no watch and no engine, so the CLI
+// (`gpuctl drift`), the HTTP API and the web page read reports through it.
+//
+//	r, hist, err := drift.NewStore(kube, "gpuctl-system").Read(ctx)
+//	drift.WriteText(os.Stdout, r.Since(hist, 24*time.Hour, time.Now()))
 package drift

@@ -128,6 +128,13 @@ const (
 	StatusName = "gpuctl-status"
 	// StatusKey is the data key of the status JSON.
 	StatusKey = "status"
+	// DriftName is the ConfigMap that holds the drift report (key DriftReportKey) and its
+	// history (key DriftHistoryKey).
+	DriftName = "gpuctl-drift"
+	// DriftReportKey is the data key of the current drift report (JSON).
+	DriftReportKey = "report"
+	// DriftHistoryKey is the data key of the drift history (JSON list, oldest first).
+	DriftHistoryKey = "history"
 	// SyncRequestedAt is set on the status ConfigMap by `gpuctl sync` to ask for a sync now;
 	// its value is an opaque request id (a timestamp), echoed in the status once handled.
 	SyncRequestedAt = Prefix + "sync-requested-at"

@@ -1,0 +1,64 @@
+package drift
+
+import "time"
+
+// Change is what happened to an item.
+type Change string
+
+// The changes a history records.
+const (
+	// Detected: a new difference.
+	Detected Change = "detected"
+	// Changed: an item's fields, values or manager changed.
+	Changed Change = "changed"
+	// Resolved: the difference is gone (reverted by hand, Git changed, or the object left
+	// the managed set).
+	Resolved Change = "resolved"
+	// Corrected: gpuctl repaired it (--drift=correct).
+	Corrected Change = "corrected"
+	// ShadowDeleted: gpuctl deleted a shadow workload (--drift-delete-shadow).
+	ShadowDeleted Change = "shadow-deleted"
+)
+
+// Entry is one change to the report.
+type Entry struct {
+	Time   time.Time `json:"time"`
+	Change Change    `json:"change"`
+	// Item is the item as it was at that time (for resolved: as it was last seen).
+	Item Item `json:"item"`
+}
+
+// DefaultHistory is the number of entries a history keeps by default.
+const DefaultHistory = 200
+
+// History is a bounded list of entries, oldest first.
+type History struct {
+	Max     int
+	Entries []Entry
+}
+
+// Add appends an entry and drops the oldest beyond Max.
+func (h *History) Add(e Entry) {
+	h.Entries = append(h.Entries, e)
+	max := h.Max
+	if max <= 0 {
+		max = DefaultHistory
+	}
+	if n := len(h.Entries); n > max {
+		h.Entries = append([]Entry(nil), h.Entries[n-max:]...)
+	}
+}
+
+// Since returns a copy of the report with the history entries of the last d attached (all
+// of them when d is 0) and the items detected before that still listed: current drift is
+// always shown, however old.
+func (r Report) Since(entries []Entry, d time.Duration, now time.Time) Report {
+	out := r
+	out.History = nil
+	for _, e := range entries {
+		if d == 0 || !e.Time.Before(now.Add(-d)) {
+			out.History = append(out.History, e)
+		}
+	}
+	return out
+}
