@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/gpuctl/gpuctl/drift"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -47,8 +48,14 @@ type fakeBackend struct {
 	mu     sync.Mutex
 	status daemon.Status
 	plan   *reconciler.Plan
+	drift  drift.Report
+	hist   []drift.Entry
 	err    error
 	syncs  int
+}
+
+func (b *fakeBackend) Drift(context.Context) (drift.Report, []drift.Entry, error) {
+	return b.drift, b.hist, b.err
 }
 
 func (b *fakeBackend) Status(context.Context) (daemon.Status, error) { return b.status, b.err }

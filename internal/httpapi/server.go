@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
@@ -25,6 +26,8 @@ type Backend interface {
 	RequestSync(ctx context.Context) (requestID string, err error)
 	// Plan computes, without writing, what a sync of the current revision would do.
 	Plan(ctx context.Context) (*reconciler.Plan, error)
+	// Drift returns the current drift report and the history of its changes, oldest first.
+	Drift(ctx context.Context) (drift.Report, []drift.Entry, error)
 }
 
 // Options configure the handler that New builds. Only Kube and Tokens are needed for the

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
@@ -32,6 +33,10 @@ type Options struct {
 	MinBackoff time.Duration
 	// Identity names this replica in the status (pod name).
 	Identity string
+	// Drift detects drift between syncs; nil disables detection (DriftStore is still read).
+	Drift Detector
+	// DriftStore holds the drift report that Drift writes; a standby reads it from there.
+	DriftStore *drift.Store
 	// Metrics may be nil.
 	Metrics *Metrics
 	Log     *slog.Logger
