@@ -7,5 +7,6 @@
 // (`gpuctl drift`), the HTTP API and the web page read reports through it.
 //
 //	r, hist, err := drift.NewStore(kube, "gpuctl-system").Read(ctx)
-//	drift.WriteText(os.Stdout, r.Since(hist, 24*time.Hour, time.Now()))
+//	now := time.Now()
+//	drift.WriteText(os.Stdout, r.Since(hist, 24*time.Hour, now), now)
 package drift

@@ -1,0 +1,569 @@
+package drift
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// Renderings of a report. Each shows the items and, when the report carries one (see Since),
+// the history: WriteText for a terminal, WriteMarkdown for a pull-request comment, an issue
+// or a wiki page, WriteJSON for programs.
+
+// MarkdownMaxChars bounds the size of WriteMarkdown's output, below GitHub's 65,536-character
+// limit of a comment or issue body. What does not fit is counted in a note.
+const MarkdownMaxChars = 60000
+
+// timeLayout is how the renderings print absolute times (always in UTC).
+const timeLayout = "2006-01-02 15:04:05"
+
+// Widths of values: a table cell (text and markdown tables) and a markdown details cell.
+const (
+	cellValueWidth   = 40
+	detailValueWidth = 300
+)
+
+// WriteText writes the report as a terminal table, kubectl style: a header line, one row
+// per item (CATEGORY, OBJECT, BY, CHANGED, DETAIL and, when any item has one, CORRECTION), the
+// failed corrections, then the history when the report carries one. now is the reference of
+// the relative ages in CHANGED.
+func WriteText(w io.Writer, r Report, now time.Time) error {
+	var buf bytes.Buffer
+	buf.WriteString(headerLine(r, now) + "\n")
+	if len(r.Items) > 0 {
+		buf.WriteString("\n")
+		textItems(&buf, r, now)
+	}
+	if r.Truncated > 0 {
+		fmt.Fprintf(&buf, "\n%d more %s not listed: a stored report keeps at most %d.\n",
+			r.Truncated, plural(r.Truncated, "item", "items"), MaxItems)
+	}
+	if len(r.History) > 0 {
+		fmt.Fprintf(&buf, "\nHistory (%d %s):\n", len(r.History), plural(len(r.History), "change", "changes"))
+		tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "TIME (UTC)\tCHANGE\tCATEGORY\tOBJECT\tBY")
+		for _, e := range r.History {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format(timeLayout), e.Change, e.Item.Category,
+				oneLine(e.Item.Object.String()), orDash(oneLine(by(e.Item))))
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, trimLines(buf.String()))
+	return err
+}
+
+// trimLines drops the spaces that tabwriter leaves at the end of lines.
+func trimLines(s string) string {
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = strings.TrimRight(l, " ")
+	}
+	return strings.Join(lines, "\n")
+}
+
+func textItems(buf *bytes.Buffer, r Report, now time.Time) {
+	withCorrection := false
+	for _, it := range r.Items {
+		if it.Correction != "" || it.Error != "" {
+			withCorrection = true
+		}
+	}
+	tw := tabwriter.NewWriter(buf, 0, 4, 2, ' ', 0)
+	head := "CATEGORY\tOBJECT\tBY\tCHANGED\tDETAIL"
+	if withCorrection {
+		head += "\tCORRECTION"
+	}
+	fmt.Fprintln(tw, head)
+	var failed []Item
+	for _, it := range r.Items {
+		lines := detailLines(it, textFormat)
+		cols := []string{string(it.Category), oneLine(it.Object.String()), orDash(oneLine(by(it))), age(now, changedAt(it)), lines[0]}
+		if withCorrection {
+			c := oneLine(it.Correction)
+			if it.Error != "" {
+				c = strings.TrimSpace(c + " (failed, see below)")
+				failed = append(failed, it)
+			}
+			cols = append(cols, orDash(c))
+		}
+		fmt.Fprintln(tw, strings.Join(cols, "\t"))
+		for _, l := range lines[1:] {
+			cont := "\t\t\t\t" + l
+			if withCorrection {
+				cont += "\t"
+			}
+			fmt.Fprintln(tw, cont)
+		}
+	}
+	_ = tw.Flush()
+	if len(failed) > 0 {
+		buf.WriteString("\nFailed corrections:\n")
+		for _, it := range failed {
+			fmt.Fprintf(buf, "  %s: %s\n", oneLine(it.Object.String()), oneLine(it.Error))
+		}
+	}
+}
+
+// headerLine is the one-line account of a report: revision, mode, when, summary.
+func headerLine(r Report, now time.Time) string {
+	var parts []string
+	if r.Revision != "" {
+		parts = append(parts, "revision "+shortRevision(r.Revision))
+	}
+	if r.Mode != "" {
+		parts = append(parts, "mode "+r.Mode)
+	}
+	if !r.Generated.IsZero() {
+		parts = append(parts, fmt.Sprintf("generated %s UTC (%s ago)", r.Generated.UTC().Format(timeLayout), age(now, r.Generated)))
+	}
+	parts = append(parts, r.Summary())
+	return strings.Join(parts, " · ")
+}
+
+// format formats the parts of a detail line for a medium: values (with a width, 0 for no
+// limit) and plain text.
+type format struct {
+	value   func(v any, width int) string
+	text    func(s string) string
+	removed string
+}
+
+var (
+	textFormat = format{value: textValue, text: oneLine, removed: "<removed>"}
+	mdFormat   = format{value: mdValue, text: mdText, removed: "_removed_"}
+)
+
+// detailLines says what differs, one line per field for fields.
+func detailLines(it Item, f format) []string {
+	switch it.Category {
+	case Deleted:
+		if it.Source == "" {
+			return []string{f.text("deleted; Git declares it")}
+		}
+		return []string{f.text("deleted; Git declares it in ") + f.value(it.Source, 0)}
+	case Shadow:
+		return []string{f.text(fmt.Sprintf("%d %s, not in Git", it.GPUs, plural(int(it.GPUs), "GPU", "GPUs")))}
+	case Modified:
+		if len(it.Fields) == 0 {
+			break
+		}
+		lines := make([]string, 0, len(it.Fields))
+		for _, fd := range it.Fields {
+			lines = append(lines, fieldLine(fd, f))
+		}
+		return lines
+	}
+	if it.Message == "" && len(it.Fields) > 0 {
+		return []string{fieldLine(it.Fields[0], f)}
+	}
+	return []string{f.text(it.Message)}
+}
+
+// fieldLine reads "spec.replicas: 3 (Git: 1)": the live value, then the value in Git.
+func fieldLine(fd Field, f format) string {
+	live := f.removed
+	if fd.Live != nil {
+		live = f.value(fd.Live, cellValueWidth)
+	}
+	git := f.text("not in Git")
+	if fd.Desired != nil {
+		git = f.text("Git: ") + f.value(fd.Desired, cellValueWidth)
+	}
+	return f.value(fd.Path, 0) + ": " + live + " (" + git + ")"
+}
+
+// by is who made the difference: the item's manager, else the first field manager known,
+// marked when gpuctl inferred it (a removed field has no owner any more).
+func by(it Item) string {
+	m := it.Manager
+	if m == "" {
+		for _, f := range it.Fields {
+			if f.Manager != "" {
+				m = f.Manager
+				break
+			}
+		}
+	}
+	if m == "" {
+		return ""
+	}
+	inferred := false
+	for _, f := range it.Fields {
+		if f.Manager == m {
+			if !f.Inferred {
+				return m
+			}
+			inferred = true
+		}
+	}
+	if inferred {
+		return m + " (inferred)"
+	}
+	return m
+}
+
+// changedAt is when the difference was made: the item's time, else the latest field time,
+// else when gpuctl detected it.
+func changedAt(it Item) time.Time {
+	if it.Changed != nil && !it.Changed.IsZero() {
+		return *it.Changed
+	}
+	var t time.Time
+	for _, f := range it.Fields {
+		if f.Time != nil && f.Time.After(t) {
+			t = *f.Time
+		}
+	}
+	if !t.IsZero() {
+		return t
+	}
+	return it.Detected
+}
+
+// age is the relative age of t, like kubectl's AGE column (45s, 5m, 3h, 2d, 1y).
+func age(now, t time.Time) string {
+	if t.IsZero() {
+		return "-"
+	}
+	d := now.Sub(t)
+	if d < 0 {
+		d = 0
+	}
+	return duration.ShortHumanDuration(d)
+}
+
+// compact formats a value compactly: strings unquoted, numbers and booleans as they are,
+// maps and lists as compact JSON.
+func compact(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "null"
+	case string:
+		return x
+	case fmt.Stringer:
+		return x.String()
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return fmt.Sprint(v)
+	}
+	return strings.TrimSuffix(buf.String(), "\n")
+}
+
+// textValue formats a value for a terminal line: compact, on one line, at most width
+// characters (0: no limit).
+func textValue(v any, width int) string {
+	return truncate(oneLine(compact(v)), width)
+}
+
+// oneLine keeps s on one line: newlines and tabs (which would break a table) are escaped.
+func oneLine(s string) string {
+	if !strings.ContainsAny(s, "\n\r\t") {
+		return s
+	}
+	return strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s)
+}
+
+// truncate cuts s to at most width characters, ending with "…" when cut (0: no limit).
+func truncate(s string, width int) string {
+	if width <= 0 || utf8.RuneCountInString(s) <= width {
+		return s
+	}
+	n := 0
+	for i := range s {
+		if n == width-1 {
+			return s[:i] + "…"
+		}
+		n++
+	}
+	return s
+}
+
+func shortRevision(rev string) string {
+	if len(rev) > 12 {
+		return rev[:12]
+	}
+	return rev
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// WriteJSON writes the report, history included, as indented JSON.
+func WriteJSON(w io.Writer, r Report) error {
+	if r.Items == nil {
+		r.Items = []Item{}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}
+
+// WriteMarkdown writes the report for a pull-request comment, an issue or a wiki page: a
+// heading, the summary, a table of the items, the desired and live value of each modified
+// field in a collapsible section, and the history as a collapsed table. The output stays
+// within MarkdownMaxChars; items, field values and history entries that do not fit are left
+// out with a note saying how many.
+func WriteMarkdown(w io.Writer, r Report, now time.Time) error {
+	_, err := io.WriteString(w, markdown(r, now, MarkdownMaxChars))
+	return err
+}
+
+// mdNoteReserve is room kept for the notes of what was left out.
+const mdNoteReserve = 1000
+
+func markdown(r Report, now time.Time, limit int) string {
+	var sb strings.Builder
+	sb.WriteString("### gpuctl drift report\n\n")
+	fmt.Fprintf(&sb, "**%s**\n", mdText(r.Summary()))
+	var meta []string
+	if r.Revision != "" {
+		meta = append(meta, "revision "+mdCode(shortRevision(r.Revision), 0))
+	}
+	if r.Mode != "" {
+		meta = append(meta, "mode "+mdCode(r.Mode, 0))
+	}
+	if !r.Generated.IsZero() {
+		meta = append(meta, fmt.Sprintf("generated %s UTC (%s ago)", r.Generated.UTC().Format(timeLayout), age(now, r.Generated)))
+	}
+	if len(meta) > 0 {
+		sb.WriteString("\n" + strings.Join(meta, " · ") + "\n")
+	}
+
+	table, tableHead := mdItemRows(r, now)
+	details := mdDetailBlocks(r)
+	history := mdHistoryRows(r)
+	const detailsHead = "\n<details><summary>Field values: Git and live</summary>\n\n"
+	const detailsTail = "</details>\n"
+	historyHead := fmt.Sprintf("\n<details><summary>History (%d %s)</summary>\n\n| Time (UTC) | Change | Category | Object | By |\n|---|---|---|---|---|\n",
+		len(r.History), plural(len(r.History), "change", "changes"))
+	const historyTail = "\n</details>\n"
+
+	// Share the room: the items first, then the field values, then the history; a section
+	// gets at least 60% of what is left when the later ones do not fit with it.
+	avail := limit - sb.Len() - len(tableHead) - len(detailsHead) - len(detailsTail) - len(historyHead) - len(historyTail) - mdNoteReserve
+	tableAllot := share(avail, size(table), size(details)+size(history))
+	nTable := fit(table, tableAllot)
+	avail -= size(table[:nTable])
+	detailsAllot := share(avail, size(details), size(history))
+	nDetails := fit(details, detailsAllot)
+	avail -= size(details[:nDetails])
+	nHistory := fit(history, avail)
+
+	if len(table) > 0 {
+		sb.WriteString(tableHead)
+		for _, row := range table[:nTable] {
+			sb.WriteString(row)
+		}
+		if left := len(table) - nTable; left > 0 {
+			fmt.Fprintf(&sb, "\n> ✂️ %d of %d items are not listed here (size limit): run `gpuctl drift` for all of them.\n", left, len(table))
+		}
+	}
+	if r.Truncated > 0 {
+		fmt.Fprintf(&sb, "\n> %d more %s not in the report: a stored report keeps at most %d.\n",
+			r.Truncated, plural(r.Truncated, "item is", "items are"), MaxItems)
+	}
+	if len(details) > 0 && nDetails > 0 {
+		sb.WriteString(detailsHead)
+		for _, b := range details[:nDetails] {
+			sb.WriteString(b)
+		}
+		if left := len(details) - nDetails; left > 0 {
+			fmt.Fprintf(&sb, "> ✂️ The field values of %d more objects are left out (size limit).\n\n", left)
+		}
+		sb.WriteString(detailsTail)
+	} else if len(details) > 0 {
+		fmt.Fprintf(&sb, "\n> ✂️ The field values of %d objects are left out (size limit).\n", len(details))
+	}
+	if len(history) > 0 && nHistory > 0 {
+		sb.WriteString(historyHead)
+		for _, row := range history[:nHistory] {
+			sb.WriteString(row)
+		}
+		if left := len(history) - nHistory; left > 0 {
+			fmt.Fprintf(&sb, "\n> ✂️ %d older changes are left out (size limit).\n", left)
+		}
+		sb.WriteString(historyTail)
+	} else if len(history) > 0 {
+		fmt.Fprintf(&sb, "\n> ✂️ The history (%d changes) is left out (size limit).\n", len(history))
+	}
+	return sb.String()
+}
+
+// share is the room a section of size want gets out of avail when the later sections need
+// rest: all it wants if everything fits, else at least 60% of avail.
+func share(avail, want, rest int) int {
+	if want+rest <= avail {
+		return want
+	}
+	return max(avail*6/10, avail-rest)
+}
+
+// fit is how many of parts fit, in order, in room.
+func fit(parts []string, room int) int {
+	n := 0
+	for i, p := range parts {
+		if n+len(p) > room {
+			return i
+		}
+		n += len(p)
+	}
+	return len(parts)
+}
+
+func size(parts []string) int {
+	n := 0
+	for _, p := range parts {
+		n += len(p)
+	}
+	return n
+}
+
+func mdItemRows(r Report, now time.Time) ([]string, string) {
+	withCorrection := false
+	for _, it := range r.Items {
+		if it.Correction != "" || it.Error != "" {
+			withCorrection = true
+		}
+	}
+	head := "\n| Category | Object | By | Changed | Detail |"
+	sep := "|---|---|---|---|---|"
+	if withCorrection {
+		head += " Correction |"
+		sep += "---|"
+	}
+	head += "\n" + sep + "\n"
+	rows := make([]string, 0, len(r.Items))
+	for _, it := range r.Items {
+		cols := []string{string(it.Category), mdCode(it.Object.String(), 0), mdCodeOrDash(by(it)), age(now, changedAt(it)),
+			strings.Join(detailLines(it, mdFormat), "<br>")}
+		if withCorrection {
+			c := mdText(it.Correction)
+			if it.Error != "" {
+				c = strings.TrimSpace(c + " ❌ " + mdText(truncate(oneLine(it.Error), 200)))
+			}
+			cols = append(cols, c)
+		}
+		rows = append(rows, "| "+strings.Join(cols, " | ")+" |\n")
+	}
+	return rows, head
+}
+
+// mdValue formats a value of a detail line: inline code, at most width characters.
+func mdValue(v any, width int) string {
+	return mdCode(compact(v), width)
+}
+
+func mdDetailBlocks(r Report) []string {
+	var blocks []string
+	for _, it := range r.Items {
+		if len(it.Fields) == 0 {
+			continue
+		}
+		var sb strings.Builder
+		fmt.Fprintf(&sb, "**%s** · %s", mdCode(it.Object.String(), 0), it.Category)
+		if it.Source != "" {
+			fmt.Fprintf(&sb, " · %s", mdCode(it.Source, 0))
+		}
+		sb.WriteString("\n\n| Field | Git | Live | Manager | Operation | Time (UTC) |\n|---|---|---|---|---|---|\n")
+		for _, f := range it.Fields {
+			git, live := "_not set_", "_removed_"
+			if f.Desired != nil {
+				git = mdCode(compact(f.Desired), detailValueWidth)
+			}
+			if f.Live != nil {
+				live = mdCode(compact(f.Live), detailValueWidth)
+			}
+			manager := mdCodeOrDash(f.Manager)
+			if f.Inferred && f.Manager != "" {
+				manager += " _(inferred)_"
+			}
+			when := "-"
+			if f.Time != nil && !f.Time.IsZero() {
+				when = f.Time.UTC().Format(timeLayout)
+			}
+			fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s |\n", mdCode(f.Path, 0), git, live, manager, orDash(mdText(f.Operation)), when)
+		}
+		if it.Error != "" {
+			fmt.Fprintf(&sb, "\nCorrection failed: %s\n", mdCode(it.Error, detailValueWidth))
+		}
+		sb.WriteString("\n")
+		blocks = append(blocks, sb.String())
+	}
+	return blocks
+}
+
+// mdHistoryRows are the rows of the history, newest first so that a cut keeps the latest.
+func mdHistoryRows(r Report) []string {
+	rows := make([]string, 0, len(r.History))
+	for i := len(r.History) - 1; i >= 0; i-- {
+		e := r.History[i]
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |\n", e.Time.UTC().Format(timeLayout), mdText(string(e.Change)),
+			e.Item.Category, mdCode(e.Item.Object.String(), 0), mdCodeOrDash(by(e.Item))))
+	}
+	return rows
+}
+
+// mdCode formats s as inline code in a table cell: one line, at most width characters (0: no
+// limit), delimited by a run of backticks longer than any inside it, with pipes escaped
+// (GitHub splits cells on them even inside code).
+func mdCode(s string, width int) string {
+	s = truncate(oneLine(s), width)
+	if s == "" {
+		return "` `"
+	}
+	longest, run := 0, 0
+	for _, c := range s {
+		if c == '`' {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	fence := strings.Repeat("`", longest+1)
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + strings.ReplaceAll(s, "|", `\|`) + fence
+}
+
+func mdCodeOrDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return mdCode(s, 0)
+}
+
+// mdText escapes plain text for a table cell: markdown punctuation, HTML, newlines.
+func mdText(s string) string {
+	return mdEscaper.Replace(oneLine(s))
+}
+
+var mdEscaper = strings.NewReplacer(
+	`\`, `\\`, "`", "\\`", "|", `\|`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
+	"&", "&amp;", "<", "&lt;", ">", "&gt;",
+)
