@@ -13,10 +13,12 @@
 //	GET  /healthz                    200 "ok"                                          no token
 //	GET  /readyz                     200 "ok", or 503 "not ready: <reason>"            no token
 //	GET  /metrics                    Prometheus text format                            no token
+//	GET  /  (and /index.html)        the read-only web page (HTML)                     Bearer or Basic
 //	*    <Options.Webhooks paths>    mounted as given; they check their own signatures no token
 //	GET  /api/v1/status              daemon.Status
 //	POST /api/v1/sync                202 {"requestId"}; admin tokens only (else 403)
 //	GET  /api/v1/plan                reconciler.Plan plus "summary"
+//	GET  /api/v1/drift               ?since=24h → drift.Report plus "summary"; "history" of since
 //	GET  /api/v1/jobs                ?kind&pool&status&page&pageSize → JobList
 //	GET  /api/v1/jobs/{jobId}        JobDetail
 //	GET  /api/v1/pools               PoolList
@@ -31,6 +33,23 @@
 // {"error": "...", "code": N}, with the codes of seeds/001 §7.1: 400 bad query, 401 no or unknown
 // token (with a WWW-Authenticate: Bearer header), 403 not an admin, 404 unknown job, pool, node,
 // user or path, 405 a write (GitOps) or a wrong method, 500 the cluster or the daemon failed.
+//
+// GET /api/v1/drift answers the daemon's drift report (drift.Report: where the cluster differs
+// from Git, who changed it, shadow GPU workloads) with its summary line and, in "history", the
+// changes of the last ?since= (a Go duration such as 24h or 90m; default 24h; 0 for the whole
+// history), oldest first. The current items are always listed, however old.
+//
+// # Web page
+//
+// GET / is a read-only page for people: the sync status, the drift report with the last 24 h
+// of its history, and bar charts of the GPUs requested against each team's quota and of the
+// GPUs used in each pool. It is rendered on the server (html/template, no script, no external
+// asset: it works offline), reloads itself every 30 s, and shows a failed data source as an
+// error in that section only. It needs the same tokens as /api/v1; since a browser cannot send
+// a bearer token, it also accepts HTTP Basic authentication with any user name and a token as
+// the password, and answers 401 with WWW-Authenticate: Basic realm="gpuctl" so that the browser
+// asks for them. Serve it over TLS (a Basic password is only encoded). Other paths outside /api
+// stay JSON 404s.
 //
 // # Job identifiers
 //

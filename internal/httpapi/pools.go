@@ -84,21 +84,30 @@ type pool struct {
 
 // listPools serves GET /api/v1/pools.
 func (s *server) listPools(w http.ResponseWriter, r *http.Request) error {
-	pools, usage, err := s.collectPools(r.Context())
+	items, err := s.poolSummaries(r.Context())
 	if err != nil {
 		return err
+	}
+	writeJSON(w, http.StatusOK, PoolList{Items: items})
+	return nil
+}
+
+// poolSummaries are the summaries of every pool, by name (for the API and the web page).
+func (s *server) poolSummaries(ctx context.Context) ([]PoolSummary, error) {
+	pools, usage, err := s.collectPools(ctx)
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(pools))
 	for name := range pools {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	out := PoolList{Items: []PoolSummary{}}
+	out := []PoolSummary{}
 	for _, name := range names {
-		out.Items = append(out.Items, pools[name].summary(usage))
+		out = append(out, pools[name].summary(usage))
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 // getPool serves GET /api/v1/pools/{name}.

@@ -102,6 +102,10 @@ func (s *server) routes(mux *http.ServeMux) {
 		s.handle(mux, pattern, h)
 	}
 	s.handle(mux, "/", s.api(notFound))
+	// The web page: "/{$}" is "/" alone; other paths outside /api stay JSON 404s.
+	page := s.authenticatePage(http.HandlerFunc(s.getPage))
+	s.handle(mux, "GET /{$}", page)
+	s.handle(mux, "GET /index.html", page)
 
 	get := func(path string, h apiFunc) {
 		s.handle(mux, "GET "+path, s.authenticate(s.api(h)))
@@ -109,6 +113,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	}
 	get("/api/v1/status", s.getStatus)
 	get("/api/v1/plan", s.getPlan)
+	get("/api/v1/drift", s.getDrift)
 	get("/api/v1/jobs", s.listJobs)
 	get("/api/v1/jobs/{jobId}", s.getJob)
 	get("/api/v1/pools", s.listPools)

@@ -1,11 +1,13 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
 
 	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
 )
 
 var errNoBackend = errors.New("the API has no daemon backend")
@@ -24,15 +26,24 @@ type PlanResponse struct {
 
 // getStatus serves GET /api/v1/status: the daemon's status as it records it.
 func (s *server) getStatus(w http.ResponseWriter, r *http.Request) error {
-	if s.opts.Backend == nil {
-		return errNoBackend
-	}
-	st, err := s.opts.Backend.Status(r.Context())
+	st, err := s.status(r.Context())
 	if err != nil {
-		return fmt.Errorf("status: %w", err)
+		return err
 	}
 	writeJSON(w, http.StatusOK, st)
 	return nil
+}
+
+// status is the daemon's status (for the API and the web page).
+func (s *server) status(ctx context.Context) (daemon.Status, error) {
+	if s.opts.Backend == nil {
+		return daemon.Status{}, errNoBackend
+	}
+	st, err := s.opts.Backend.Status(ctx)
+	if err != nil {
+		return daemon.Status{}, fmt.Errorf("status: %w", err)
+	}
+	return st, nil
 }
 
 // postSync serves POST /api/v1/sync: ask the daemon to sync now (admins only).

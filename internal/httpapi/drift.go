@@ -1,0 +1,63 @@
+package httpapi
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/gpuctl/gpuctl/drift"
+)
+
+// defaultDriftSince is how far back GET /api/v1/drift and the web page look in the history.
+const defaultDriftSince = 24 * time.Hour
+
+// DriftResponse is the answer of GET /api/v1/drift: the current report, its summary line and
+// the history entries of the asked period, oldest first ([] when there are none).
+type DriftResponse struct {
+	Summary string `json:"summary"`
+	drift.Report
+	// History shadows the report's field to always be present.
+	History []drift.Entry `json:"history"`
+}
+
+// getDrift serves GET /api/v1/drift?since=24h: the drift report with the history entries of
+// the last since (a Go duration; 0 for the whole history).
+func (s *server) getDrift(w http.ResponseWriter, r *http.Request) error {
+	since := defaultDriftSince
+	if q := r.URL.Query(); q.Has("since") {
+		d, err := time.ParseDuration(q.Get("since"))
+		if err != nil || d < 0 {
+			return errorf(http.StatusBadRequest,
+				"since: want a duration such as 24h or 90m (0 for the whole history), got %q", q.Get("since"))
+		}
+		since = d
+	}
+	rep, err := s.drift(r.Context(), since, time.Now())
+	if err != nil {
+		return err
+	}
+	resp := DriftResponse{Summary: rep.Summary(), Report: rep, History: rep.History}
+	if resp.Items == nil {
+		resp.Items = []drift.Item{}
+	}
+	if resp.History == nil {
+		resp.History = []drift.Entry{}
+	}
+	resp.Report.History = nil
+	writeJSON(w, http.StatusOK, resp)
+	return nil
+}
+
+// drift is the daemon's drift report with the history entries of the last since (all for 0)
+// attached, oldest first.
+func (s *server) drift(ctx context.Context, since time.Duration, now time.Time) (drift.Report, error) {
+	if s.opts.Backend == nil {
+		return drift.Report{}, errNoBackend
+	}
+	rep, hist, err := s.opts.Backend.Drift(ctx)
+	if err != nil {
+		return drift.Report{}, fmt.Errorf("drift: %w", err)
+	}
+	return rep.Since(hist, since, now), nil
+}

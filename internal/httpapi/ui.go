@@ -1,0 +1,453 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"embed"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	htmltmpl "html/template"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The web page: one server-rendered HTML document, its stylesheet inlined, no script and no
+// other asset, so that it works offline and under a strict Content-Security-Policy.
+
+//go:embed ui/index.html.tmpl ui/style.css
+var uiFiles embed.FS
+
+var (
+	uiTemplate = htmltmpl.Must(htmltmpl.New("index.html.tmpl").Funcs(htmltmpl.FuncMap{
+		"when":  uiWhen,
+		"stamp": uiStamp,
+		"dict":  uiDict,
+	}).ParseFS(uiFiles, "ui/index.html.tmpl"))
+	uiCSS = func() string {
+		b, err := uiFiles.ReadFile("ui/style.css")
+		if err != nil {
+			panic(err)
+		}
+		return string(b)
+	}()
+	// uiCSP allows the inline stylesheet (by its digest) and nothing else: no script, no
+	// frame, no request; the favicon is an empty data: URL.
+	uiCSP = func() string {
+		sum := sha256.Sum256([]byte(uiCSS))
+		return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+			"'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+	}()
+)
+
+// Limits of the page.
+const (
+	uiHistoryRows  = 50 // history entries shown, newest first
+	uiStatusErrors = 5  // sync errors shown
+	uiRefresh      = 30 // seconds between reloads
+)
+
+// Geometry of the bar charts (SVG user units = CSS pixels).
+const (
+	chartLabelW = 128 // team or pool names, right-aligned before the track
+	chartTrackX = chartLabelW + 10
+	chartTrackW = 280
+	chartValueX = chartTrackX + chartTrackW + 10
+	chartWidth  = chartValueX + 106
+	chartName   = 17 // runes of a name shown; the row's title has it whole
+	chartRowH   = 36
+	chartBarH   = 20
+	chartPadY   = 8
+)
+
+// uiPage is what the template renders. Each section has its own error: a failed data source
+// shows its error in its section and the rest of the page still renders.
+type uiPage struct {
+	Now     time.Time
+	User    string
+	Refresh int
+	CSS     htmltmpl.CSS
+	Status  uiStatus
+	Drift   uiDrift
+	Quotas  uiChart
+	Pools   uiChart
+}
+
+type uiStatus struct {
+	Err         string
+	St          daemon.Status
+	ResultClass string
+	Applied     string
+	Attempted   string // the revision of the last attempt when it is not the applied one
+	Errors      []string
+	MoreErrors  int
+}
+
+type uiDrift struct {
+	Err         string
+	Summary     string
+	Clean       bool
+	Report      drift.Report
+	Items       []uiItem
+	History     []uiEntry
+	OlderHidden int
+}
+
+type uiItem struct {
+	Category   string
+	Object     string
+	Source     string
+	Manager    string
+	Inferred   bool
+	When       time.Time
+	Message    string
+	Fields     []string
+	GPUs       int64
+	Correction string
+	Error      string
+}
+
+type uiEntry struct {
+	Time     time.Time
+	Change   string
+	Category string
+	Object   string
+	Manager  string
+	Message  string
+}
+
+// uiChart is a horizontal bar chart: per row, a track (the limit) and a bar (the use).
+type uiChart struct {
+	Err    string
+	Note   string
+	Width  int
+	Height int
+	Rows   []uiBar
+}
+
+type uiBar struct {
+	Name    string
+	Short   string // Name cut to chartName runes
+	Title   string
+	Used    int64
+	Limit   int64
+	Over    bool
+	Y       int // top of the row
+	BarY    int
+	TextY   int
+	TrackW  int
+	BarW    string // a decimal: proportional to Used/Limit
+	Label   string
+	LabelX  int
+	ValueX  int
+	TrackX  int
+	BarH    int
+	Percent string
+}
+
+// authenticatePage is authenticate for the web page: browsers cannot send a bearer token, so
+// it also accepts HTTP Basic authentication whose password is a token (any user name), and it
+// answers 401 with a Basic challenge so that the browser asks for it.
+func (s *server) authenticatePage(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearerToken(r)
+		if !ok {
+			_, token, ok = r.BasicAuth()
+		}
+		var p Principal
+		known := false
+		if ok && token != "" && s.opts.Tokens != nil {
+			p, known = s.opts.Tokens.Lookup(token)
+		}
+		if !known {
+			w.Header().Set("WWW-Authenticate", `Basic realm="gpuctl"`)
+			msg := "401 unauthorized: sign in with any user name and a gpuctl API token as the password"
+			if ok {
+				msg = "401 unauthorized: unknown token"
+			}
+			writeText(w, http.StatusUnauthorized, msg)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
+	})
+}
+
+// getPage serves GET / and GET /index.html: the read-only web page.
+func (s *server) getPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	now := time.Now()
+	page := uiPage{Now: now, Refresh: uiRefresh, CSS: htmltmpl.CSS(uiCSS)}
+	if p, ok := PrincipalFrom(ctx); ok {
+		page.User = p.Name
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() { page.Status = s.uiStatus(ctx) })
+	wg.Go(func() { page.Drift = s.uiDrift(ctx, now) })
+	wg.Go(func() { page.Quotas = s.uiQuotas(ctx) })
+	wg.Go(func() { page.Pools = s.uiPools(ctx) })
+	wg.Wait()
+
+	var buf bytes.Buffer
+	if err := uiTemplate.Execute(&buf, page); err != nil {
+		s.log.Error("web page", "err", err)
+		writeText(w, http.StatusInternalServerError, "500 internal error: "+err.Error())
+		return
+	}
+	h := w.Header()
+	h.Set("Content-Type", "text/html; charset=utf-8")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", uiCSP)
+	h.Set("Referrer-Policy", "no-referrer")
+	h.Set("X-Frame-Options", "DENY")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(buf.Bytes())
+}
+
+// sectionError logs a section's failure and returns its text for the page.
+func (s *server) sectionError(section string, err error) string {
+	s.log.Warn("web page: section failed", "section", section, "err", err)
+	return err.Error()
+}
+
+func (s *server) uiStatus(ctx context.Context) uiStatus {
+	st, err := s.status(ctx)
+	if err != nil {
+		return uiStatus{Err: s.sectionError("status", err)}
+	}
+	out := uiStatus{St: st, ResultClass: resultClass(st.Result), Applied: shortRevision(st.AppliedRevision)}
+	if st.Revision != "" && st.Revision != st.AppliedRevision {
+		out.Attempted = shortRevision(st.Revision)
+	}
+	out.Errors = st.Errors
+	if len(out.Errors) > uiStatusErrors {
+		out.Errors, out.MoreErrors = out.Errors[:uiStatusErrors], len(out.Errors)-uiStatusErrors
+	}
+	return out
+}
+
+func resultClass(r daemon.Result) string {
+	switch r {
+	case daemon.ResultSucceeded:
+		return "ok"
+	case daemon.ResultFailed, daemon.ResultInvalid:
+		return "bad"
+	case daemon.ResultRefused, daemon.ResultFetchFailed:
+		return "warn"
+	}
+	return "neutral"
+}
+
+// shortRevision shortens the commit of a revision such as "main@<40 hex digits>" to 12 digits.
+func shortRevision(rev string) string {
+	prefix, hash := "", rev
+	if i := strings.LastIndexByte(rev, '@'); i >= 0 {
+		prefix, hash = rev[:i+1], rev[i+1:]
+	}
+	if len(hash) > 12 && strings.Trim(strings.ToLower(hash), "0123456789abcdef") == "" {
+		hash = hash[:12]
+	}
+	return prefix + hash
+}
+
+func (s *server) uiDrift(ctx context.Context, now time.Time) uiDrift {
+	rep, err := s.drift(ctx, defaultDriftSince, now)
+	if err != nil {
+		return uiDrift{Err: s.sectionError("drift", err)}
+	}
+	out := uiDrift{Summary: rep.Summary(), Report: rep, Clean: len(rep.Items) == 0 && rep.Truncated == 0}
+	for _, it := range rep.Items {
+		ui := uiItem{Category: string(it.Category), Object: it.Object.String(), Source: it.Source,
+			Manager: it.Manager, Message: it.Message, GPUs: it.GPUs, Correction: it.Correction, Error: it.Error,
+			When: it.Detected}
+		if it.Changed != nil {
+			ui.When = *it.Changed
+		}
+		for _, f := range it.Fields {
+			ui.Fields = append(ui.Fields, fmt.Sprintf("%s: %s (Git: %s)", f.Path, fieldValue(f.Live, "removed"),
+				fieldValue(f.Desired, "unset")))
+		}
+		// The item's manager is its first field's: inferred when that field was removed.
+		ui.Inferred = len(it.Fields) > 0 && it.Fields[0].Inferred && it.Fields[0].Manager == it.Manager
+		out.Items = append(out.Items, ui)
+	}
+	hist := slices.Clone(rep.History)
+	slices.Reverse(hist)
+	if len(hist) > uiHistoryRows {
+		hist, out.OlderHidden = hist[:uiHistoryRows], len(hist)-uiHistoryRows
+	}
+	for _, e := range hist {
+		out.History = append(out.History, uiEntry{Time: e.Time, Change: string(e.Change),
+			Category: string(e.Item.Category), Object: e.Item.Object.String(), Manager: e.Item.Manager,
+			Message: e.Item.Message})
+	}
+	return out
+}
+
+// fieldValue formats a field's value: strings as they are, anything else as JSON.
+func fieldValue(v any, none string) string {
+	switch v := v.(type) {
+	case nil:
+		return "(" + none + ")"
+	case string:
+		return v
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+func (s *server) uiQuotas(ctx context.Context) uiChart {
+	qs, err := s.quotas(ctx, metav1.NamespaceAll)
+	if err != nil {
+		return uiChart{Err: s.sectionError("quotas", err)}
+	}
+	perNamespace := map[string]int{}
+	for _, q := range qs {
+		perNamespace[q.Namespace]++
+	}
+	var rows []uiBar
+	noGPU := 0
+	for _, q := range qs {
+		if q.Hard.GPU == nil {
+			noGPU++
+			continue
+		}
+		name := q.User
+		if perNamespace[q.Namespace] > 1 {
+			name += "/" + q.Name
+		}
+		rows = append(rows, uiBar{Name: name, Title: "ResourceQuota " + q.Namespace + "/" + q.Name,
+			Used: *q.Used.GPU, Limit: *q.Hard.GPU})
+	}
+	c := newChart(rows)
+	switch {
+	case len(qs) == 0:
+		c.Note = "No gpuctl quotas in the cluster."
+	case noGPU > 0:
+		c.Note = fmt.Sprintf("%d quota(s) without a GPU limit not shown.", noGPU)
+	}
+	return c
+}
+
+func (s *server) uiPools(ctx context.Context) uiChart {
+	ps, err := s.poolSummaries(ctx)
+	if err != nil {
+		return uiChart{Err: s.sectionError("pools", err)}
+	}
+	var rows []uiBar
+	for _, p := range ps {
+		title := p.Name
+		if p.Description != "" {
+			title += ": " + p.Description
+		}
+		if len(p.GPUType) > 0 {
+			title += " (" + strings.Join(p.GPUType, ", ") + ")"
+		}
+		rows = append(rows, uiBar{Name: p.Name, Title: title, Used: p.GPUUsed, Limit: p.GPUTotal})
+	}
+	c := newChart(rows)
+	if len(ps) == 0 {
+		c.Note = "No pools and no nodes."
+	}
+	return c
+}
+
+// newChart lays out the bars. A bar is red when the use reaches the limit (a limit of 0 only
+// when something is used), and never drawn longer than its track.
+func newChart(rows []uiBar) uiChart {
+	c := uiChart{Width: chartWidth, Height: 2*chartPadY + len(rows)*chartRowH}
+	for i, r := range rows {
+		r.Y = chartPadY + i*chartRowH
+		r.BarY = r.Y + (chartRowH-chartBarH)/2
+		r.TextY = r.BarY + chartBarH/2 + 5
+		r.BarH = chartBarH
+		r.LabelX, r.TrackX, r.TrackW, r.ValueX = chartLabelW, chartTrackX, chartTrackW, chartValueX
+		frac := 0.0
+		switch {
+		case r.Limit > 0:
+			frac = min(1, float64(r.Used)/float64(r.Limit))
+			r.Over = r.Used >= r.Limit
+			r.Percent = fmt.Sprintf("%.0f%%", 100*float64(r.Used)/float64(r.Limit))
+		case r.Used > 0:
+			frac, r.Over = 1, true
+		}
+		r.BarW = fmt.Sprintf("%.2f", frac*chartTrackW)
+		r.Short = r.Name
+		if n := []rune(r.Name); len(n) > chartName {
+			r.Short = string(n[:chartName-1]) + "…"
+		}
+		r.Label = fmt.Sprintf("%d / %d GPUs", r.Used, r.Limit)
+		c.Rows = append(c.Rows, r)
+	}
+	return c
+}
+
+// uiDict builds a map from key, value pairs, to pass several values to a template.
+func uiDict(kv ...any) (map[string]any, error) {
+	if len(kv)%2 != 0 {
+		return nil, fmt.Errorf("dict: odd number of arguments")
+	}
+	m := make(map[string]any, len(kv)/2)
+	for i := 0; i < len(kv); i += 2 {
+		k, ok := kv[i].(string)
+		if !ok {
+			return nil, fmt.Errorf("dict: key %v is not a string", kv[i])
+		}
+		m[k] = kv[i+1]
+	}
+	return m, nil
+}
+
+// uiStamp formats a time for the page, in UTC ("never" for the zero time).
+func uiStamp(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.UTC().Format("2006-01-02 15:04:05 UTC")
+}
+
+// uiWhen is a <time> element that shows how long ago t was, with the date as its title.
+func uiWhen(now, t time.Time) htmltmpl.HTML {
+	if t.IsZero() {
+		return `<span class="muted">never</span>`
+	}
+	return htmltmpl.HTML(fmt.Sprintf(`<time datetime="%s" title="%s">%s</time>`,
+		t.UTC().Format(time.RFC3339), uiStamp(t), htmltmpl.HTMLEscapeString(ago(now.Sub(t)))))
+}
+
+// ago is a rough age: "just now", "5m ago", "3h 10m ago", "2d ago" ("in 5m" for the future).
+func ago(d time.Duration) string {
+	future := d < 0
+	if future {
+		d = -d
+	}
+	var s string
+	switch {
+	case d < 30*time.Second:
+		return "just now"
+	case d < time.Hour:
+		s = fmt.Sprintf("%dm", max(1, int(d/time.Minute)))
+	case d < 48*time.Hour:
+		s = fmt.Sprintf("%dh", int(d/time.Hour))
+		if m := int(d % time.Hour / time.Minute); m > 0 {
+			s += fmt.Sprintf(" %dm", m)
+		}
+	default:
+		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+	}
+	if future {
+		return "in " + s
+	}
+	return s + " ago"
+}

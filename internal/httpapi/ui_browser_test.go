@@ -1,0 +1,282 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"math"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/chromedp"
+	"github.com/gpuctl/gpuctl/drift"
+)
+
+// TestPageInBrowser opens the web page in headless Chromium (Debian's chromium, installed by
+// `make chromium`): it checks the page as the browser built it, then saves a full-page
+// screenshot to $GPUCTL_ARTIFACTS/ui.png or <repo>/_artifacts/ui.png.
+func TestPageInBrowser(t *testing.T) {
+	chromium := os.Getenv("GPUCTL_CHROMIUM")
+	if chromium == "" {
+		chromium = "/usr/bin/chromium"
+	}
+	if _, err := os.Stat(chromium); err != nil {
+		t.Fatalf("no chromium for the browser test of the web page (%v): run `make chromium` "+
+			"(hack/chromium.sh installs Debian's chromium), or set GPUCTL_CHROMIUM", err)
+	}
+
+	h, b := testServer(t)
+	now := time.Now()
+	b.drift, b.hist = testDrift(now)
+	b.status.AppliedRevision = "main@4f9c2a71d0e8b3c5a6f7e8d9c0b1a2f3e4d5c6b7"
+	b.status.Revision = b.status.AppliedRevision
+	b.status.LastAttempt, b.status.LastSuccess = now.Add(-2*time.Minute), now.Add(-2*time.Minute)
+	b.status.Duration = 1800 * time.Millisecond
+	b.status.Summary = "12 unchanged, 1 to update"
+	b.status.Mode = "report"
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(chromium),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1280, 900),
+	)
+	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	defer cancelAlloc()
+	ctx, cancel := chromedp.NewContext(allocCtx)
+	defer cancel()
+	// Start the browser before the deadline: a timeout on the first Run would stop it.
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start %s: %v", chromium, err)
+	}
+	ctx, cancelTimeout := context.WithTimeout(ctx, 60*time.Second)
+	defer cancelTimeout()
+
+	// Collect what the page writes to the console: errors, exceptions and browser log
+	// entries (a refused stylesheet, a failed request).
+	var (
+		mu      sync.Mutex
+		console []string
+	)
+	consoleCtx, stopConsole := context.WithCancel(ctx)
+	messages := chromedp.Console(consoleCtx)
+	consoleDone := make(chan struct{})
+	go func() {
+		defer close(consoleDone)
+		for m, err := range messages {
+			if err != nil {
+				return
+			}
+			if m.Type == chromedp.ConsoleError || m.Type == chromedp.ConsoleWarning || m.IsException() {
+				mu.Lock()
+				console = append(console, m.String())
+				mu.Unlock()
+			}
+		}
+	}()
+
+	auth := "Basic " + base64.StdEncoding.EncodeToString([]byte("viewer:"+userToken))
+	if _, err := chromedp.Call(ctx, network.SetExtraHTTPHeaders,
+		network.SetExtraHTTPHeadersParams{Headers: network.Headers{"Authorization": auth}}); err != nil {
+		t.Fatalf("set the Authorization header: %v", err)
+	}
+	resp, err := chromedp.Run(ctx, chromedp.NavigateResponse(srv.URL+"/"))
+	if err != nil {
+		t.Fatalf("open the page: %v", err)
+	}
+	if resp.Status != 200 {
+		t.Fatalf("GET /: status %d", resp.Status)
+	}
+	if err := chromedp.Do(ctx, chromedp.WaitVisible("#drift-items"), chromedp.WaitVisible("#quota-chart")); err != nil {
+		t.Fatalf("wait for the page: %v", err)
+	}
+
+	// The drift table, as the browser laid it out.
+	type row struct {
+		Category, Object, Who string
+		Fields                []string
+	}
+	rows, err := chromedp.Run(ctx, chromedp.Evaluate[[]row](`[...document.querySelectorAll("#drift-items tbody tr")].map(tr => ({
+		Category: tr.querySelector(".badge").textContent.trim(),
+		Object: tr.querySelector(".object").textContent.trim(),
+		Who: tr.querySelector(".who").innerText.trim(),
+		Fields: [...tr.querySelectorAll(".fields li")].map(li => li.innerText.trim()),
+	}))`))
+	if err != nil {
+		t.Fatalf("read the drift table: %v", err)
+	}
+	if len(rows) != len(b.drift.Items) {
+		t.Fatalf("drift table has %d rows, want %d: %+v", len(rows), len(b.drift.Items), rows)
+	}
+	for i, it := range b.drift.Items {
+		r := rows[i]
+		if r.Category != string(it.Category) || r.Object != it.Object.String() || !strings.HasPrefix(r.Who, it.Manager) ||
+			len(r.Fields) != len(it.Fields) {
+			t.Errorf("drift row %d: %+v, want %s %s by %s with %d fields", i, r, it.Category, it.Object,
+				it.Manager, len(it.Fields))
+		}
+	}
+	if rows[0].Category != string(drift.Modified) || rows[0].Fields[0] != "spec.replicas: 3 (Git: 2)" {
+		t.Errorf("first row %+v", rows[0])
+	}
+	history, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#drift-history tbody tr").length`))
+	if err != nil || history != 4 {
+		t.Errorf("history rows: %d, %v; want 4", history, err)
+	}
+
+	// The bars of the quota chart: widths from the rects' attributes and as drawn.
+	type svgBar struct {
+		Name              string
+		Used, Limit       float64
+		Track, Bar        float64
+		DrawnTrack, Drawn float64
+		Label, Fill       string
+	}
+	bars, err := chromedp.Run(ctx, chromedp.Evaluate[[]svgBar](`[...document.querySelectorAll("#quota-chart g.row")].map(g => {
+		const track = g.querySelector("rect.track"), bar = g.querySelector("rect.bar");
+		return {
+			Name: g.dataset.name, Used: +g.dataset.used, Limit: +g.dataset.limit,
+			Track: +track.getAttribute("width"), Bar: +bar.getAttribute("width"),
+			DrawnTrack: track.getBoundingClientRect().width, Drawn: bar.getBoundingClientRect().width,
+			Label: g.querySelector("text.value").textContent, Fill: getComputedStyle(bar).fill,
+		};
+	})`))
+	if err != nil {
+		t.Fatalf("read the quota chart: %v", err)
+	}
+	want := []svgBar{{Name: "alice", Used: 4, Limit: 4, Label: "4 / 4 GPUs", Fill: "rgb(198, 40, 40)"},
+		{Name: "bob", Used: 1, Limit: 2, Label: "1 / 2 GPUs", Fill: "rgb(47, 111, 222)"}}
+	if len(bars) != len(want) {
+		t.Fatalf("quota chart has %d bars, want %d: %+v", len(bars), len(want), bars)
+	}
+	for i, got := range bars {
+		w := want[i]
+		if got.Name != w.Name || got.Used != w.Used || got.Limit != w.Limit || got.Label != w.Label || got.Fill != w.Fill {
+			t.Errorf("quota bar %d: %+v, want %+v", i, got, w)
+		}
+		frac := got.Used / got.Limit
+		if got.Track <= 0 || math.Abs(got.Bar-frac*got.Track) > 0.01 {
+			t.Errorf("quota bar %s: width %.2f of %.2f, want %.0f%%", got.Name, got.Bar, got.Track, 100*frac)
+		}
+		if got.DrawnTrack <= 0 || math.Abs(got.Drawn/got.DrawnTrack-frac) > 0.01 {
+			t.Errorf("quota bar %s drawn %.1f px of %.1f px, want %.0f%%", got.Name, got.Drawn, got.DrawnTrack, 100*frac)
+		}
+	}
+	poolBars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#pool-chart rect.bar").length`))
+	if err != nil || poolBars != 3 {
+		t.Errorf("pool chart bars: %d, %v; want 3", poolBars, err)
+	}
+	// The inline stylesheet applied (the Content-Security-Policy allows it by its digest).
+	bg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+	if err != nil || bg != "rgb(244, 246, 249)" {
+		t.Errorf("body background %q, %v: the stylesheet did not apply", bg, err)
+	}
+
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	stopConsole()
+	<-consoleDone
+	mu.Lock()
+	if len(console) > 0 {
+		t.Errorf("console messages:\n%s", strings.Join(console, "\n"))
+	}
+	mu.Unlock()
+
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatalf("screenshot is no PNG: %v", err)
+	}
+	size := img.Bounds().Size()
+	if size.X < 800 || size.Y < 600 {
+		t.Errorf("screenshot is %dx%d, want at least 800 px wide", size.X, size.Y)
+	}
+	if n := colours(img, 200); n < 200 {
+		t.Errorf("screenshot has %d colours: a blank page?", n)
+	}
+	path, err := artifactPath("ui.png")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(shot)
+	t.Logf("ui screenshot: %s (%dx%d, %d bytes, sha256 %s)", path, size.X, size.Y, len(shot), hex.EncodeToString(sum[:]))
+}
+
+// colours counts the distinct colours of an image, up to limit.
+func colours(img image.Image, limit int) int {
+	seen := map[[4]uint32]bool{}
+	r := img.Bounds()
+	for y := r.Min.Y; y < r.Max.Y; y++ {
+		for x := r.Min.X; x < r.Max.X; x++ {
+			cr, cg, cb, ca := img.At(x, y).RGBA()
+			seen[[4]uint32{cr, cg, cb, ca}] = true
+			if len(seen) >= limit {
+				return len(seen)
+			}
+		}
+	}
+	return len(seen)
+}
+
+// artifactPath is where a test artifact goes: $GPUCTL_ARTIFACTS (relative to the repository's
+// root) or <repo>/_artifacts; the directory is created.
+func artifactPath(name string) (string, error) {
+	root, err := repoRoot()
+	if err != nil {
+		return "", err
+	}
+	dir := os.Getenv("GPUCTL_ARTIFACTS")
+	if dir == "" {
+		dir = "_artifacts"
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(root, dir)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, name), nil
+}
+
+// repoRoot is the nearest directory above the working directory with a go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		} else if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}

@@ -1,0 +1,272 @@
+package httpapi
+
+import (
+	"html"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/drift"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// getPage GETs a path with an Authorization header ("" for none).
+func getPage(t *testing.T, h http.Handler, path, authorization string) *httptest.ResponseRecorder {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, path, nil)
+	if authorization != "" {
+		r.Header.Set("Authorization", authorization)
+	}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	return w
+}
+
+// okPage GETs the page with Basic authentication and wants a 200 HTML answer.
+func okPage(t *testing.T, h http.Handler) string {
+	t.Helper()
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.SetBasicAuth("anyone", userToken)
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Fatalf("GET /: code %d, body %s", w.Code, w.Body)
+	}
+	if ct := w.Header().Get("Content-Type"); ct != "text/html; charset=utf-8" {
+		t.Errorf("Content-Type %q", ct)
+	}
+	return w.Body.String()
+}
+
+func TestPageAuthentication(t *testing.T) {
+	h, _ := testServer(t)
+	for name, auth := range map[string]string{
+		"none":                 "",
+		"wrong basic password": "Basic " + basic("alice", "nope"),
+		"token as user name":   "Basic " + basic(userToken, ""),
+		"wrong bearer":         "Bearer nope",
+		"not base64":           "Basic !!!",
+	} {
+		for _, path := range []string{"/", "/index.html"} {
+			w := getPage(t, h, path, auth)
+			if w.Code != http.StatusUnauthorized {
+				t.Errorf("%s %s: code %d, want 401", name, path, w.Code)
+			}
+			if got := w.Header().Get("WWW-Authenticate"); got != `Basic realm="gpuctl"` {
+				t.Errorf("%s %s: WWW-Authenticate %q", name, path, got)
+			}
+			if strings.Contains(w.Body.String(), "<html") {
+				t.Errorf("%s %s: 401 shows the page", name, path)
+			}
+		}
+	}
+	for name, auth := range map[string]string{
+		"basic":            "Basic " + basic("whoever", userToken),
+		"basic, no user":   "Basic " + basic("", adminToken),
+		"bearer":           "Bearer " + userToken,
+		"bearer lowercase": "bearer " + adminToken,
+	} {
+		for _, path := range []string{"/", "/index.html"} {
+			if w := getPage(t, h, path, auth); w.Code != http.StatusOK {
+				t.Errorf("%s %s: code %d, want 200; body %s", name, path, w.Code, w.Body)
+			}
+		}
+	}
+	// The API itself stays bearer-only, and paths outside /api other than the page stay 404s.
+	w := getPage(t, h, "/api/v1/status", "Basic "+basic("alice", userToken))
+	wantError(t, w, http.StatusUnauthorized)
+	wantError(t, getPage(t, h, "/nope", "Bearer "+userToken), http.StatusNotFound)
+	wantError(t, getPage(t, h, "/index.htm", ""), http.StatusNotFound)
+}
+
+func basic(user, password string) string {
+	r := httptest.NewRequest(http.MethodGet, "/", nil)
+	r.SetBasicAuth(user, password)
+	return strings.TrimPrefix(r.Header.Get("Authorization"), "Basic ")
+}
+
+func TestPage(t *testing.T) {
+	h, b := testServer(t)
+	b.drift, b.hist = testDrift(time.Now())
+	b.status.AppliedRevision = "main@0123456789abcdef0123456789abcdef01234567"
+	b.status.Errors = []string{"Job alice/x: forbidden"}
+	body := okPage(t, h)
+
+	for _, want := range []string{
+		`<meta http-equiv="refresh" content="30">`,
+		`id="sync-result" class="badge badge-ok">Succeeded</span>`,
+		"git https://example.com/gpus.git",
+		">main@0123456789ab</code>",
+		"Job alice/x: forbidden",
+		"4 drifted: 1 modified, 1 deleted, 1 node-label, 1 shadow (8 GPUs)",
+		"spec.replicas: 3 (Git: 2)",
+		"metadata.labels.g8s.host/pool: (removed) (Git: training-pool)",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	// Each item's row names its object and who changed it.
+	rows := regexp.MustCompile(`(?s)<tr class="drift-row".*?</tr>`).FindAllString(body, -1)
+	if len(rows) != len(b.drift.Items) {
+		t.Fatalf("%d drift rows, want %d", len(rows), len(b.drift.Items))
+	}
+	for i, it := range b.drift.Items {
+		for _, want := range []string{html.EscapeString(it.Object.String()), ">" + it.Manager + "<",
+			`cat-` + string(it.Category)} {
+			if !strings.Contains(rows[i], want) {
+				t.Errorf("row %d lacks %q:\n%s", i, want, rows[i])
+			}
+		}
+	}
+	// The history: the last 24 h, newest first.
+	hist := regexp.MustCompile(`(?s)<tr class="history-row".*?</tr>`).FindAllString(body, -1)
+	if len(hist) != 4 || !strings.Contains(hist[0], "bob/llm") || !strings.Contains(hist[3], "Node gpu-2") {
+		t.Errorf("history rows %d:\n%s", len(hist), strings.Join(hist, "\n"))
+	}
+	if strings.Contains(body, "alice/web") {
+		t.Error("history shows an entry older than 24 h")
+	}
+
+	// alice uses her 4 GPUs of 4 (red), bob 1 of 2.
+	wantBars(t, body, "quota-chart", []bar{{"alice", 4, 4, true}, {"bob", 1, 2, false}})
+	wantBars(t, body, "pool-chart", []bar{{"default", 1, 4, false}, {"inference-pool", 0, 0, false},
+		{"training-pool", 6, 16, false}})
+}
+
+// bar is what a chart row shows.
+type bar struct {
+	name        string
+	used, limit int64
+	over        bool
+}
+
+// wantBars checks a chart's rows from their text labels and the widths of their rects.
+func wantBars(t *testing.T, body, id string, want []bar) {
+	t.Helper()
+	svg := regexp.MustCompile(`(?s)<svg id="` + id + `".*?</svg>`).FindString(body)
+	if svg == "" {
+		t.Fatalf("no svg#%s", id)
+	}
+	rowRE := regexp.MustCompile(`(?s)<g class="row( over)?" data-name="([^"]*)".*?` +
+		`<rect class="track"[^>]* width="([0-9.]+)".*?<rect class="bar"[^>]* width="([0-9.]+)".*?` +
+		`<text class="value"[^>]*>(\d+) / (\d+) GPUs</text>`)
+	rows := rowRE.FindAllStringSubmatch(svg, -1)
+	if len(rows) != len(want) {
+		t.Fatalf("svg#%s: %d rows, want %d:\n%s", id, len(rows), len(want), svg)
+	}
+	for i, m := range rows {
+		used, _ := strconv.ParseInt(m[5], 10, 64)
+		limit, _ := strconv.ParseInt(m[6], 10, 64)
+		got := bar{m[2], used, limit, m[1] != ""}
+		if got != want[i] {
+			t.Errorf("svg#%s row %d: %+v, want %+v", id, i, got, want[i])
+		}
+		track, _ := strconv.ParseFloat(m[3], 64)
+		width, _ := strconv.ParseFloat(m[4], 64)
+		frac := 0.0
+		if limit > 0 {
+			frac = float64(used) / float64(limit)
+		}
+		if track <= 0 || abs(width-frac*track) > 0.01 {
+			t.Errorf("svg#%s row %d: bar %.2f of track %.2f, want %.0f%%", id, i, width, track, 100*frac)
+		}
+	}
+}
+
+func abs(f float64) float64 { return max(f, -f) }
+
+func TestPageNoDrift(t *testing.T) {
+	h, _ := testServer(t)
+	body := okPage(t, h)
+	for _, want := range []string{`id="no-drift"`, "No drift", "No changes in the last 24 hours."} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, `id="drift-items"`) {
+		t.Error("an empty report shows a table")
+	}
+}
+
+// A failed data source shows its error in its section; the others still render.
+func TestPageSectionErrors(t *testing.T) {
+	h, b := testServer(t)
+	b.err = errBoom
+	body := okPage(t, h)
+	for _, want := range []string{"<b>Status unavailable:</b> status: boom", "<b>Drift unavailable:</b> drift: boom"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+	wantBars(t, body, "quota-chart", []bar{{"alice", 4, 4, true}, {"bob", 1, 2, false}})
+
+	// Without a cluster client: the charts fail, status and drift render.
+	h = New(Options{Backend: &fakeBackend{}, Tokens: testTokens, Registry: prometheus.NewRegistry()})
+	body = okPage(t, h)
+	if n := strings.Count(body, "<b>Unavailable:</b> "+errNoKube.Error()); n != 2 {
+		t.Errorf("%d chart errors, want 2", n)
+	}
+	if !strings.Contains(body, `id="no-drift"`) || !strings.Contains(body, `id="sync-result"`) {
+		t.Error("status or drift did not render")
+	}
+}
+
+func TestPageEscapes(t *testing.T) {
+	h, b := testServer(t)
+	evil := `<script>alert(1)</script>`
+	b.status.Message = evil
+	b.drift = drift.Report{Mode: "report", Items: []drift.Item{{
+		Object:   drift.Ref{Kind: "Deployment", Namespace: "bob", Name: `x"><img src=x onerror=alert(1)>`},
+		Category: drift.Shadow, Message: evil, Manager: `"><b>mallory</b>`, GPUs: 1,
+		Fields: []drift.Field{{Path: "spec.x", Live: evil, Desired: map[string]any{"a": "</code>"}}},
+	}}}
+	b.hist = []drift.Entry{{Time: time.Now(), Change: drift.Detected, Item: b.drift.Items[0]}}
+	body := okPage(t, h)
+	for _, raw := range []string{"<script", "<img", "<b>mallory", "</code>\"}"} {
+		if strings.Contains(body, raw) {
+			t.Errorf("page contains unescaped %q", raw)
+		}
+	}
+	if !strings.Contains(body, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("page lacks the escaped message")
+	}
+	if csp := getPage(t, h, "/", "Bearer "+userToken).Header().Get("Content-Security-Policy"); !strings.HasPrefix(csp, "default-src 'none'") {
+		t.Errorf("Content-Security-Policy %q", csp)
+	}
+}
+
+func TestShortRevision(t *testing.T) {
+	for in, want := range map[string]string{
+		"":            "",
+		"main@abc123": "main@abc123",
+		"main@0123456789abcdef0123456789abcdef01234567": "main@0123456789ab",
+		"0123456789abcdef0123456789abcdef01234567":      "0123456789ab",
+		"local@sha256-not-a-hash-really":                "local@sha256-not-a-hash-really",
+	} {
+		if got := shortRevision(in); got != want {
+			t.Errorf("shortRevision(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestAgo(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		10 * time.Second:            "just now",
+		-10 * time.Second:           "just now",
+		90 * time.Second:            "1m ago",
+		40 * time.Minute:            "40m ago",
+		3 * time.Hour:               "3h ago",
+		3*time.Hour + 5*time.Minute: "3h 5m ago",
+		-5 * time.Minute:            "in 5m",
+		72 * time.Hour:              "3d ago",
+	} {
+		if got := ago(d); got != want {
+			t.Errorf("ago(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
