@@ -45,9 +45,17 @@ vet: ## go vet, and fail on unformatted files
 lint: vet ## static checks (go vet + gofmt)
 
 .PHONY: test
-test: vet ## every test, unit and integration (starts the local cluster; builds it the first time)
+test: vet chromium ## every test, unit and integration (starts the local cluster; builds it the first time)
 	$(GO) test -count=1 $(PKGS)
+	@shot=$${GPUCTL_ARTIFACTS:-_artifacts}/ui.png; if [ -f "$$shot" ]; then \
+		set -- $$(od -An -tu1 -j16 -N8 "$$shot"); \
+		echo "ui screenshot: $$shot ($$(( $$1<<24 | $$2<<16 | $$3<<8 | $$4 ))x$$(( $$5<<24 | $$6<<16 | $$7<<8 | $$8 )), $$(wc -c <"$$shot" | tr -d ' ') bytes)"; \
+	else echo "ui screenshot: none ($$shot missing)"; fi
 	$(MAKE) --no-print-directory build-cross
+
+.PHONY: chromium
+chromium: ## install Debian's chromium for the web page's browser test (apt-get, first time only)
+	@hack/chromium.sh >/dev/null
 
 .PHONY: fuzz
 fuzz: ## fuzz the gpuctl parser for 60 s (FUZZTIME=60s)
