@@ -268,3 +268,22 @@ func dropAppliedHash(u *unstructured.Unstructured) {
 // ForDisplay returns a copy of an object without the fields that the API server writes
 // (status, managedFields, resourceVersion, ...) and gpuctl's applied-hash, for diffs.
 func ForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured { return cleanForDisplay(u) }
+
+// Digest identifies a set of desired objects as Plan prepared them (each carries its
+// applied-hash): equal digests mean the same objects with the same configuration.
+func Digest(objects []*unstructured.Unstructured) string {
+	lines := make([]string, 0, len(objects))
+	for _, u := range objects {
+		h := u.GetAnnotations()[keys.AppliedHash]
+		if h == "" {
+			h = hashOf(u)
+		}
+		lines = append(lines, RefOf(u).key()+" "+h)
+	}
+	sort.Strings(lines)
+	sum := sha256.New()
+	for _, l := range lines {
+		sum.Write([]byte(l + "\n"))
+	}
+	return hex.EncodeToString(sum.Sum(nil)[:16])
+}

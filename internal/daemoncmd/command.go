@@ -11,6 +11,8 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/drift/detector"
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/httpapi"
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -22,9 +24,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
 )
 
 // Options are all the flags of gpuctl-reconciler.
@@ -43,6 +49,9 @@ type Options struct {
 	Identity      string
 	LeaseDuration time.Duration
 	Drift         string
+	DriftDelete   bool
+	DriftHistory  int
+	DriftIgnore   []string
 	MemoryLimit   string
 }
 
@@ -61,7 +70,10 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "run several replicas; only the holder of the Lease syncs")
 	fs.StringVar(&o.Identity, "identity", "", "this replica's name in the Lease and the status (default $POD_NAME or the host name)")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "how long a standby waits for a silent leader before taking over")
-	fs.StringVar(&o.Drift, "drift", "report", "drift mode: report or correct")
+	fs.StringVar(&o.Drift, "drift", "report", "drift mode: report (record drift; a sync of an unchanged revision leaves it) or correct (repair drift as it happens)")
+	fs.BoolVar(&o.DriftDelete, "drift-delete-shadow", false, "with --drift=correct, delete GPU workloads in managed namespaces that are not in Git (default: report them only)")
+	fs.IntVar(&o.DriftHistory, "drift-history", drift.DefaultHistory, "how many drift changes the ConfigMap gpuctl-drift keeps")
+	fs.StringSliceVar(&o.DriftIgnore, "drift-ignore-manager", detector.DefaultIgnoreManagers, "field managers whose changes are not drift (controllers such as an HPA's)")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", "256Mi", "soft memory limit of the Go runtime (GOMEMLIMIT): the garbage collector works harder near it; 0 disables")
 }
 
@@ -115,7 +127,7 @@ func run(ctx context.Context, o *Options) error {
 	if o.Source.Source == "" {
 		return errors.New("--source is required: dir:PATH or git:URL")
 	}
-	if o.Drift != "report" && o.Drift != "correct" {
+	if o.Drift != detector.ModeReport && o.Drift != detector.ModeCorrect {
 		return fmt.Errorf("--drift %q: report or correct", o.Drift)
 	}
 	log, err := o.Log.Logger(os.Stderr)
@@ -138,6 +150,9 @@ func run(ctx context.Context, o *Options) error {
 		return err
 	}
 	o.Engine.Namespace = o.Namespace // the inventory lives beside the status
+	if o.Drift == detector.ModeCorrect {
+		o.Engine.Force = true // Git wins: fields taken by other managers are taken back
+	}
 	engine, err := o.Engine.Manager(cfg)
 	if err != nil {
 		return err
@@ -149,8 +164,21 @@ func run(ctx context.Context, o *Options) error {
 	defer src.Close()
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := daemon.NewMetrics(reg)
+	driftStore := drift.NewStore(kube, o.Namespace)
+	events := record.NewBroadcaster()
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	det, err := detector.New(detector.Options{Config: cfg, Kube: kube, Engine: engine, Store: driftStore, Mode: o.Drift,
+		DeleteShadow: o.DriftDelete, IgnoreManagers: o.DriftIgnore, HistorySize: o.DriftHistory, Resync: o.Interval,
+		Metrics: metrics.Drift, Events: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gpuctl-reconciler"}),
+		Log: log.With("component", "drift")})
+	if err != nil {
+		return err
+	}
 	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
-		Interval: o.Interval, Identity: o.identity(), Metrics: daemon.NewMetrics(reg), Log: log.With("component", "sync")})
+		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
+		Metrics: metrics, Log: log.With("component", "sync")})
 	srv, err := o.serve(ctx, log, kube, reg, d, src)
 	if err != nil {
 		return err

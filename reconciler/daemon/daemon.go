@@ -33,6 +33,10 @@ type Options struct {
 	MinBackoff time.Duration
 	// Identity names this replica in the status (pod name).
 	Identity string
+	// DriftMode is "report" (default: a sync of an unchanged revision leaves drift as it is;
+	// a new revision or a sync request applies everything) or "correct" (every sync applies,
+	// and Drift repairs drift as it happens).
+	DriftMode string
 	// Drift detects drift between syncs; nil disables detection (DriftStore is still read).
 	Drift Detector
 	// DriftStore holds the drift report that Drift writes; a standby reads it from there.
@@ -76,6 +80,9 @@ func New(opts Options) *Daemon {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
+	if opts.DriftMode == "" {
+		opts.DriftMode = "report"
+	}
 	return &Daemon{opts: opts, requests: make(chan string, 16)}
 }
 
@@ -94,6 +101,16 @@ func (d *Daemon) Run(ctx context.Context) error {
 		return fmt.Errorf("watch sync requests: %w", err)
 	}
 	defer stopWatch()
+	if d.opts.Drift != nil {
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			if err := d.opts.Drift.Run(ctx); err != nil {
+				d.opts.Log.Error("drift detection stopped", "err", err)
+			}
+		}()
+	}
 	timer := time.NewTimer(0) // the first sync starts at once
 	defer timer.Stop()
 	failures := 0
@@ -154,12 +171,13 @@ func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
 	d.mu.Lock()
 	prev := d.last
 	d.mu.Unlock()
-	st := Status{Source: d.opts.Source.URL(), LastAttempt: start, Leader: d.opts.Identity,
-		AppliedRevision: prev.AppliedRevision, LastSuccess: prev.LastSuccess, LastHandledRequest: prev.LastHandledRequest}
+	st := Status{Source: d.opts.Source.URL(), LastAttempt: start, Leader: d.opts.Identity, Mode: d.opts.DriftMode,
+		AppliedRevision: prev.AppliedRevision, AppliedDigest: prev.AppliedDigest, LastSuccess: prev.LastSuccess,
+		LastHandledRequest: prev.LastHandledRequest}
 	if request != "" {
 		st.LastHandledRequest = request
 	}
-	d.sync(ctx, &st)
+	d.sync(ctx, &st, prev, request != "")
 	st.Duration = time.Since(start)
 	d.mu.Lock()
 	d.last = st
@@ -202,8 +220,9 @@ func short(id string) string {
 // maxErrors bounds the errors kept in the status.
 const maxErrors = 50
 
-// sync does the work of SyncOnce and fills st.
-func (d *Daemon) sync(ctx context.Context, st *Status) {
+// sync does the work of SyncOnce and fills st. prev is the status before; requested tells a
+// sync that someone asked for.
+func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bool) {
 	rev, err := d.opts.Source.Fetch(ctx)
 	if err != nil {
 		st.Result, st.Message = ResultFetchFailed, err.Error()
@@ -245,6 +264,25 @@ func (d *Daemon) sync(ctx context.Context, st *Status) {
 		st.Result, st.Message = ResultRefused, plan.Refused.Error()
 		return
 	}
+	digest := reconciler.Digest(objects)
+	if d.opts.DriftMode != "correct" && !requested && prev.Result == ResultSucceeded && prev.AppliedDigest == digest {
+		// Report mode: the revision is applied; what differs now is drift, reported by the
+		// detector and left as it is until Git changes or someone asks for a sync.
+		st.Result, st.AppliedRevision, st.LastSuccess = ResultSucceeded, rev.ID, time.Now()
+		st.Message = "revision " + short(rev.ID) + " is applied"
+		if plan.HasChanges() {
+			st.Message += "; drift is reported, not corrected (--drift=report): gpuctl sync applies it again"
+		}
+		if d.opts.Drift != nil {
+			d.opts.Drift.EndSync(true, rev.ID, objects, plan)
+		}
+		return
+	}
+	applied := false
+	if d.opts.Drift != nil {
+		d.opts.Drift.BeginSync()
+		defer func() { d.opts.Drift.EndSync(applied, rev.ID, objects, plan) }()
+	}
 	cs, err := d.opts.Engine.Apply(ctx, plan, nil)
 	if err != nil {
 		st.Result, st.Message = ResultFailed, fmt.Sprintf("%d objects failed", len(failed(cs)))
@@ -257,7 +295,8 @@ func (d *Daemon) sync(ctx context.Context, st *Status) {
 		return
 	}
 	st.Result, st.Message = ResultSucceeded, "applied revision "+short(rev.ID)
-	st.AppliedRevision, st.LastSuccess = rev.ID, time.Now()
+	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
+	applied = true
 }
 
 func (d *Daemon) render(rev sources.Revision) (*render.Result, error) {

@@ -30,6 +30,9 @@ type Status struct {
 	Revision        string `json:"revision,omitempty"`
 	RevisionMessage string `json:"revisionMessage,omitempty"`
 	AppliedRevision string `json:"appliedRevision,omitempty"`
+	// AppliedDigest identifies the objects last applied (their applied-hashes): in report
+	// mode a sync that renders the same objects does not apply them again.
+	AppliedDigest string `json:"appliedDigest,omitempty"`
 	// LastAttempt and LastSuccess are when the last sync started and the last good one ended.
 	LastAttempt time.Time `json:"lastAttempt,omitempty"`
 	LastSuccess time.Time `json:"lastSuccess,omitempty"`

@@ -1,0 +1,96 @@
+package detector
+
+import (
+	"fmt"
+
+	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/reconciler"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// desiredObject is one applied object, kept as JSON: a few hundred bytes instead of the maps of
+// an unstructured object, decoded only when the object is evaluated.
+type desiredObject struct {
+	ref    drift.Ref
+	gvr    schema.GroupVersionResource
+	source string
+	raw    []byte
+}
+
+func (o *desiredObject) decode() (*unstructured.Unstructured, error) {
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(o.raw); err != nil {
+		return nil, fmt.Errorf("%s: decode desired object: %w", o.ref, err)
+	}
+	return u, nil
+}
+
+// nodeIntent is what the pools ask of one node.
+type nodeIntent struct {
+	pool   string
+	source string
+	labels map[string]string // includes the declared gpu-type, if any
+}
+
+// desiredState is the last applied revision, as the detector compares with it. It is
+// replaced whole, never changed: evaluations hold a pointer to the one they started with.
+type desiredState struct {
+	revision string
+	objects  map[string]*desiredObject // by objectKey
+	// gvrs are the resources of the objects, with their group-kind.
+	gvrs       map[schema.GroupVersionResource]schema.GroupKind
+	nodes      map[string]nodeIntent
+	namespaces map[string]bool // namespaces gpuctl manages: shadow workloads are looked for there
+	partOf     string          // the inventory's ApplySet id
+}
+
+// objectKey identifies an object across API versions: group/kind/namespace/name.
+func objectKey(group, kind, namespace, name string) string {
+	return group + "/" + kind + "/" + namespace + "/" + name
+}
+
+// newDesiredState indexes the objects of an applied revision (as Plan prepared them).
+func newDesiredState(revision string, objects []*unstructured.Unstructured, engine *reconciler.Manager) (*desiredState, error) {
+	ds := &desiredState{revision: revision, objects: map[string]*desiredObject{},
+		gvrs: map[schema.GroupVersionResource]schema.GroupKind{}, nodes: map[string]nodeIntent{}, namespaces: map[string]bool{}}
+	poolSource := map[string]string{}
+	for _, u := range objects {
+		gvk := u.GroupVersionKind()
+		if gvk.Kind == "Node" && gvk.Group == "" {
+			ds.nodes[u.GetName()] = nodeIntent{pool: u.GetLabels()[keys.Pool], labels: u.GetLabels()}
+			continue
+		}
+		gvr, _, err := engine.Resource(gvk)
+		if err != nil {
+			return nil, err
+		}
+		raw, err := u.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		ann := u.GetAnnotations()
+		o := &desiredObject{ref: drift.Ref{APIVersion: u.GetAPIVersion(), Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()},
+			gvr: gvr, source: ann[keys.Source], raw: raw}
+		ds.objects[objectKey(gvk.Group, gvk.Kind, u.GetNamespace(), u.GetName())] = o
+		ds.gvrs[gvr] = gvk.GroupKind()
+		if ns := u.GetNamespace(); ns != "" {
+			ds.namespaces[ns] = true
+		}
+		if gvk.Kind == "Namespace" && gvk.Group == "" {
+			ds.namespaces[u.GetName()] = true
+		}
+		if ds.partOf == "" {
+			ds.partOf = u.GetLabels()[keys.ApplySetPartOf]
+		}
+		if u.GetLabels()[keys.PoolRegistry] == "true" {
+			poolSource[u.GetLabels()[keys.Pool]] = ann[keys.Source]
+		}
+	}
+	for name, n := range ds.nodes {
+		n.source = poolSource[n.pool]
+		ds.nodes[name] = n
+	}
+	return ds, nil
+}

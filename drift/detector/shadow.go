@@ -1,0 +1,171 @@
+package detector
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/keys"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
+)
+
+// podGPUs is the number of whole GPUs a pod spec asks for: per container the larger of the
+// limit and the request (a limit alone is also the request).
+func podGPUs(cs []corev1.Container) int64 {
+	var n int64
+	for _, c := range cs {
+		l := c.Resources.Limits[keys.ResourceGPU]
+		r := c.Resources.Requests[keys.ResourceGPU]
+		n += max(l.Value(), r.Value())
+	}
+	return n
+}
+
+func replicas(p *int32) int64 {
+	if p == nil {
+		return 1
+	}
+	return int64(*p)
+}
+
+// gpusOf is the number of GPUs a workload holds or will hold: pods that have not terminated,
+// jobs that have not finished, deployments and statefulsets by their replicas.
+func gpusOf(obj any) int64 {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		if o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
+			return 0
+		}
+		return podGPUs(o.Spec.Containers)
+	case *batchv1.Job:
+		if len(o.Status.Conditions) > 0 { // slim keeps only Complete or Failed, when true
+			return 0
+		}
+		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Parallelism)
+	case *appsv1.Deployment:
+		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Replicas)
+	case *appsv1.StatefulSet:
+		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Replicas)
+	}
+	return 0
+}
+
+var workloadAPIVersion = map[string]string{"Pod": "v1", "Job": "batch/v1", "Deployment": "apps/v1", "StatefulSet": "apps/v1"}
+
+// evalShadow decides whether one workload (key kind/namespace/name) is a shadow: it requests
+// GPUs, gpuctl did not apply it, nothing gpuctl applied owns it, and it runs in a namespace
+// gpuctl manages (or, for a pod, on a pool node).
+func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string) error {
+	kind, rest, _ := strings.Cut(key, "/")
+	ns, name, _ := strings.Cut(rest, "/")
+	ref := drift.Ref{APIVersion: workloadAPIVersion[kind], Kind: kind, Namespace: ns, Name: name}
+	itemKey := drift.Item{Category: drift.Shadow, Object: ref}.Key()
+	inf := map[string]cache.SharedIndexInformer{"Pod": d.w.pods, "Job": d.w.jobs, "Deployment": d.w.deployments, "StatefulSet": d.w.statefulsets}[kind]
+	if inf == nil {
+		return nil
+	}
+	obj, found, err := inf.GetIndexer().GetByKey(ns + "/" + name)
+	if err != nil {
+		return err
+	}
+	if !found {
+		d.resolve(itemKey, "")
+		return nil
+	}
+	m, err := metaOf(obj)
+	if err != nil {
+		return err
+	}
+	gpus := gpusOf(obj)
+	why, shadow := d.isShadow(ds, kind, m, obj, gpus)
+	if !shadow {
+		d.resolve(itemKey, "")
+		return nil
+	}
+	it := drift.Item{Object: ref, Category: drift.Shadow, GPUs: gpus,
+		Message: fmt.Sprintf("requests %d GPUs %s and is not in Git", gpus, why)}
+	if mf := m.GetManagedFields(); len(mf) > 0 {
+		it.Manager = mf[0].Manager
+		if mf[0].Time != nil {
+			t := mf[0].Time.UTC()
+			it.Changed = &t
+		}
+	}
+	if it.Changed == nil {
+		t := m.GetCreationTimestamp().UTC()
+		it.Changed = &t
+	}
+	if d.opts.Mode == ModeCorrect && d.opts.DeleteShadow {
+		it.Correction = "delete"
+		d.set(it)
+		return d.deleteShadow(ctx, kind, m, it)
+	}
+	d.set(it)
+	return nil
+}
+
+// isShadow applies the shadow rules to a workload and says where it runs.
+func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj any, gpus int64) (string, bool) {
+	if gpus == 0 || ignored(m.GetAnnotations()) || (ds.partOf != "" && m.GetLabels()[keys.ApplySetPartOf] == ds.partOf) {
+		return "", false
+	}
+	owner := metav1.GetControllerOf(m)
+	if owner != nil && d.w.managedUID(string(owner.UID)) {
+		return "", false // made by something gpuctl applied
+	}
+	inManaged := ds.namespaces[m.GetNamespace()]
+	if kind != "Pod" {
+		return "in namespace " + m.GetNamespace() + ", which gpuctl manages", inManaged
+	}
+	// A pod made by a Job, ReplicaSet or StatefulSet of a managed namespace is judged
+	// through its workload.
+	if owner != nil && inManaged {
+		switch owner.Kind {
+		case "Job", "ReplicaSet", "StatefulSet":
+			return "", false
+		}
+	}
+	node := obj.(*corev1.Pod).Spec.NodeName
+	if n, ok := ds.nodes[node]; ok && node != "" {
+		where := "on node " + node + " of pool " + n.pool
+		if owner != nil {
+			where += " (made by " + owner.Kind + " " + owner.Name + ")"
+		}
+		return where, true
+	}
+	return "in namespace " + m.GetNamespace() + ", which gpuctl manages", inManaged
+}
+
+func (d *Detector) hasShadow(key string) bool {
+	kind, rest, _ := strings.Cut(key, "/")
+	ns, name, _ := strings.Cut(rest, "/")
+	k := drift.Item{Category: drift.Shadow, Object: drift.Ref{Kind: kind, Namespace: ns, Name: name}}.Key()
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	_, ok := d.items[k]
+	return ok
+}
+
+// shadowKeys lists the workloads in the caches that request GPUs, for a full pass.
+func (d *Detector) shadowKeys() []string {
+	var out []string
+	for kind, inf := range map[string]cache.SharedIndexInformer{"Pod": d.w.pods, "Job": d.w.jobs, "Deployment": d.w.deployments, "StatefulSet": d.w.statefulsets} {
+		for _, obj := range inf.GetStore().List() {
+			if gpusOf(obj) == 0 {
+				continue
+			}
+			if m, err := metaOf(obj); err == nil {
+				out = append(out, "s:"+kind+"/"+m.GetNamespace()+"/"+m.GetName())
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,314 @@
+package detector
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"sync"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/metadata/metadatainformer"
+	"k8s.io/client-go/tools/cache"
+)
+
+// watches are the informers of the detector: one metadata-only informer per resource that
+// gpuctl applies (selected by the inventory label), and trimmed typed informers of Nodes and
+// of the workloads that may request GPUs.
+type watches struct {
+	d *Detector
+
+	mu     sync.Mutex
+	meta   map[schema.GroupVersionResource]*metaWatch
+	partOf string
+
+	nodes, pods, jobs, deployments, statefulsets cache.SharedIndexInformer
+}
+
+type metaWatch struct {
+	informer cache.SharedIndexInformer
+	gk       schema.GroupKind
+	stop     context.CancelFunc
+}
+
+// uidIndex indexes the managed objects by UID, to tell the pods and jobs they own.
+const uidIndex = "uid"
+
+// startWatches starts the typed informers and waits for their first lists.
+func (d *Detector) startWatches(ctx context.Context) (*watches, error) {
+	w := &watches{d: d, meta: map[schema.GroupVersionResource]*metaWatch{}}
+	f := informers.NewSharedInformerFactoryWithOptions(d.opts.Kube, 0, informers.WithTransform(slim))
+	w.nodes = f.Core().V1().Nodes().Informer()
+	w.pods = f.Core().V1().Pods().Informer()
+	w.jobs = f.Batch().V1().Jobs().Informer()
+	w.deployments = f.Apps().V1().Deployments().Informer()
+	w.statefulsets = f.Apps().V1().StatefulSets().Informer()
+	if _, err := w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) { w.enqueueNode(obj) },
+		UpdateFunc: func(old, obj any) {
+			if !maps.Equal(labelsOf(old), labelsOf(obj)) {
+				w.enqueueNode(obj)
+			}
+		},
+		DeleteFunc: func(obj any) { w.enqueueNode(obj) },
+	}); err != nil {
+		return nil, err
+	}
+	for kind, inf := range map[string]cache.SharedIndexInformer{"Pod": w.pods, "Job": w.jobs, "Deployment": w.deployments, "StatefulSet": w.statefulsets} {
+		h := func(obj any) { w.enqueueWorkload(kind, obj) }
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h,
+			UpdateFunc: func(_, obj any) { h(obj) }, DeleteFunc: h}); err != nil {
+			return nil, err
+		}
+	}
+	f.Start(ctx.Done())
+	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("drift: watch %v: the first list did not complete", typ)
+		}
+	}
+	return w, nil
+}
+
+// ensure runs a metadata informer for each resource of the desired state (and stops those of
+// resources no longer applied), waiting for the first lists.
+func (w *watches) ensure(ctx context.Context, ds *desiredState) error {
+	w.mu.Lock()
+	if w.partOf != ds.partOf { // another inventory: select again
+		for gvr, mw := range w.meta {
+			mw.stop()
+			delete(w.meta, gvr)
+		}
+		w.partOf = ds.partOf
+	}
+	var started []*metaWatch
+	for gvr, gk := range ds.gvrs {
+		if w.meta[gvr] != nil {
+			continue
+		}
+		mw := w.startMeta(ctx, gvr, gk, ds.partOf)
+		w.meta[gvr] = mw
+		started = append(started, mw)
+	}
+	for gvr, mw := range w.meta {
+		if _, ok := ds.gvrs[gvr]; !ok {
+			mw.stop()
+			delete(w.meta, gvr)
+		}
+	}
+	w.mu.Unlock()
+	for _, mw := range started {
+		wait, cancel := context.WithTimeout(ctx, time.Minute)
+		ok := cache.WaitForCacheSync(wait.Done(), mw.informer.HasSynced)
+		cancel()
+		if !ok {
+			return fmt.Errorf("drift: watch %s: the first list did not complete", mw.gk)
+		}
+	}
+	return nil
+}
+
+func (w *watches) startMeta(ctx context.Context, gvr schema.GroupVersionResource, gk schema.GroupKind, partOf string) *metaWatch {
+	inf := metadatainformer.NewFilteredMetadataInformer(w.d.meta, gvr, metav1.NamespaceAll, 0,
+		cache.Indexers{uidIndex: func(obj any) ([]string, error) {
+			m, err := metaOf(obj)
+			if err != nil {
+				return nil, err
+			}
+			return []string{string(m.GetUID())}, nil
+		}},
+		func(o *metav1.ListOptions) { o.LabelSelector = keys.ApplySetPartOf + "=" + partOf }).Informer()
+	_ = inf.SetTransform(func(obj any) (any, error) {
+		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
+			m.ManagedFields = nil // fetched fresh when a field is attributed
+		}
+		return obj, nil
+	})
+	key := func(obj any) string {
+		m, err := metaOf(obj)
+		if err != nil {
+			return ""
+		}
+		return "o:" + objectKey(gk.Group, gk.Kind, m.GetNamespace(), m.GetName())
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(obj any, initial bool) {
+			if !initial { // the first list is evaluated by the full pass after each sync
+				w.d.queue.Add(key(obj))
+			}
+		},
+		UpdateFunc: func(old, obj any) {
+			if specOrMetaChanged(old, obj) {
+				w.d.queue.Add(key(obj))
+			}
+		},
+		DeleteFunc: func(obj any) { w.d.queue.Add(key(obj)) },
+	})
+	ctx, cancel := context.WithCancel(ctx)
+	go inf.Run(ctx.Done())
+	return &metaWatch{informer: inf, gk: gk, stop: cancel}
+}
+
+// specOrMetaChanged tells an update worth evaluating: a new generation (the spec changed),
+// other labels or annotations, or any change of an object that has no generation. Status
+// updates of Jobs and Deployments are skipped without a request.
+func specOrMetaChanged(old, obj any) bool {
+	a, errA := metaOf(old)
+	b, errB := metaOf(obj)
+	if errA != nil || errB != nil {
+		return true
+	}
+	if b.GetGeneration() == 0 {
+		return a.GetResourceVersion() != b.GetResourceVersion()
+	}
+	return a.GetGeneration() != b.GetGeneration() || !maps.Equal(a.GetLabels(), b.GetLabels()) ||
+		!maps.Equal(a.GetAnnotations(), b.GetAnnotations()) || (a.GetDeletionTimestamp() == nil) != (b.GetDeletionTimestamp() == nil)
+}
+
+// managedUID reports whether a UID belongs to an object gpuctl applied.
+func (w *watches) managedUID(uid string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, mw := range w.meta {
+		if objs, err := mw.informer.GetIndexer().ByIndex(uidIndex, uid); err == nil && len(objs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// exists reports whether the metadata cache holds a managed object (false when its kind is
+// not watched yet).
+func (w *watches) exists(gvr schema.GroupVersionResource, namespace, name string) (found, watched bool) {
+	w.mu.Lock()
+	mw := w.meta[gvr]
+	w.mu.Unlock()
+	if mw == nil {
+		return false, false
+	}
+	key := name
+	if namespace != "" {
+		key = namespace + "/" + name
+	}
+	_, found, _ = mw.informer.GetIndexer().GetByKey(key)
+	return found, true
+}
+
+func (w *watches) enqueueNode(obj any) {
+	if m, err := metaOf(obj); err == nil {
+		w.d.queue.Add("n:" + m.GetName())
+	}
+}
+
+// enqueueWorkload queues a workload that requests GPUs, or that was reported before.
+func (w *watches) enqueueWorkload(kind string, obj any) {
+	m, err := metaOf(obj)
+	if err != nil {
+		return
+	}
+	key := kind + "/" + m.GetNamespace() + "/" + m.GetName()
+	if gpusOf(obj) > 0 || w.d.hasShadow(key) {
+		w.d.queue.Add("s:" + key)
+	}
+}
+
+// metaOf reads the metadata of an informer's object, or of a tombstone.
+func metaOf(obj any) (metav1.Object, error) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("drift: unexpected object %T", obj)
+	}
+	return m, nil
+}
+
+func labelsOf(obj any) map[string]string {
+	if m, err := metaOf(obj); err == nil {
+		return m.GetLabels()
+	}
+	return nil
+}
+
+// slim trims the typed informers' objects to what drift detection reads: a cluster's pods
+// and jobs would otherwise be held whole.
+func slim(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.Node:
+		o.Status = corev1.NodeStatus{}
+		o.Spec = corev1.NodeSpec{}
+		return o, nil
+	case *corev1.Pod:
+		return &corev1.Pod{ObjectMeta: slimMeta(o.ObjectMeta), Spec: corev1.PodSpec{NodeName: o.Spec.NodeName,
+			Containers: slimContainers(o.Spec.Containers)}, Status: corev1.PodStatus{Phase: o.Status.Phase}}, nil
+	case *batchv1.Job:
+		j := &batchv1.Job{ObjectMeta: slimMeta(o.ObjectMeta), Spec: batchv1.JobSpec{Parallelism: o.Spec.Parallelism,
+			Template: slimTemplate(o.Spec.Template)}}
+		for _, c := range o.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: c.Type, Status: c.Status})
+			}
+		}
+		return j, nil
+	case *appsv1.Deployment:
+		return &appsv1.Deployment{ObjectMeta: slimMeta(o.ObjectMeta), Spec: appsv1.DeploymentSpec{Replicas: o.Spec.Replicas,
+			Template: slimTemplate(o.Spec.Template)}}, nil
+	case *appsv1.StatefulSet:
+		return &appsv1.StatefulSet{ObjectMeta: slimMeta(o.ObjectMeta), Spec: appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas,
+			Template: slimTemplate(o.Spec.Template)}}, nil
+	}
+	return obj, nil
+}
+
+// slimMeta keeps identity, labels, owners, the drift annotation, and the manager that created
+// the object (its first managedFields entry outside status), without its field set.
+func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, Labels: m.Labels, OwnerReferences: m.OwnerReferences}
+	if v, ok := m.Annotations[keys.Drift]; ok {
+		out.Annotations = map[string]string{keys.Drift: v}
+	}
+	var first *metav1.ManagedFieldsEntry
+	for i := range m.ManagedFields {
+		e := &m.ManagedFields[i]
+		if e.Subresource != "" || e.Time == nil {
+			continue
+		}
+		if first == nil || e.Time.Before(first.Time) {
+			first = e
+		}
+	}
+	if first != nil {
+		out.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: first.Manager, Operation: first.Operation, Time: first.Time}}
+	}
+	return out
+}
+
+func slimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: slimContainers(t.Spec.Containers)}}
+}
+
+// slimContainers keeps the GPU requests and limits of each container.
+func slimContainers(cs []corev1.Container) []corev1.Container {
+	var out []corev1.Container
+	for _, c := range cs {
+		r := corev1.ResourceRequirements{}
+		if q, ok := c.Resources.Limits[keys.ResourceGPU]; ok {
+			r.Limits = corev1.ResourceList{keys.ResourceGPU: q}
+		}
+		if q, ok := c.Resources.Requests[keys.ResourceGPU]; ok {
+			r.Requests = corev1.ResourceList{keys.ResourceGPU: q}
+		}
+		if r.Limits != nil || r.Requests != nil {
+			out = append(out, corev1.Container{Name: c.Name, Resources: r})
+		}
+	}
+	return out
+}
