@@ -33,8 +33,9 @@ func (h *harness) shadowJob(ns, name string, gpus int64) {
 // a GPU Job that is not in Git. Server defaults and status updates (a Job running to
 // completion) are never drift; g8s.host/drift: ignore silences an object.
 func TestReportMode(t *testing.T) {
-	ns := "drift-report"
-	h := newHarness(t, "report", detector.Options{Mode: detector.ModeReport}, files(ns, "report-pool", "gpu-t4-0"))
+	run := uniq()
+	ns := "drift-report-" + run
+	h := newHarness(t, "report-"+run, detector.Options{Mode: detector.ModeReport}, files(ns, "report-pool", "gpu-t4-0"))
 	h.unlabel("gpu-t4-0")
 
 	// No false drift while the Job runs to completion and controllers fill in status.
@@ -130,8 +131,9 @@ func TestReportMode(t *testing.T) {
 // TestCorrectMode: an edit is reverted and a deleted object recreated, each recorded as
 // corrected; a node label is put back; a shadow workload is only reported.
 func TestCorrectMode(t *testing.T) {
-	ns := "drift-correct"
-	h := newHarness(t, "correct", detector.Options{Mode: detector.ModeCorrect}, files(ns, "correct-pool", "gpu-a100-1"))
+	run := uniq()
+	ns := "drift-correct-" + run
+	h := newHarness(t, "correct-"+run, detector.Options{Mode: detector.ModeCorrect}, files(ns, "correct-pool", "gpu-a100-1"))
 	h.unlabel("gpu-a100-1")
 
 	start := time.Now()
@@ -171,8 +173,9 @@ func TestCorrectMode(t *testing.T) {
 
 // TestDeleteShadow: with --drift-delete-shadow a GPU Job that is not in Git is deleted.
 func TestDeleteShadow(t *testing.T) {
-	ns := "drift-shadow"
-	h := newHarness(t, "shadow", detector.Options{Mode: detector.ModeCorrect, DeleteShadow: true}, map[string]string{
+	run := uniq()
+	ns := "drift-shadow-" + run
+	h := newHarness(t, "shadow-"+run, detector.Options{Mode: detector.ModeCorrect, DeleteShadow: true}, map[string]string{
 		"web.yaml": "kind: compute\nversion: v0.1\njob: {name: web, namespace: " + ns + "}\nenvironment: {image: nginx}\nservice: {replicas: 1}\n"}, ns)
 	h.shadowJob(ns, "sneaky", 1)
 	h.poll("the shadow job deleted", func() (bool, string) {
@@ -196,8 +199,9 @@ func TestDeleteShadow(t *testing.T) {
 // differs from the node labeler's are reported; a field written by a controller (replicas
 // through the scale subresource, as an HPA does) is not drift.
 func TestPoolsAndControllers(t *testing.T) {
-	ns := "drift-pools"
-	h := newHarness(t, "pools", detector.Options{Mode: detector.ModeReport}, map[string]string{
+	run := uniq()
+	ns := "drift-pools-" + run
+	h := newHarness(t, "pools-"+run, detector.Options{Mode: detector.ModeReport}, map[string]string{
 		"pool.yaml": "kind: pool\nversion: v0.1\nmetadata: {name: pools-pool}\nnodes:\n  gpu-h100-0: {gpu-type: H100-94G}\n  ghost-node: {}\n",
 		"web.yaml":  "kind: compute\nversion: v0.1\njob: {name: web, namespace: " + ns + "}\nenvironment: {image: nginx}\nservice: {replicas: 1}\n"}, ns)
 	h.unlabel("gpu-h100-0")

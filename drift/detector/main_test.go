@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,9 @@ import (
 )
 
 func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})) }
+
+// uniq tells apart the namespaces of repeated runs (go test -count=N) on one cluster.
+func uniq() string { return strconv.FormatInt(time.Now().UnixNano()%1e7, 36) }
 
 // harness runs a daemon with a drift detector over a directory, in a system namespace of its
 // own, as gpuctl-reconciler wires them.
