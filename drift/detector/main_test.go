@@ -36,7 +36,7 @@ func uniq() string { return strconv.FormatInt(time.Now().UnixNano()%1e7, 36) }
 // harness runs a daemon with a drift detector over a directory, in a system namespace of its
 // own, as gpuctl-reconciler wires them.
 type harness struct {
-	t       *testing.T
+	t       testing.TB
 	ctx     context.Context
 	dir     string
 	ns      string
@@ -48,9 +48,9 @@ type harness struct {
 	metrics *daemon.Metrics
 }
 
-func newHarness(t *testing.T, name string, opts detector.Options, files map[string]string, namespaces ...string) *harness {
+func newHarness(t testing.TB, name string, opts detector.Options, files map[string]string, namespaces ...string) *harness {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute) // a soak runs 10 minutes
 	t.Cleanup(cancel)
 	h := &harness{t: t, ctx: ctx, dir: t.TempDir(), ns: "sys-" + name}
 	for f, c := range files {
