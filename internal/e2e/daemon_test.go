@@ -14,12 +14,15 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
 // TestReconcilerBinary runs the real gpuctl-reconciler against a directory: it syncs, records
 // its status, serves health, metrics and the API (401 without a token), and `gpuctl sync` gets
-// its answer.
+// its answer; a kubectl-edit then shows in `gpuctl drift`, /api/v1/drift, /metrics and the web
+// page.
 func TestReconcilerBinary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -92,6 +95,48 @@ func TestReconcilerBinary(t *testing.T) {
 	out, errOut, code := gpuctl(t, "sync", "-n", "bin-system", "--timeout", "30s")
 	if code != 0 || !strings.Contains(out, "Succeeded") {
 		t.Fatalf("gpuctl sync: exit %d\n%s\n%s", code, out, errOut)
+	}
+
+	// Drift: a kubectl-edit shows in gpuctl drift, /api/v1/drift, /metrics and the web page.
+	kube := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
+	if _, err := kube.AppsV1().Deployments("default").Patch(ctx, "bin-web", types.MergePatchType, []byte(`{"spec":{"replicas":2}}`),
+		metav1.PatchOptions{FieldManager: "kubectl-edit"}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(30 * time.Second)
+	for {
+		out, errOut, code = gpuctl(t, "drift", "-n", "bin-system", "--exit-code")
+		if code == 1 && strings.Contains(out, "kubectl-edit") && strings.Contains(out, "spec.replicas: 2 (Git: 1)") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gpuctl drift never reported the edit: exit %d\n%s\n%s", code, out, errOut)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, c := range []struct {
+		path, token string
+		code        int
+		body        string
+	}{
+		{"/api/v1/drift", "s3cret", 200, `"manager": "kubectl-edit"`},
+		{"/metrics", "", 200, `gpuctl_drift_objects{category="modified",kind="Deployment"} 1`},
+		{"/", "", 401, ""},
+	} {
+		if code, body := get(c.path, c.token); code != c.code || !strings.Contains(body, c.body) {
+			t.Errorf("GET %s (token %q): %d %.300s; want %d containing %s", c.path, c.token, code, body, c.code, c.body)
+		}
+	}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/", nil)
+	req.SetBasicAuth("ops", "s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.Contains(string(page), "kubectl-edit") || !strings.Contains(string(page), "bin-web") {
+		t.Errorf("GET / with basic auth: %d %.500s", resp.StatusCode, page)
 	}
 }
 
