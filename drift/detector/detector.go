@@ -178,6 +178,7 @@ func (d *Detector) EndSync(applied bool, revision string, desired []*unstructure
 	d.mu.Lock()
 	if ds != nil {
 		d.desired = ds
+		clear(d.attempts) // the loop guard starts again with each sync
 	}
 	if d.desired != nil {
 		d.paused = false

@@ -256,3 +256,41 @@ func toInt(v any) int64 {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestCorrectionLoopGuard: a writer that changes a field back after every correction is
+// fought five times, then left alone, and the report says why.
+func TestCorrectionLoopGuard(t *testing.T) {
+	run := uniq()
+	ns := "drift-guard-" + run
+	h := newHarness(t, "guard-"+run, detector.Options{Mode: detector.ModeCorrect}, map[string]string{
+		"web.yaml": "kind: compute\nversion: v0.1\njob: {name: web, namespace: " + ns + "}\nenvironment: {image: nginx}\nservice: {replicas: 1}\n"}, ns)
+	for i := 0; ; i++ {
+		h.edit("deployments", ns, "web", `{"spec":{"replicas":4}}`)
+		stopped := false
+		h.poll("a correction or the guard", func() (bool, string) {
+			r, _, _ := h.det.Current()
+			if it := item(r, drift.Modified, "Deployment", "web"); it != nil && it.Correction == "stopped" {
+				stopped = true
+				return true, ""
+			}
+			d, err := h.kube.AppsV1().Deployments(ns).Get(h.ctx, "web", metav1.GetOptions{})
+			return err == nil && *d.Spec.Replicas == 1, "neither"
+		})
+		if stopped {
+			if i != 5 {
+				t.Fatalf("the guard stopped after %d corrections, want 5", i)
+			}
+			break
+		}
+		if i == 6 {
+			t.Fatal("corrected more than 5 times in a row")
+		}
+	}
+	r, _, _ := h.det.Current()
+	if it := item(r, drift.Modified, "Deployment", "web"); !strings.Contains(it.Error, "changed back") || !strings.Contains(it.Error, "kubectl-edit") {
+		t.Fatalf("item %+v", it)
+	}
+	if d, _ := h.kube.AppsV1().Deployments(ns).Get(h.ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 4 {
+		t.Fatalf("corrected after the guard stopped: replicas %d", *d.Spec.Replicas)
+	}
+}
