@@ -42,6 +42,10 @@ grep -E 'synced|not applied|starting' "$demo/reconciler.log" | tail -5
 bold "gpuctl diff examples/ (nothing left to do)"
 bin/gpuctl diff examples/ || true
 
+bold "gpuctl drift (where the cluster differs from Git; nothing yet)"
+sleep 1 # the first report is written within a quarter of a second of the first sync
+bin/gpuctl drift || true
+
 bold "the API: GET /api/v1/jobs (bearer token in $demo/tokens)"
 curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:8089/api/v1/jobs?pageSize=5" | head -c 1200; echo
 
@@ -54,6 +58,8 @@ Try next:
   bin/gpuctl status                      # revision, result, summary
   bin/gpuctl diff examples/              # what a sync would change
   bin/gpuctl sync                        # ask the daemon to sync now, wait for the result
+  bin/gpuctl drift                       # after a hand edit (kubectl edit/scale/label): who changed what
+  open http://demo:$token@127.0.0.1:8089/   # the web page: status, drift, GPUs vs quota (Basic auth: the token)
   curl -H "Authorization: Bearer $token" http://127.0.0.1:8089/api/v1/pools
   git checkout examples/                 # undo your edits
   make demo-down                         # stop the reconciler and the cluster
