@@ -5,11 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/gpuctl/gpuctl/internal/configmap"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -75,17 +74,5 @@ func (s *Store) Write(ctx context.Context, r Report, history []Entry) error {
 		return err
 	}
 	data := map[string]string{keys.DriftReportKey: string(rb), keys.DriftHistoryKey: string(hb)}
-	patch, _ := json.Marshal(map[string]any{"data": data})
-	cms := s.Kube.CoreV1().ConfigMaps(s.Namespace)
-	_, err = cms.Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: keys.ReconcilerFieldManager})
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace,
-		Labels: map[string]string{keys.ManagedBy: keys.ManagedByValue}}, Data: data}
-	_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: keys.ReconcilerFieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		_, err = cms.Patch(ctx, s.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: keys.ReconcilerFieldManager})
-	}
-	return err
+	return configmap.WriteData(ctx, s.Kube, s.Namespace, s.Name, data, nil)
 }

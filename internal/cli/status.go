@@ -11,19 +11,14 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // storeFor builds the status store from the kubeconfig flags.
 func storeFor(ko *KubeOptions, namespace string) (*daemon.Store, error) {
-	cfg, err := ko.RESTConfig()
+	kube, err := kubeClient(ko)
 	if err != nil {
 		return nil, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, &ExitError{Code: ExitTrouble, Err: err}
 	}
 	return daemon.NewStore(kube, namespace), nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/gpuctl/gpuctl/internal/configmap"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -46,22 +47,7 @@ func (s *Store) Read(ctx context.Context) (Status, string, error) {
 // Write records the status, creating the ConfigMap (and its namespace) when missing. It does
 // not touch the request annotation.
 func (s *Store) Write(ctx context.Context, st Status) error {
-	cms := s.Kube.CoreV1().ConfigMaps(s.Namespace)
-	patch := fmt.Sprintf(`{"data":{%q:%q}}`, keys.StatusKey, st.Marshal())
-	_, err := cms.Patch(ctx, s.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{FieldManager: keys.ReconcilerFieldManager})
-	if !apierrors.IsNotFound(err) {
-		return err
-	}
-	if err := s.ensureNamespace(ctx); err != nil {
-		return err
-	}
-	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace,
-		Labels: map[string]string{keys.ManagedBy: keys.ManagedByValue}}, Data: map[string]string{keys.StatusKey: st.Marshal()}}
-	_, err = cms.Create(ctx, cm, metav1.CreateOptions{FieldManager: keys.ReconcilerFieldManager})
-	if apierrors.IsAlreadyExists(err) {
-		return s.Write(ctx, st)
-	}
-	return err
+	return configmap.WriteData(ctx, s.Kube, s.Namespace, s.Name, map[string]string{keys.StatusKey: st.Marshal()}, s.ensureNamespace)
 }
 
 func (s *Store) ensureNamespace(ctx context.Context) error {
