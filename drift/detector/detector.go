@@ -14,6 +14,7 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
@@ -65,6 +66,7 @@ var DefaultIgnoreManagers = []string{"kube-controller-manager"}
 type Detector struct {
 	opts Options
 	meta metadata.Interface
+	dyn  dynamic.Interface
 
 	queue workqueue.TypedRateLimitingInterface[string]
 
@@ -108,7 +110,11 @@ func New(opts Options) (*Detector, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Detector{opts: opts, meta: mc, paused: true, items: map[string]drift.Item{},
+	dyn, err := dynamic.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	d := &Detector{opts: opts, meta: mc, dyn: dyn, paused: true, items: map[string]drift.Item{},
 		history: drift.History{Max: opts.HistorySize}, attempts: map[string][]time.Time{}, correcting: map[string]drift.Change{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](250*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "gpuctl-drift"})}

@@ -211,6 +211,19 @@ func TestPoolsAndControllers(t *testing.T) {
 	if it := item(r, drift.GPUType, "Node", "gpu-h100-0"); !strings.Contains(it.Message, "h100-94g") || !strings.Contains(it.Message, "h100-80g") {
 		t.Errorf("gpu-type item %+v", it)
 	}
+	// A GPU pod placed on a pool node by hand, in a namespace gpuctl does not manage.
+	rl := corev1.ResourceList{keys.ResourceGPU: resource.MustParse("2")}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "squatter-" + run, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: "gpu-h100-0", Containers: []corev1.Container{{Name: "c", Image: "x",
+			Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}
+	if _, err := h.kube.CoreV1().Pods("default").Create(h.ctx, pod, metav1.CreateOptions{FieldManager: "kubectl-run"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = h.kube.CoreV1().Pods("default").Delete(h.ctx, pod.Name, metav1.DeleteOptions{}) })
+	r, _ = h.waitReport("the pod on the pool node", has(drift.Shadow, "Pod", pod.Name))
+	if it := item(r, drift.Shadow, "Pod", pod.Name); it.GPUs != 2 || it.Manager != "kubectl-run" || !strings.Contains(it.Message, "on node gpu-h100-0 of pool pools-pool") {
+		t.Errorf("pod item %+v", it)
+	}
 	scale, err := h.kube.AppsV1().Deployments(ns).GetScale(h.ctx, "web", metav1.GetOptions{})
 	if err != nil {
 		t.Fatal(err)

@@ -13,22 +13,17 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/dynamic"
 )
 
 // evaluateAll compares everything once: the applied objects (one paged LIST per resource,
 // compared locally; only those that differ are evaluated one by one), the pool nodes and the
 // workloads that request GPUs. It runs after each sync and every Resync.
 func (d *Detector) evaluateAll(ctx context.Context, ds *desiredState) error {
-	dyn, err := dynamic.NewForConfig(d.opts.Config)
-	if err != nil {
-		return err
-	}
 	seen := make(map[string]bool, len(ds.objects))
 	for gvr, gk := range ds.gvrs {
 		opts := metav1.ListOptions{LabelSelector: keys.ApplySetPartOf + "=" + ds.partOf, Limit: 500}
 		for {
-			l, err := dyn.Resource(gvr).List(ctx, opts)
+			l, err := d.dyn.Resource(gvr).List(ctx, opts)
 			if err != nil {
 				return fmt.Errorf("list %s: %w", gk, err)
 			}
