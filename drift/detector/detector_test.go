@@ -66,12 +66,18 @@ func TestReportMode(t *testing.T) {
 		t.Fatalf("quota item %+v", it)
 	}
 
+	h.edit("jobs", ns, "train", `{"spec":{"backoffLimit":5}}`)
+	r, _ = h.waitReport("the edited Job", has(drift.Modified, "Job", "train"))
+	if it := item(r, drift.Modified, "Job", "train"); it.Fields[0].Path != "spec.backoffLimit" || it.Manager != "kubectl-edit" || toInt(it.Fields[0].Live) != 5 {
+		t.Fatalf("job item %+v", it)
+	}
 	if err := h.kube.BatchV1().Jobs(ns).Delete(h.ctx, "train", metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)}); err != nil {
 		t.Fatal(err)
 	}
 	h.waitReport("the deleted Job", func(r drift.Report) bool {
 		it := item(r, drift.Deleted, "Job", "train")
-		return it != nil && strings.Contains(it.Message, "deleted from the cluster") && it.Source == "train.yaml"
+		return it != nil && strings.Contains(it.Message, "deleted from the cluster") && it.Source == "train.yaml" &&
+			item(r, drift.Modified, "Job", "train") == nil // one item per object: deleted replaces modified
 	})
 
 	h.edit("nodes", "", "gpu-t4-0", `{"metadata":{"labels":{"g8s.host/pool":"stolen"}}}`)

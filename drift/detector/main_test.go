@@ -184,6 +184,8 @@ func (h *harness) edit(resource, ns, name, patch string) {
 	switch resource {
 	case "deployments":
 		_, err = h.kube.AppsV1().Deployments(ns).Patch(h.ctx, name, pt, []byte(patch), opts)
+	case "jobs":
+		_, err = h.kube.BatchV1().Jobs(ns).Patch(h.ctx, name, pt, []byte(patch), opts)
 	case "resourcequotas":
 		_, err = h.kube.CoreV1().ResourceQuotas(ns).Patch(h.ctx, name, pt, []byte(patch), opts)
 	case "nodes":
