@@ -82,6 +82,8 @@ type Detector struct {
 	attempts map[string][]time.Time // corrections per item key, for the loop guard
 	// correcting: items gpuctl repaired whose resolution is awaited (Corrected, ShadowDeleted)
 	correcting map[string]drift.Change
+	// pending are the object keys a sync left possibly different, evaluated after it
+	pending []string
 
 	w *watches
 }
@@ -171,10 +173,20 @@ func (d *Detector) BeginSync() {
 	d.mu.Unlock()
 }
 
-// EndSync resumes evaluation; with applied, against the objects of revision.
-func (d *Detector) EndSync(applied bool, revision string, desired []*unstructured.Unstructured, _ *reconciler.Plan) {
+// EndSync resumes evaluation; with desired, against the objects of revision. The objects in
+// pending may differ from them; the others were just applied and are evaluated only when
+// they change (or at the next Resync).
+func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, pending []reconciler.ObjectRef) {
 	var ds *desiredState
-	if applied {
+	d.mu.Lock()
+	same := d.desired != nil && desired != nil && d.desired.digest == reconciler.Digest(desired)
+	if same { // the same objects (a sync of an unchanged revision): keep the index
+		copied := *d.desired
+		copied.revision = revision
+		ds = &copied
+	}
+	d.mu.Unlock()
+	if desired != nil && !same {
 		var err error
 		if ds, err = newDesiredState(revision, desired, d.opts.Engine); err != nil {
 			d.opts.Log.Error("drift: index the applied objects", "err", err)
@@ -185,6 +197,10 @@ func (d *Detector) EndSync(applied bool, revision string, desired []*unstructure
 	if ds != nil {
 		d.desired = ds
 		clear(d.attempts) // the loop guard starts again with each sync
+		d.pending = d.pending[:0]
+		for _, r := range pending {
+			d.pending = append(d.pending, "o:"+objectKey(r.Group, r.Kind, r.Namespace, r.Name))
+		}
 	}
 	if d.desired != nil {
 		d.paused = false
@@ -234,7 +250,8 @@ func (d *Detector) state(ctx context.Context) *desiredState {
 	return d.desired
 }
 
-// The queue's keys: keyAll (re-evaluate everything), keyWatch (start watches, then keyAll),
+// The queue's keys: keyAll (re-evaluate everything), keyWatch (after a sync: start watches
+// for new kinds, then evaluate what the sync left pending, the nodes and the workloads),
 // "o:<objectKey>", "n:<node>", "s:<kind>/<namespace>/<name>".
 const (
 	keyAll   = "all"
@@ -272,9 +289,9 @@ func (d *Detector) evaluate(ctx context.Context, ds *desiredState, key string) e
 		if err := d.w.ensure(ctx, ds); err != nil {
 			return err
 		}
-		return d.evaluateAll(ctx, ds)
+		return d.evaluateAll(ctx, ds, false)
 	case key == keyAll:
-		return d.evaluateAll(ctx, ds)
+		return d.evaluateAll(ctx, ds, true)
 	case len(key) > 2 && key[:2] == "o:":
 		return d.evalObject(ctx, ds, key[2:])
 	case len(key) > 2 && key[:2] == "n:":

@@ -15,10 +15,63 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// evaluateAll compares everything once: the applied objects (one paged LIST per resource,
-// compared locally; only those that differ are evaluated one by one), the pool nodes and the
-// workloads that request GPUs. It runs after each sync and every Resync.
-func (d *Detector) evaluateAll(ctx context.Context, ds *desiredState) error {
+// evaluateAll compares everything once: the applied objects, the pool nodes and the
+// workloads that request GPUs. With full (every Resync) the applied objects are listed, one
+// paged LIST per resource compared locally, and only those that differ are evaluated one by
+// one; after a sync (full false) only the objects it left pending are, since it applied the
+// others.
+func (d *Detector) evaluateAll(ctx context.Context, ds *desiredState, full bool) error {
+	if full {
+		if err := d.listObjects(ctx, ds); err != nil {
+			return err
+		}
+	} else {
+		d.mu.Lock()
+		pending := d.pending
+		d.pending = nil
+		d.mu.Unlock()
+		for _, key := range pending {
+			d.queue.Add(key)
+		}
+	}
+	for _, key := range d.staleKeys(ds) {
+		d.resolve(key, "")
+	}
+	for name := range ds.nodes {
+		d.queue.Add("n:" + name)
+	}
+	for _, obj := range d.w.nodes.GetStore().List() {
+		if m, err := metaOf(obj); err == nil {
+			if _, ok := m.GetLabels()[keys.Pool]; ok {
+				d.queue.Add("n:" + m.GetName())
+			}
+		}
+	}
+	for _, key := range d.shadowKeys() {
+		d.queue.Add(key)
+	}
+	d.reportedKeys(func(it drift.Item) { // re-check what is reported: it may be gone
+		if it.Category == drift.Modified || it.Category == drift.Deleted {
+			d.queue.Add("o:" + objectKeyOf(it.Object))
+			return
+		}
+		switch it.Category {
+		case drift.NodeLabel, drift.NodeMissing, drift.GPUType:
+			d.queue.Add("n:" + it.Object.Name)
+		case drift.Shadow:
+			d.queue.Add("s:" + it.Object.Kind + "/" + it.Object.Namespace + "/" + it.Object.Name)
+		}
+	})
+	d.mu.Lock()
+	d.evalAt = time.Now().UTC()
+	d.dirty = true
+	d.mu.Unlock()
+	return nil
+}
+
+// listObjects lists the applied objects and queues those that differ from Git, are missing,
+// or lost their inventory label.
+func (d *Detector) listObjects(ctx context.Context, ds *desiredState) error {
 	seen := make(map[string]bool, len(ds.objects))
 	for gvr, gk := range ds.gvrs {
 		opts := metav1.ListOptions{LabelSelector: keys.ApplySetPartOf + "=" + ds.partOf, Limit: 500}
@@ -55,35 +108,16 @@ func (d *Detector) evaluateAll(ctx context.Context, ds *desiredState) error {
 			d.queue.Add("o:" + key) // deleted, or no longer labelled as a member
 		}
 	}
-	for _, key := range d.staleKeys(ds) {
-		d.resolve(key, "")
-	}
-	for name := range ds.nodes {
-		d.queue.Add("n:" + name)
-	}
-	for _, obj := range d.w.nodes.GetStore().List() {
-		if m, err := metaOf(obj); err == nil {
-			if _, ok := m.GetLabels()[keys.Pool]; ok {
-				d.queue.Add("n:" + m.GetName())
-			}
-		}
-	}
-	for _, key := range d.shadowKeys() {
-		d.queue.Add(key)
-	}
-	d.reportedKeys(func(it drift.Item) { // re-check what is reported: it may be gone
-		switch it.Category {
-		case drift.NodeLabel, drift.NodeMissing, drift.GPUType:
-			d.queue.Add("n:" + it.Object.Name)
-		case drift.Shadow:
-			d.queue.Add("s:" + it.Object.Kind + "/" + it.Object.Namespace + "/" + it.Object.Name)
-		}
-	})
-	d.mu.Lock()
-	d.evalAt = time.Now().UTC()
-	d.dirty = true
-	d.mu.Unlock()
 	return nil
+}
+
+// objectKeyOf is the objectKey of a reported object.
+func objectKeyOf(r drift.Ref) string {
+	group, _, found := strings.Cut(r.APIVersion, "/")
+	if !found {
+		group = ""
+	}
+	return objectKey(group, r.Kind, r.Namespace, r.Name)
 }
 
 // staleKeys are the reported object items whose objects are no longer applied.
@@ -93,12 +127,7 @@ func (d *Detector) staleKeys(ds *desiredState) []string {
 		if it.Category != drift.Modified && it.Category != drift.Deleted {
 			return
 		}
-		gv := strings.SplitN(it.Object.APIVersion, "/", 2)
-		group := ""
-		if len(gv) == 2 {
-			group = gv[0]
-		}
-		if ds.objects[objectKey(group, it.Object.Kind, it.Object.Namespace, it.Object.Name)] == nil {
+		if ds.objects[objectKeyOf(it.Object)] == nil {
 			out = append(out, it.Key())
 		}
 	})

@@ -3,6 +3,7 @@ package detector
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/drift"
@@ -33,12 +34,9 @@ func replicas(p *int32) int64 {
 	return int64(*p)
 }
 
-// gpusOf is the number of GPUs a workload holds or will hold: pods that have not terminated,
-// jobs that have not finished, deployments and statefulsets by their replicas.
-func gpusOf(obj any) int64 {
-	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
-		obj = t.Obj
-	}
+// workloadGPUs is the number of GPUs a workload holds or will hold: pods that have not
+// terminated, jobs that have not finished, deployments and statefulsets by their replicas.
+func workloadGPUs(obj any) int64 {
 	switch o := obj.(type) {
 	case *corev1.Pod:
 		if o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
@@ -46,8 +44,10 @@ func gpusOf(obj any) int64 {
 		}
 		return podGPUs(o.Spec.Containers)
 	case *batchv1.Job:
-		if len(o.Status.Conditions) > 0 { // slim keeps only Complete or Failed, when true
-			return 0
+		for _, c := range o.Status.Conditions {
+			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+				return 0
+			}
 		}
 		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Parallelism)
 	case *appsv1.Deployment:
@@ -56,6 +56,16 @@ func gpusOf(obj any) int64 {
 		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Replicas)
 	}
 	return 0
+}
+
+// gpusOf reads the GPUs that slim recorded on a cached workload.
+func gpusOf(obj any) int64 {
+	m, err := metaOf(obj)
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.ParseInt(m.GetAnnotations()[gpusKey], 10, 64)
+	return n
 }
 
 var workloadAPIVersion = map[string]string{"Pod": "v1", "Job": "batch/v1", "Deployment": "apps/v1", "StatefulSet": "apps/v1"}
@@ -133,7 +143,7 @@ func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj 
 			return "", false
 		}
 	}
-	node := obj.(*corev1.Pod).Spec.NodeName
+	node := m.GetAnnotations()[nodeKey]
 	if n, ok := ds.nodes[node]; ok && node != "" {
 		where := "on node " + node + " of pool " + n.pool
 		if owner != nil {

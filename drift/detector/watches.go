@@ -3,7 +3,10 @@ package detector
 import (
 	"context"
 	"fmt"
+	"hash/fnv"
 	"maps"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -124,12 +127,7 @@ func (w *watches) startMeta(ctx context.Context, gvr schema.GroupVersionResource
 			return []string{string(m.GetUID())}, nil
 		}},
 		func(o *metav1.ListOptions) { o.LabelSelector = keys.ApplySetPartOf + "=" + partOf }).Informer()
-	_ = inf.SetTransform(func(obj any) (any, error) {
-		if m, ok := obj.(*metav1.PartialObjectMetadata); ok {
-			m.ManagedFields = nil // fetched fresh when a field is attributed
-		}
-		return obj, nil
-	})
+	_ = inf.SetTransform(slimMetadata)
 	key := func(obj any) string {
 		m, err := metaOf(obj)
 		if err != nil {
@@ -155,6 +153,29 @@ func (w *watches) startMeta(ctx context.Context, gvr schema.GroupVersionResource
 	return &metaWatch{informer: inf, gk: gk, stop: cancel}
 }
 
+// metaHashKey holds, in the metadata cache, a hash of an object's labels and annotations:
+// enough to tell that they changed, at a fraction of their size.
+const metaHashKey = "gpuctl.internal/meta-hash"
+
+// slimMetadata keeps what the metadata cache needs: identity, generation, deletion, and the
+// hash of labels and annotations (managedFields are fetched fresh when a field is attributed).
+func slimMetadata(obj any) (any, error) {
+	m, ok := obj.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return obj, nil
+	}
+	h := fnv.New64a()
+	for _, kv := range []map[string]string{m.Labels, m.Annotations} {
+		for _, k := range slices.Sorted(maps.Keys(kv)) {
+			h.Write([]byte(k + "=" + kv[k] + "\n"))
+		}
+		h.Write([]byte{0})
+	}
+	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace,
+		UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp,
+		Annotations: map[string]string{metaHashKey: strconv.FormatUint(h.Sum64(), 36)}}}, nil
+}
+
 // specOrMetaChanged tells an update worth evaluating: a new generation (the spec changed),
 // other labels or annotations, or any change of an object that has no generation. Status
 // updates of Jobs and Deployments are skipped without a request.
@@ -167,8 +188,8 @@ func specOrMetaChanged(old, obj any) bool {
 	if b.GetGeneration() == 0 {
 		return a.GetResourceVersion() != b.GetResourceVersion()
 	}
-	return a.GetGeneration() != b.GetGeneration() || !maps.Equal(a.GetLabels(), b.GetLabels()) ||
-		!maps.Equal(a.GetAnnotations(), b.GetAnnotations()) || (a.GetDeletionTimestamp() == nil) != (b.GetDeletionTimestamp() == nil)
+	return a.GetGeneration() != b.GetGeneration() || a.GetAnnotations()[metaHashKey] != b.GetAnnotations()[metaHashKey] ||
+		(a.GetDeletionTimestamp() == nil) != (b.GetDeletionTimestamp() == nil)
 }
 
 // managedUID reports whether a UID belongs to an object gpuctl applied.
@@ -213,9 +234,22 @@ func (w *watches) enqueueWorkload(kind string, obj any) {
 		return
 	}
 	key := kind + "/" + m.GetNamespace() + "/" + m.GetName()
+	if partOf := m.GetLabels()[keys.ApplySetPartOf]; partOf != "" && partOf == w.partOfNow() {
+		return // applied by gpuctl: never a shadow
+	}
 	if gpusOf(obj) > 0 || w.d.hasShadow(key) {
 		w.d.queue.Add("s:" + key)
 	}
+}
+
+// partOfNow is the inventory id of the applied revision.
+func (w *watches) partOfNow() string {
+	w.d.mu.Lock()
+	defer w.d.mu.Unlock()
+	if w.d.desired == nil {
+		return ""
+	}
+	return w.d.desired.partOf
 }
 
 // metaOf reads the metadata of an informer's object, or of a tombstone.
@@ -237,47 +271,53 @@ func labelsOf(obj any) map[string]string {
 	return nil
 }
 
-// slim trims the typed informers' objects to what drift detection reads: a cluster's pods
-// and jobs would otherwise be held whole.
+// Annotations that slim records on the cached workloads (never written to the cluster).
+const (
+	gpusKey = "gpuctl.internal/gpus"
+	nodeKey = "gpuctl.internal/node"
+)
+
+// slim reduces the typed informers' workloads to their metadata and the GPUs they request (a
+// cluster's pods and jobs would otherwise be held whole: a Job's typed struct alone is a few
+// kilobytes); Nodes lose their status.
 func slim(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.Node:
 		o.Status = corev1.NodeStatus{}
 		o.Spec = corev1.NodeSpec{}
 		return o, nil
-	case *corev1.Pod:
-		return &corev1.Pod{ObjectMeta: slimMeta(o.ObjectMeta), Spec: corev1.PodSpec{NodeName: o.Spec.NodeName,
-			Containers: slimContainers(o.Spec.Containers)}, Status: corev1.PodStatus{Phase: o.Status.Phase}}, nil
-	case *batchv1.Job:
-		j := &batchv1.Job{ObjectMeta: slimMeta(o.ObjectMeta), Spec: batchv1.JobSpec{Parallelism: o.Spec.Parallelism,
-			Template: slimTemplate(o.Spec.Template)}}
-		for _, c := range o.Status.Conditions {
-			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-				j.Status.Conditions = append(j.Status.Conditions, batchv1.JobCondition{Type: c.Type, Status: c.Status})
+	case *corev1.Pod, *batchv1.Job, *appsv1.Deployment, *appsv1.StatefulSet:
+		m, _ := metaOf(o)
+		om := slimMeta(m)
+		if n := workloadGPUs(o); n > 0 {
+			if om.Annotations == nil {
+				om.Annotations = map[string]string{}
+			}
+			om.Annotations[gpusKey] = strconv.FormatInt(n, 10)
+			if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+				om.Annotations[nodeKey] = p.Spec.NodeName
 			}
 		}
-		return j, nil
-	case *appsv1.Deployment:
-		return &appsv1.Deployment{ObjectMeta: slimMeta(o.ObjectMeta), Spec: appsv1.DeploymentSpec{Replicas: o.Spec.Replicas,
-			Template: slimTemplate(o.Spec.Template)}}, nil
-	case *appsv1.StatefulSet:
-		return &appsv1.StatefulSet{ObjectMeta: slimMeta(o.ObjectMeta), Spec: appsv1.StatefulSetSpec{Replicas: o.Spec.Replicas,
-			Template: slimTemplate(o.Spec.Template)}}, nil
+		return &metav1.PartialObjectMetadata{ObjectMeta: om}, nil
 	}
 	return obj, nil
 }
 
-// slimMeta keeps identity, labels, owners, the drift annotation, and the manager that created
+// slimMeta keeps identity, the inventory label, owners, the drift annotation, and the manager that created
 // the object (its first managedFields entry outside status), without its field set.
-func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, UID: m.UID, ResourceVersion: m.ResourceVersion,
-		Generation: m.Generation, CreationTimestamp: m.CreationTimestamp, Labels: m.Labels, OwnerReferences: m.OwnerReferences}
-	if v, ok := m.Annotations[keys.Drift]; ok {
+func slimMeta(m metav1.Object) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
+		Generation: m.GetGeneration(), CreationTimestamp: m.GetCreationTimestamp(), OwnerReferences: m.GetOwnerReferences()}
+	if v, ok := m.GetLabels()[keys.ApplySetPartOf]; ok { // the only label read: gpuctl applied it
+		out.Labels = map[string]string{keys.ApplySetPartOf: v}
+	}
+	if v, ok := m.GetAnnotations()[keys.Drift]; ok {
 		out.Annotations = map[string]string{keys.Drift: v}
 	}
 	var first *metav1.ManagedFieldsEntry
-	for i := range m.ManagedFields {
-		e := &m.ManagedFields[i]
+	mf := m.GetManagedFields()
+	for i := range mf {
+		e := &mf[i]
 		if e.Subresource != "" || e.Time == nil {
 			continue
 		}
@@ -287,28 +327,6 @@ func slimMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	}
 	if first != nil {
 		out.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: first.Manager, Operation: first.Operation, Time: first.Time}}
-	}
-	return out
-}
-
-func slimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
-	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: slimContainers(t.Spec.Containers)}}
-}
-
-// slimContainers keeps the GPU requests and limits of each container.
-func slimContainers(cs []corev1.Container) []corev1.Container {
-	var out []corev1.Container
-	for _, c := range cs {
-		r := corev1.ResourceRequirements{}
-		if q, ok := c.Resources.Limits[keys.ResourceGPU]; ok {
-			r.Limits = corev1.ResourceList{keys.ResourceGPU: q}
-		}
-		if q, ok := c.Resources.Requests[keys.ResourceGPU]; ok {
-			r.Requests = corev1.ResourceList{keys.ResourceGPU: q}
-		}
-		if r.Limits != nil || r.Requests != nil {
-			out = append(out, corev1.Container{Name: c.Name, Resources: r})
-		}
 	}
 	return out
 }

@@ -74,7 +74,7 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.DriftDelete, "drift-delete-shadow", false, "with --drift=correct, delete GPU workloads in managed namespaces that are not in Git (default: report them only)")
 	fs.IntVar(&o.DriftHistory, "drift-history", drift.DefaultHistory, "how many drift changes the ConfigMap gpuctl-drift keeps")
 	fs.StringSliceVar(&o.DriftIgnore, "drift-ignore-manager", detector.DefaultIgnoreManagers, "field managers whose changes are not drift (controllers such as an HPA's)")
-	fs.StringVar(&o.MemoryLimit, "memory-limit", "256Mi", "soft memory limit of the Go runtime (GOMEMLIMIT): the garbage collector works harder near it; 0 disables")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", "200Mi", "soft memory limit of the Go runtime (GOMEMLIMIT): the garbage collector works harder near it; 0 disables")
 }
 
 // NewCommand builds gpuctl-reconciler.

@@ -274,16 +274,23 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 			st.Message += "; drift is reported, not corrected (--drift=report): gpuctl sync applies it again"
 		}
 		if d.opts.Drift != nil {
-			d.opts.Drift.EndSync(true, rev.ID, objects, plan)
+			d.opts.Drift.EndSync(rev.ID, objects, pendingOf(plan, false))
 		}
 		return
 	}
-	applied := false
 	if d.opts.Drift != nil {
 		d.opts.Drift.BeginSync()
-		defer func() { d.opts.Drift.EndSync(applied, rev.ID, objects, plan) }()
 	}
 	cs, err := d.opts.Engine.Apply(ctx, plan, nil)
+	if d.opts.Drift != nil {
+		if err != nil {
+			d.opts.Drift.EndSync("", nil, nil)
+		} else {
+			pending := pendingOf(plan, true)
+			plan = nil // let the plan's live objects go before the detector indexes the revision
+			d.opts.Drift.EndSync(rev.ID, objects, pending)
+		}
+	}
 	if err != nil {
 		st.Result, st.Message = ResultFailed, fmt.Sprintf("%d objects failed", len(failed(cs)))
 		for _, r := range failed(cs) {
@@ -296,7 +303,6 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	st.Result, st.Message = ResultSucceeded, "applied revision "+short(rev.ID)
 	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
-	applied = true
 }
 
 func (d *Daemon) render(rev sources.Revision) (*render.Result, error) {

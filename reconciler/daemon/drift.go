@@ -17,13 +17,26 @@ type Detector interface {
 	Run(ctx context.Context) error
 	// BeginSync pauses detection while a sync writes.
 	BeginSync()
-	// EndSync resumes detection. When applied is true the sync applied revision: desired is
-	// the objects it applied (as planned) and plan the plan that applied them; detection then
-	// compares the cluster with them. Otherwise the last applied revision stays the reference.
-	EndSync(applied bool, revision string, desired []*unstructured.Unstructured, plan *reconciler.Plan)
+	// EndSync resumes detection. With desired set, revision is now the reference: desired are
+	// its objects (as Plan prepared them) and pending those that may still differ from them
+	// (conflicts not applied, or a plan left unapplied); the others were just applied. With
+	// desired nil the last applied revision stays the reference.
+	EndSync(revision string, desired []*unstructured.Unstructured, pending []reconciler.ObjectRef)
 	// Current returns the report and history held in memory, or false before the first
 	// report.
 	Current() (drift.Report, []drift.Entry, bool)
+}
+
+// pendingOf lists the objects of a plan that may differ from Git after it: all that the plan
+// would write when it was not applied, else those whose changes had conflicts.
+func pendingOf(plan *reconciler.Plan, applied bool) []reconciler.ObjectRef {
+	var out []reconciler.ObjectRef
+	for _, c := range plan.Changes {
+		if len(c.Conflicts) > 0 || (!applied && c.Writes()) {
+			out = append(out, c.Object)
+		}
+	}
+	return out
 }
 
 // Drift returns the current drift report and history: from the detector on the leader, else
