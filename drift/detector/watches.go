@@ -204,23 +204,6 @@ func (w *watches) managedUID(uid string) bool {
 	return false
 }
 
-// exists reports whether the metadata cache holds a managed object (false when its kind is
-// not watched yet).
-func (w *watches) exists(gvr schema.GroupVersionResource, namespace, name string) (found, watched bool) {
-	w.mu.Lock()
-	mw := w.meta[gvr]
-	w.mu.Unlock()
-	if mw == nil {
-		return false, false
-	}
-	key := name
-	if namespace != "" {
-		key = namespace + "/" + name
-	}
-	_, found, _ = mw.informer.GetIndexer().GetByKey(key)
-	return found, true
-}
-
 func (w *watches) enqueueNode(obj any) {
 	if m, err := metaOf(obj); err == nil {
 		w.d.queue.Add("n:" + m.GetName())
