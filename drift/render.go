@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	md "github.com/gpuctl/gpuctl/internal/markdown"
 	"io"
 	"strings"
 	"text/tabwriter"
@@ -535,15 +536,7 @@ func mdCode(s string, width int) string {
 	if s == "" {
 		return "` `"
 	}
-	longest, run := 0, 0
-	for _, c := range s {
-		if c == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
+	longest := md.LongestBacktickRun(s)
 	fence := strings.Repeat("`", longest+1)
 	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
 		s = " " + s + " "

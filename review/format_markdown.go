@@ -2,6 +2,7 @@ package review
 
 import (
 	"fmt"
+	"github.com/gpuctl/gpuctl/internal/markdown"
 	"io"
 	"strings"
 
@@ -211,15 +212,7 @@ func yamlLines(u *unstructured.Unstructured) []string {
 
 // codeFence returns a backtick fence longer than any run of backticks in body.
 func codeFence(body string) string {
-	longest, run := 0, 0
-	for _, r := range body {
-		if r == '`' {
-			run++
-			longest = max(longest, run)
-		} else {
-			run = 0
-		}
-	}
+	longest := markdown.LongestBacktickRun(body)
 	return strings.Repeat("`", max(3, longest+1))
 }
 
