@@ -387,31 +387,32 @@ func markdown(r Report, now time.Time, limit int) string {
 		fmt.Fprintf(&sb, "\n> %d more %s not in the report: a stored report keeps at most %d.\n",
 			r.Truncated, plural(r.Truncated, "item is", "items are"), MaxItems)
 	}
-	if len(details) > 0 && nDetails > 0 {
-		sb.WriteString(detailsHead)
-		for _, b := range details[:nDetails] {
-			sb.WriteString(b)
-		}
-		if left := len(details) - nDetails; left > 0 {
-			fmt.Fprintf(&sb, "> ✂️ The field values of %d more objects are left out (size limit).\n\n", left)
-		}
-		sb.WriteString(detailsTail)
-	} else if len(details) > 0 {
-		fmt.Fprintf(&sb, "\n> ✂️ The field values of %d objects are left out (size limit).\n", len(details))
-	}
-	if len(history) > 0 && nHistory > 0 {
-		sb.WriteString(historyHead)
-		for _, row := range history[:nHistory] {
-			sb.WriteString(row)
-		}
-		if left := len(history) - nHistory; left > 0 {
-			fmt.Fprintf(&sb, "\n> ✂️ %d older changes are left out (size limit).\n", left)
-		}
-		sb.WriteString(historyTail)
-	} else if len(history) > 0 {
-		fmt.Fprintf(&sb, "\n> ✂️ The history (%d changes) is left out (size limit).\n", len(history))
-	}
+	writeBounded(&sb, details, nDetails, detailsHead, detailsTail,
+		"> ✂️ The field values of %d more objects are left out (size limit).\n\n",
+		"\n> ✂️ The field values of %d objects are left out (size limit).\n")
+	writeBounded(&sb, history, nHistory, historyHead, historyTail,
+		"\n> ✂️ %d older changes are left out (size limit).\n",
+		"\n> ✂️ The history (%d changes) is left out (size limit).\n")
 	return sb.String()
+}
+
+// writeBounded writes head, the first n rows, a note (someLeft) on the rows left out, and
+// tail; with n 0 only a note (allLeft) on all of them. Nothing when there are no rows.
+func writeBounded(sb *strings.Builder, rows []string, n int, head, tail, someLeft, allLeft string) {
+	switch {
+	case len(rows) == 0:
+	case n == 0:
+		fmt.Fprintf(sb, allLeft, len(rows))
+	default:
+		sb.WriteString(head)
+		for _, r := range rows[:n] {
+			sb.WriteString(r)
+		}
+		if left := len(rows) - n; left > 0 {
+			fmt.Fprintf(sb, someLeft, left)
+		}
+		sb.WriteString(tail)
+	}
 }
 
 // share is the room a section of size want gets out of avail when the later sections need
