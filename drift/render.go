@@ -169,6 +169,9 @@ func detailLines(it Item, f format) []string {
 	return []string{f.text(it.Message)}
 }
 
+// String formats the field as reports do: "spec.replicas: 3 (Git: 1)".
+func (fd Field) String() string { return fieldLine(fd, textFormat) }
+
 // fieldLine reads "spec.replicas: 3 (Git: 1)": the live value, then the value in Git.
 func fieldLine(fd Field, f format) string {
 	live := f.removed

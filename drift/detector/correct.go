@@ -48,12 +48,18 @@ func (d *Detector) found(ctx context.Context, qkey string, it drift.Item, fix fu
 		d.set(it)
 		return err
 	}
-	d.attempt(key, true)
-	d.mu.Lock()
-	d.correcting[key] = drift.Corrected
-	d.mu.Unlock()
+	d.corrected(key, drift.Corrected)
 	d.queue.AddAfter(qkey, 500*time.Millisecond)
 	return nil
+}
+
+// corrected records a repair: one more attempt for the loop guard, and how the item's
+// resolution, when its watch event comes, is to be recorded.
+func (d *Detector) corrected(key string, how drift.Change) {
+	d.attempt(key, true)
+	d.mu.Lock()
+	d.correcting[key] = how
+	d.mu.Unlock()
 }
 
 // attempt counts the recent corrections of an item, recording one more with add.
@@ -102,28 +108,13 @@ func (d *Detector) deleteShadow(ctx context.Context, kind string, m metav1.Objec
 		return nil
 	}
 	policy := metav1.DeletePropagationBackground
-	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: &metav1.Preconditions{UID: ptr(m.GetUID())}}
-	var err error
-	switch kind {
-	case "Pod":
-		err = d.opts.Kube.CoreV1().Pods(m.GetNamespace()).Delete(ctx, m.GetName(), opts)
-	case "Job":
-		err = d.opts.Kube.BatchV1().Jobs(m.GetNamespace()).Delete(ctx, m.GetName(), opts)
-	case "Deployment":
-		err = d.opts.Kube.AppsV1().Deployments(m.GetNamespace()).Delete(ctx, m.GetName(), opts)
-	case "StatefulSet":
-		err = d.opts.Kube.AppsV1().StatefulSets(m.GetNamespace()).Delete(ctx, m.GetName(), opts)
-	}
+	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: metav1.NewUIDPreconditions(string(m.GetUID()))}
+	err := d.dyn.Resource(workloadResources[kind]).Namespace(m.GetNamespace()).Delete(ctx, m.GetName(), opts)
 	if err != nil {
 		it.Error = fmt.Sprintf("%s: delete: %v", it.Object, err)
 		d.set(it)
 		return err
 	}
-	d.attempt(key, true)
-	d.mu.Lock()
-	d.correcting[key] = drift.ShadowDeleted
-	d.mu.Unlock()
+	d.corrected(key, drift.ShadowDeleted)
 	return nil
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -88,9 +88,10 @@ func objectKey(group, kind, namespace, name string) string {
 	return group + "/" + kind + "/" + namespace + "/" + name
 }
 
-// newDesiredState indexes the objects of an applied revision (as Plan prepared them).
-func newDesiredState(revision string, objects []*unstructured.Unstructured, engine *reconciler.Manager) (*desiredState, error) {
-	ds := &desiredState{revision: revision, digest: reconciler.Digest(objects), objects: map[string]*desiredObject{},
+// newDesiredState indexes the objects of an applied revision (as Plan prepared them), whose
+// reconciler.Digest is digest.
+func newDesiredState(revision, digest string, objects []*unstructured.Unstructured, engine *reconciler.Manager) (*desiredState, error) {
+	ds := &desiredState{revision: revision, digest: digest, objects: map[string]*desiredObject{},
 		gvrs: map[schema.GroupVersionResource]schema.GroupKind{}, nodes: map[string]nodeIntent{}, namespaces: map[string]bool{}}
 	poolSource := map[string]string{}
 	var c compressor

@@ -178,8 +178,12 @@ func (d *Detector) BeginSync() {
 // they change (or at the next Resync).
 func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, pending []reconciler.ObjectRef) {
 	var ds *desiredState
+	digest := ""
+	if desired != nil {
+		digest = reconciler.Digest(desired)
+	}
 	d.mu.Lock()
-	same := d.desired != nil && desired != nil && d.desired.digest == reconciler.Digest(desired)
+	same := d.desired != nil && desired != nil && d.desired.digest == digest
 	if same { // the same objects (a sync of an unchanged revision): keep the index
 		copied := *d.desired
 		copied.revision = revision
@@ -188,7 +192,7 @@ func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured
 	d.mu.Unlock()
 	if desired != nil && !same {
 		var err error
-		if ds, err = newDesiredState(revision, desired, d.opts.Engine); err != nil {
+		if ds, err = newDesiredState(revision, digest, desired, d.opts.Engine); err != nil {
 			d.opts.Log.Error("drift: index the applied objects", "err", err)
 			ds = nil
 		}

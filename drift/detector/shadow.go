@@ -12,7 +12,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/cache"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // podGPUs is the number of whole GPUs a pod spec asks for: per container the larger of the
@@ -68,7 +68,12 @@ func gpusOf(obj any) int64 {
 	return n
 }
 
-var workloadAPIVersion = map[string]string{"Pod": "v1", "Job": "batch/v1", "Deployment": "apps/v1", "StatefulSet": "apps/v1"}
+// workloadResources are the resources of the workload kinds looked at for shadows.
+var workloadResources = map[string]schema.GroupVersionResource{
+	"Pod": {Version: "v1", Resource: "pods"}, "Job": {Group: "batch", Version: "v1", Resource: "jobs"},
+	"Deployment":  {Group: "apps", Version: "v1", Resource: "deployments"},
+	"StatefulSet": {Group: "apps", Version: "v1", Resource: "statefulsets"},
+}
 
 // evalShadow decides whether one workload (key kind/namespace/name) is a shadow: it requests
 // GPUs, gpuctl did not apply it, nothing gpuctl applied owns it, and it runs in a namespace
@@ -76,9 +81,9 @@ var workloadAPIVersion = map[string]string{"Pod": "v1", "Job": "batch/v1", "Depl
 func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string) error {
 	kind, rest, _ := strings.Cut(key, "/")
 	ns, name, _ := strings.Cut(rest, "/")
-	ref := drift.Ref{APIVersion: workloadAPIVersion[kind], Kind: kind, Namespace: ns, Name: name}
+	ref := drift.Ref{APIVersion: workloadResources[kind].GroupVersion().String(), Kind: kind, Namespace: ns, Name: name}
 	itemKey := drift.Item{Category: drift.Shadow, Object: ref}.Key()
-	inf := map[string]cache.SharedIndexInformer{"Pod": d.w.pods, "Job": d.w.jobs, "Deployment": d.w.deployments, "StatefulSet": d.w.statefulsets}[kind]
+	inf := d.w.workloads[kind]
 	if inf == nil {
 		return nil
 	}
@@ -167,7 +172,7 @@ func (d *Detector) hasShadow(key string) bool {
 // shadowKeys lists the workloads in the caches that request GPUs, for a full pass.
 func (d *Detector) shadowKeys() []string {
 	var out []string
-	for kind, inf := range map[string]cache.SharedIndexInformer{"Pod": d.w.pods, "Job": d.w.jobs, "Deployment": d.w.deployments, "StatefulSet": d.w.statefulsets} {
+	for kind, inf := range d.w.workloads {
 		for _, obj := range inf.GetStore().List() {
 			if gpusOf(obj) == 0 {
 				continue

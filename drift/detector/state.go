@@ -124,20 +124,9 @@ func fieldsNote(it drift.Item) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(it.Fields)-5))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("%s: %v (Git: %v)", f.Path, short(f.Live), short(f.Desired)))
+		parts = append(parts, f.String())
 	}
 	return "; " + strings.Join(parts, "; ")
-}
-
-func short(v any) string {
-	if v == nil {
-		return "<none>"
-	}
-	s := fmt.Sprint(v)
-	if len(s) > 60 {
-		s = s[:57] + "..."
-	}
-	return s
 }
 
 // load reads the stored report and history, so that a new leader keeps the history and the

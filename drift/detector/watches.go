@@ -31,7 +31,9 @@ type watches struct {
 	meta   map[schema.GroupVersionResource]*metaWatch
 	partOf string
 
-	nodes, pods, jobs, deployments, statefulsets cache.SharedIndexInformer
+	nodes cache.SharedIndexInformer
+	// workloads are the informers of the kinds that may request GPUs, by kind.
+	workloads map[string]cache.SharedIndexInformer
 }
 
 type metaWatch struct {
@@ -48,10 +50,8 @@ func (d *Detector) startWatches(ctx context.Context) (*watches, error) {
 	w := &watches{d: d, meta: map[schema.GroupVersionResource]*metaWatch{}}
 	f := informers.NewSharedInformerFactoryWithOptions(d.opts.Kube, 0, informers.WithTransform(slim))
 	w.nodes = f.Core().V1().Nodes().Informer()
-	w.pods = f.Core().V1().Pods().Informer()
-	w.jobs = f.Batch().V1().Jobs().Informer()
-	w.deployments = f.Apps().V1().Deployments().Informer()
-	w.statefulsets = f.Apps().V1().StatefulSets().Informer()
+	w.workloads = map[string]cache.SharedIndexInformer{"Pod": f.Core().V1().Pods().Informer(), "Job": f.Batch().V1().Jobs().Informer(),
+		"Deployment": f.Apps().V1().Deployments().Informer(), "StatefulSet": f.Apps().V1().StatefulSets().Informer()}
 	if _, err := w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.enqueueNode(obj) },
 		UpdateFunc: func(old, obj any) {
@@ -63,7 +63,7 @@ func (d *Detector) startWatches(ctx context.Context) (*watches, error) {
 	}); err != nil {
 		return nil, err
 	}
-	for kind, inf := range map[string]cache.SharedIndexInformer{"Pod": w.pods, "Job": w.jobs, "Deployment": w.deployments, "StatefulSet": w.statefulsets} {
+	for kind, inf := range w.workloads {
 		h := func(obj any) { w.enqueueWorkload(kind, obj) }
 		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h,
 			UpdateFunc: func(_, obj any) { h(obj) }, DeleteFunc: h}); err != nil {
