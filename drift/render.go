@@ -4,13 +4,14 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	md "github.com/gpuctl/gpuctl/internal/markdown"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
 	"unicode/utf8"
 
+	md "github.com/gpuctl/gpuctl/internal/markdown"
+	"github.com/gpuctl/gpuctl/sources"
 	"k8s.io/apimachinery/pkg/util/duration"
 )
 
@@ -118,7 +119,7 @@ func textItems(buf *bytes.Buffer, r Report, now time.Time) {
 func headerLine(r Report, now time.Time) string {
 	var parts []string
 	if r.Revision != "" {
-		parts = append(parts, "revision "+shortRevision(r.Revision))
+		parts = append(parts, "revision "+sources.ShortID(r.Revision))
 	}
 	if r.Mode != "" {
 		parts = append(parts, "mode "+r.Mode)
@@ -294,13 +295,6 @@ func truncate(s string, width int) string {
 	return s
 }
 
-func shortRevision(rev string) string {
-	if len(rev) > 12 {
-		return rev[:12]
-	}
-	return rev
-}
-
 func orDash(s string) string {
 	if s == "" {
 		return "-"
@@ -345,7 +339,7 @@ func markdown(r Report, now time.Time, limit int) string {
 	fmt.Fprintf(&sb, "**%s**\n", mdText(r.Summary()))
 	var meta []string
 	if r.Revision != "" {
-		meta = append(meta, "revision "+mdCode(shortRevision(r.Revision), 0))
+		meta = append(meta, "revision "+mdCode(sources.ShortID(r.Revision), 0))
 	}
 	if r.Mode != "" {
 		meta = append(meta, "mode "+mdCode(r.Mode, 0))

@@ -2,10 +2,10 @@ package review
 
 import (
 	"fmt"
-	"github.com/gpuctl/gpuctl/internal/markdown"
 	"io"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/markdown"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )

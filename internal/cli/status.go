@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/sources"
 	"github.com/spf13/cobra"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -75,13 +76,13 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 		}
 	}
 	row("Source:", st.Source)
-	rev := short(st.Revision)
+	rev := sources.ShortID(st.Revision)
 	if st.RevisionMessage != "" {
 		rev += "  " + st.RevisionMessage
 	}
 	row("Revision:", rev)
 	if st.AppliedRevision != st.Revision {
-		row("Applied:", short(st.AppliedRevision))
+		row("Applied:", sources.ShortID(st.AppliedRevision))
 	}
 	result := string(st.Result)
 	if st.Result == daemon.ResultSucceeded {
@@ -110,13 +111,6 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 		}
 	}
 	return nil
-}
-
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
 }
 
 // requestSync asks the daemon for a sync and waits until it has handled it.

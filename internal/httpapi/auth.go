@@ -37,17 +37,21 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			unauthorized(w, `Bearer realm="gpuctl"`, "missing bearer token: send Authorization: Bearer <token>")
 			return
 		}
-		var p Principal
-		known := false
-		if s.opts.Tokens != nil {
-			p, known = s.opts.Tokens.Lookup(token)
-		}
+		p, known := s.lookup(token)
 		if !known {
 			unauthorized(w, `Bearer realm="gpuctl", error="invalid_token"`, "invalid bearer token")
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
 	})
+}
+
+// lookup resolves a token through the token source (none: every token is unknown).
+func (s *server) lookup(token string) (Principal, bool) {
+	if token == "" || s.opts.Tokens == nil {
+		return Principal{}, false
+	}
+	return s.opts.Tokens.Lookup(token)
 }
 
 func unauthorized(w http.ResponseWriter, challenge, msg string) {

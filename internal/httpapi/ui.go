@@ -17,6 +17,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/sources"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -162,11 +163,7 @@ func (s *server) authenticatePage(next http.Handler) http.Handler {
 		if !ok {
 			_, token, ok = r.BasicAuth()
 		}
-		var p Principal
-		known := false
-		if ok && token != "" && s.opts.Tokens != nil {
-			p, known = s.opts.Tokens.Lookup(token)
-		}
+		p, known := s.lookup(token)
 		if !known {
 			w.Header().Set("WWW-Authenticate", `Basic realm="gpuctl"`)
 			msg := "401 unauthorized: sign in with any user name and a gpuctl API token as the password"
@@ -246,17 +243,8 @@ func resultClass(r daemon.Result) string {
 	return "neutral"
 }
 
-// shortRevision shortens the commit of a revision such as "main@<40 hex digits>" to 12 digits.
-func shortRevision(rev string) string {
-	prefix, hash := "", rev
-	if i := strings.LastIndexByte(rev, '@'); i >= 0 {
-		prefix, hash = rev[:i+1], rev[i+1:]
-	}
-	if len(hash) > 12 && strings.Trim(strings.ToLower(hash), "0123456789abcdef") == "" {
-		hash = hash[:12]
-	}
-	return prefix + hash
-}
+// shortRevision shortens a revision for the page ("main@<40 hex digits>" to 12 digits).
+var shortRevision = sources.ShortID
 
 func (s *server) uiDrift(ctx context.Context, now time.Time) uiDrift {
 	rep, err := s.drift(ctx, defaultDriftSince, now)

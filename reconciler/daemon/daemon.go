@@ -192,7 +192,7 @@ func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
 }
 
 func (d *Daemon) log(st Status) {
-	attrs := []any{"result", st.Result, "revision", short(st.Revision), "duration", st.Duration.Round(time.Millisecond)}
+	attrs := []any{"result", st.Result, "revision", sources.ShortID(st.Revision), "duration", st.Duration.Round(time.Millisecond)}
 	if st.Summary != "" {
 		attrs = append(attrs, "summary", st.Summary)
 	}
@@ -210,13 +210,6 @@ func (d *Daemon) log(st Status) {
 	d.opts.Log.Warn("sync not applied", attrs...)
 }
 
-func short(id string) string {
-	if len(id) > 12 {
-		return id[:12]
-	}
-	return id
-}
-
 // maxErrors bounds the errors kept in the status.
 const maxErrors = 50
 
@@ -227,7 +220,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	if err != nil {
 		st.Result, st.Message = ResultFetchFailed, err.Error()
 		if st.AppliedRevision != "" {
-			st.Message += "; revision " + short(st.AppliedRevision) + " stays applied"
+			st.Message += "; revision " + sources.ShortID(st.AppliedRevision) + " stays applied"
 		}
 		return
 	}
@@ -269,7 +262,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		// Report mode: the revision is applied; what differs now is drift, reported by the
 		// detector and left as it is until Git changes or someone asks for a sync.
 		st.Result, st.AppliedRevision, st.LastSuccess = ResultSucceeded, rev.ID, time.Now()
-		st.Message = "revision " + short(rev.ID) + " is applied"
+		st.Message = "revision " + sources.ShortID(rev.ID) + " is applied"
 		if plan.HasChanges() {
 			st.Message += "; drift is reported, not corrected (--drift=report): gpuctl sync applies it again"
 		}
@@ -301,7 +294,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		}
 		return
 	}
-	st.Result, st.Message = ResultSucceeded, "applied revision "+short(rev.ID)
+	st.Result, st.Message = ResultSucceeded, "applied revision "+sources.ShortID(rev.ID)
 	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
 }
 
