@@ -18,8 +18,33 @@ type Config struct {
 	// HostPathPrefixes are the host directories that workdirs may mount (default
 	// DefaultHostPathPrefixes).
 	HostPathPrefixes []string `gpuctl:"hostPathPrefixes"`
+	// WritableHostPathPrefixes are the host directories below which workdirs are mounted
+	// read-write; every other workdir is mounted read-only (default
+	// DefaultWritableHostPathPrefixes). Each must lie below one of HostPathPrefixes.
+	WritableHostPathPrefixes []string `gpuctl:"writableHostPathPrefixes"`
 	// SystemNamespace holds the pool registry (default gpuctl-system).
 	SystemNamespace string `gpuctl:"systemNamespace"`
+	// Tenancy configures what a directory mapped to a namespace may hold (docs/tenancy.md).
+	Tenancy Tenancy `gpuctl:"tenancy"`
+}
+
+// Tenancy is the admin's policy for files under directories mapped to namespaces (tenant
+// directories): everything there is written by a team that may be hostile.
+type Tenancy struct {
+	// AllowedNamespaces are glob patterns (path.Match) that a mapped namespace must match;
+	// empty: any valid name. Reserved namespaces (default, kube-*, the system namespace) are
+	// refused whatever the patterns say.
+	AllowedNamespaces []string `gpuctl:"allowedNamespaces"`
+	// Kinds are the namespaced kinds a tenant directory may hold, as Kind (core group) or
+	// Kind.group (e.g. Job.batch); default DefaultTenantKinds. A kind added here also needs
+	// its verbs in a ClusterRole bound to the tenant's ServiceAccount (docs/tenancy.md).
+	Kinds []string `gpuctl:"kinds"`
+	// HighPriorityNamespaces are the tenant namespaces whose pods may use the PriorityClass
+	// gpuctl-high; empty: every tenant namespace may.
+	HighPriorityNamespaces []string `gpuctl:"highPriorityNamespaces"`
+	// Admission renders a ValidatingAdmissionPolicy that holds every pod-creating request in
+	// the tenant namespaces to the pod policy (default true).
+	Admission *bool `gpuctl:"admission"`
 }
 
 // NamespaceRule maps the files below a directory pattern to a namespace. In Path, `*` matches
@@ -32,7 +57,19 @@ type NamespaceRule struct {
 
 // DefaultHostPathPrefixes are the host directories that workdirs may mount by default.
 func DefaultHostPathPrefixes() []string {
-	return []string{"/datasets", "/models", "/output", "/cache", "/home", "/data"}
+	return []string{"/datasets", "/models", "/output", "/cache", "/data"}
+}
+
+// DefaultWritableHostPathPrefixes are the host directories below which workdirs are mounted
+// read-write by default.
+func DefaultWritableHostPathPrefixes() []string { return []string{"/output", "/cache"} }
+
+// DefaultTenantKinds are the namespaced kinds a tenant directory may hold by default.
+func DefaultTenantKinds() []string {
+	return []string{"ConfigMap", "Secret", "Service", "ServiceAccount", "PersistentVolumeClaim", "Pod",
+		"Deployment.apps", "StatefulSet.apps", "ReplicaSet.apps", "Job.batch", "CronJob.batch",
+		"HorizontalPodAutoscaler.autoscaling", "PodDisruptionBudget.policy",
+		"Ingress.networking.k8s.io", "NetworkPolicy.networking.k8s.io"}
 }
 
 // ParseConfig reads a configuration file; name is used in diagnostics.

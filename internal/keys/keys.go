@@ -60,6 +60,31 @@ const (
 	Drift = Prefix + "drift"
 	// DriftIgnore is the value of Drift that opts an object out.
 	DriftIgnore = "ignore"
+	// Tenant is set by the renderer on every object rendered from a directory mapped to a
+	// namespace (a tenant directory); its value is that namespace. The engine applies and
+	// prunes such objects as the tenant's ServiceAccount, and only in that namespace.
+	Tenant = Prefix + "tenant"
+	// Adopt set to AdoptAllowed on a live object that gpuctl did not create lets gpuctl take
+	// it over when a file declares it; an admin sets it, never a file.
+	Adopt = Prefix + "adopt"
+	// AdoptAllowed is the value of Adopt that allows adoption.
+	AdoptAllowed = "true"
+)
+
+// Tenancy: the identity the reconciler impersonates in a tenant namespace, and the policy
+// objects it renders.
+const (
+	// TenantServiceAccount is the ServiceAccount (and RoleBinding) of each tenant namespace
+	// that applies and prunes that namespace's objects; it is bound to the ClusterRole
+	// TenantClusterRole that deploy/ installs.
+	TenantServiceAccount = "gpuctl-tenant"
+	// TenantClusterRole is the ClusterRole of the kinds a tenant directory may hold.
+	TenantClusterRole = "gpuctl-tenant"
+	// PodPolicyName names the ValidatingAdmissionPolicy (and its binding) that holds pods in
+	// tenant namespaces to the pod policy.
+	PodPolicyName = "gpuctl-tenant-pod-policy"
+	// PriorityClassPrefix starts the names of the PriorityClasses gpuctl manages.
+	PriorityClassPrefix = "gpuctl-"
 )
 
 // Kubernetes resource names that gpuctl requests.
