@@ -74,13 +74,17 @@ type run struct {
 	objSrc  map[string]string
 	argDir  string // the rendered directory as the user named it
 	argAbs  string // and its absolute path
+	// tenants are the namespaces of tenant directories (mapped by .gpuctl.yaml) that hold
+	// at least one document: their identity (ServiceAccount, RoleBinding) and admission
+	// policy are rendered for them.
+	tenants map[string]bool
 }
 
 // Render reads every gpuctl file and Kubernetes manifest below path (a directory or a file)
 // and renders them. On any error it returns a *ValidationError with every error of every file,
 // and no objects; warnings never fail.
 func (r *Renderer) Render(fsys filesys.FileSystem, path string) (*Result, error) {
-	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[string]string{}}
+	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[string]string{}, tenants: map[string]bool{}}
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
