@@ -255,7 +255,11 @@ func (d *decoder) entries(n *yaml.Node) []entry {
 
 func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind != yaml.MappingNode {
-		d.fail(n, path, "expected a mapping, got %s", describe(n))
+		got := describe(n)
+		if path == "" { // a whole document that is not a mapping may not be ours: never quoted
+			got = shapeOf(n)
+		}
+		d.fail(n, path, "expected a mapping, got %s", got)
 		return
 	}
 	s := schemaOf(v.Type())

@@ -40,29 +40,10 @@ func (st *run) kustomizationFile(dir string) string {
 	return filepath.Join(dir, "kustomization.yaml")
 }
 
-// topKustomizations returns the kustomization directories that no other one refers to.
+// topKustomizations returns the kustomization directories that no other one of the same scope
+// refers to: each is built on its own.
 func (st *run) topKustomizations() []string {
-	referenced := map[string]bool{}
-	isK := map[string]bool{}
-	for _, k := range st.kdirs {
-		isK[k] = true
-	}
-	for _, k := range st.kdirs {
-		data, err := st.fsys.ReadFile(st.kustomizationFile(k))
-		if err != nil {
-			continue // reported by the build
-		}
-		var kz types.Kustomization
-		if sigsyaml.Unmarshal(data, &kz) != nil {
-			continue
-		}
-		refs := append(append(append([]string{}, kz.Resources...), kz.Bases...), kz.Components...) //nolint:staticcheck // bases are still accepted
-		for _, r := range refs {
-			if d := filepath.Clean(filepath.Join(k, r)); isK[d] && d != k {
-				referenced[d] = true
-			}
-		}
-	}
+	referenced := st.sameScopeRefs()
 	var top []string
 	for _, k := range st.kdirs {
 		if !referenced[k] {
@@ -94,14 +75,29 @@ func (st *run) renderKustomized() map[string][]byte {
 	return files
 }
 
+// kustomizeOptions are kustomize's defaults, spelled out because each one holds a line:
+// files load only from below each kustomization's directory, plugins other than the
+// built-in ones are off and Helm is off (the built-in Helm generator runs a helm binary).
+func kustomizeOptions() *krusty.Options {
+	opts := krusty.MakeDefaultOptions()
+	opts.LoadRestrictions = types.LoadRestrictionsRootOnly
+	opts.PluginConfig = types.DisabledPluginConfig()
+	opts.PluginConfig.HelmConfig.Enabled = false
+	return opts
+}
+
 // kustomize builds one kustomization directory over the rendered gpuctl files.
 func (st *run) kustomize(dir string, files map[string][]byte) []*unstructured.Unstructured {
+	if st.stopped() {
+		return nil
+	}
 	kfile := st.kustomizationFile(dir)
-	display := filepath.Join(filepath.Dir(st.displayOf(kfile)), filepath.Base(kfile))
-	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	display := st.kdisplay(kfile)
+	st.setStep("building the kustomization %s", display)
+	k := krusty.MakeKustomizer(kustomizeOptions())
 	rm, err := k.Run(renderedFS{FileSystem: st.fsys, files: files}, dir)
 	if err != nil {
-		st.ds.errorf(display, Pos{}, "", "kustomize build: %v", err)
+		st.ds.errorf(display, Pos{}, "", "kustomize build: %s", redactMessage(err.Error()))
 		return nil
 	}
 	maps := make([]map[string]any, 0, rm.Size())
@@ -113,7 +109,7 @@ func (st *run) kustomize(dir string, files map[string][]byte) []*unstructured.Un
 			err = k8sjson.Unmarshal(js, &m)
 		}
 		if err != nil {
-			st.ds.errorf(display, Pos{}, "", "kustomize output: %v", err)
+			st.ds.errorf(display, Pos{}, "", "kustomize output: %s", redactMessage(err.Error()))
 			continue
 		}
 		maps = append(maps, m)

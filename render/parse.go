@@ -95,7 +95,8 @@ func syntaxError(name string, err error, ds *diagnostics, data []byte) {
 		p.Line, _ = strconv.Atoi(m[1])
 		msg = m[2]
 	}
-	d := ds.errorf(name, p, "", "invalid YAML: %s", msg)
+	// The file may not be YAML at all (a token, a key): its text is never quoted.
+	d := ds.errorf(name, p, "", "invalid YAML: %s", redactYAML(msg))
 	line := lineOf(data, p.Line)
 	switch {
 	case strings.Contains(line, "\t"):
@@ -137,7 +138,7 @@ func blankTabLines(data []byte) ([]byte, []int) {
 func parseDocument(name string, index int, n *yaml.Node, ds *diagnostics) *Document {
 	doc := &Document{File: name, Index: index, Pos: posOf(n), pos: map[string]Pos{}}
 	if n.Kind != yaml.MappingNode {
-		ds.errorf(name, doc.Pos, "", "expected a mapping with kind and version, got %s", describe(n))
+		ds.errorf(name, doc.Pos, "", "expected a mapping with kind and version, got %s", shapeOf(n))
 		return nil
 	}
 	kindNode, apiVersion := topLevel(n, "kind"), topLevel(n, "apiVersion")
@@ -227,15 +228,16 @@ func topLevel(n *yaml.Node, key string) *yaml.Node {
 func parseManifest(doc *Document, n *yaml.Node, ds *diagnostics) *Document {
 	doc.Kind = KindManifest
 	var v any
-	err := n.Decode(&v)
-	if err == nil {
-		var js []byte
-		if js, err = json.Marshal(v); err == nil {
-			err = k8sjson.Unmarshal(js, &doc.Manifest) // numbers as int64 or float64, as unstructured wants
-		}
+	if err := n.Decode(&v); err != nil {
+		ds.errorf(doc.File, doc.Pos, "", "invalid Kubernetes manifest: %s", redactYAML(strings.TrimPrefix(err.Error(), "yaml: ")))
+		return nil
 	}
-	if err != nil {
-		ds.errorf(doc.File, doc.Pos, "", "invalid Kubernetes manifest: %v", err)
+	js, err := json.Marshal(v)
+	if err == nil {
+		err = k8sjson.Unmarshal(js, &doc.Manifest) // numbers as int64 or float64, as unstructured wants
+	}
+	if err != nil { // the messages of encoding/json quote values: never shown
+		ds.errorf(doc.File, doc.Pos, "", "invalid Kubernetes manifest: a key or value has no JSON form (a key that is not a string, or a number out of range)")
 		return nil
 	}
 	for _, f := range []string{"apiVersion", "kind"} {

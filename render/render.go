@@ -1,11 +1,13 @@
 package render
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -78,13 +80,58 @@ type run struct {
 	// at least one document: their identity (ServiceAccount, RoleBinding) and admission
 	// policy are rendered for them.
 	tenants map[string]bool
+	// ctx ends the render early: it is checked between files and between kustomizations.
+	ctx context.Context
+	// step says what the render is doing, for the error of a render that ran out of time.
+	step atomic.Pointer[string]
 }
 
-// Render reads every gpuctl file and Kubernetes manifest below path (a directory or a file)
-// and renders them. On any error it returns a *ValidationError with every error of every file,
-// and no objects; warnings never fail.
+// setStep records what the render is doing now.
+func (st *run) setStep(format string, args ...any) {
+	s := fmt.Sprintf(format, args...)
+	st.step.Store(&s)
+}
+
+// stopped reports whether the render's context has ended.
+func (st *run) stopped() bool { return st.ctx.Err() != nil }
+
+// Render is RenderContext without a deadline.
 func (r *Renderer) Render(fsys filesys.FileSystem, path string) (*Result, error) {
-	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[string]string{}, tenants: map[string]bool{}}
+	return r.RenderContext(context.Background(), fsys, path)
+}
+
+// RenderContext reads every gpuctl file and Kubernetes manifest below path (a directory or a
+// file) and renders them. On any error it returns a *ValidationError with every error of every
+// file, and no objects; warnings never fail. When ctx ends first, it returns at once with an
+// error that wraps ctx's error and says what the render was doing (reading a file, building a
+// kustomization); the abandoned work stops at its next file or kustomization.
+func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, path string) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("render %s: %w", path, context.Cause(ctx))
+	}
+	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[string]string{},
+		tenants: map[string]bool{}, ctx: ctx}
+	st.setStep("starting")
+	type outcome struct {
+		res *Result
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		res, err := r.render(st, path)
+		done <- outcome{res, err}
+	}()
+	select {
+	case o := <-done:
+		return o.res, o.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("render %s: stopped while %s: %w", path, *st.step.Load(), context.Cause(ctx))
+	}
+}
+
+// render does the work of RenderContext.
+func (r *Renderer) render(st *run, path string) (*Result, error) {
+	fsys := st.fsys
 	abs, err := filepath.Abs(path)
 	if err != nil {
 		return nil, err
@@ -107,6 +154,10 @@ func (r *Renderer) Render(fsys filesys.FileSystem, path string) (*Result, error)
 	}
 	st.parseAll()
 	st.validateAll()
+	st.checkKustomizations()
+	if err := st.ctx.Err(); err != nil {
+		return nil, err
+	}
 	res := &Result{Root: st.repo}
 	for _, s := range st.sources {
 		res.Files = append(res.Files, s.display)
@@ -114,6 +165,9 @@ func (r *Renderer) Render(fsys filesys.FileSystem, path string) (*Result, error)
 	}
 	if !st.ds.hasErrors() {
 		res.Objects = st.build()
+	}
+	if err := st.ctx.Err(); err != nil {
+		return nil, err
 	}
 	res.Diagnostics = st.ds.sorted()
 	errs, _ := split(res.Diagnostics)
@@ -137,16 +191,8 @@ func (st *run) loadConfig(given *Config, abs string) {
 	for d := dir; ; d = filepath.Dir(d) {
 		if f := filepath.Join(d, keys.ConfigFile); st.fsys.Exists(f) {
 			st.repo = d
-			data, err := st.fsys.ReadFile(f)
-			if err != nil {
-				st.ds.errorf(f, Pos{}, "", "cannot read: %v", err)
-				return
-			}
-			cfg, diags := ParseConfig(f, data)
-			st.cfg = cfg
-			for _, d := range diags {
-				st.ds.add(d)
-			}
+			st.setStep("reading %s", f)
+			st.cfg = st.readConfig(f)
 			return
 		}
 		if st.fsys.Exists(filepath.Join(d, ".git")) || filepath.Dir(d) == d {
@@ -170,7 +216,11 @@ func isKustomization(name string) bool {
 
 // collect lists the source files and kustomization directories below path.
 func (st *run) collect(path, abs string) error {
+	st.setStep("listing the files of %s", path)
 	return st.fsys.Walk(path, func(p string, info os.FileInfo, err error) error {
+		if st.stopped() {
+			return st.ctx.Err()
+		}
 		if err != nil {
 			st.ds.errorf(p, Pos{}, "", "cannot read: %v", err)
 			return nil
@@ -194,6 +244,10 @@ func (st *run) collect(path, abs string) error {
 		}
 		if info.Mode()&os.ModeSymlink != 0 {
 			st.ds.warnf(p, Pos{}, "", "symbolic link skipped")
+			return nil
+		}
+		if !info.Mode().IsRegular() {
+			st.ds.errorf(p, Pos{}, "", "not a regular file (a device, pipe or socket); only files are read")
 			return nil
 		}
 		s := &source{display: p, abs: pAbs, rel: filepath.ToSlash(relTo(st.repo, pAbs))}
@@ -221,6 +275,10 @@ func (st *run) parseAll() {
 	per := make([]diagnostics, len(st.sources))
 	parallelEach(len(st.sources), func(i int) {
 		s := st.sources[i]
+		if st.stopped() {
+			return
+		}
+		st.setStep("reading %s", s.display)
 		for _, k := range st.kdirs {
 			if s.abs == k || strings.HasPrefix(s.abs, k+string(filepath.Separator)) {
 				s.kustom = true
