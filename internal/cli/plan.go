@@ -39,12 +39,12 @@ func writeJSON(w io.Writer, v any) error {
 }
 
 // renderPath renders a path; invalid input prints every diagnostic and returns an ExitError.
-func (o *planOptions) renderPath(s Streams, path string) (*render.Result, error) {
+func (o *planOptions) renderPath(ctx context.Context, s Streams, path string) (*render.Result, error) {
 	r, err := o.render.Renderer()
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.Render(diskFS(), path)
+	res, err := r.RenderContext(ctx, diskFS(), path)
 	var ve *render.ValidationError
 	if errors.As(err, &ve) {
 		for _, d := range res.Diagnostics {
@@ -63,7 +63,7 @@ func (o *planOptions) renderPath(s Streams, path string) (*render.Result, error)
 
 // plan renders path and plans it against the cluster.
 func (o *planOptions) plan(ctx context.Context, s Streams, path string) (*reconciler.Manager, *reconciler.Plan, error) {
-	res, err := o.renderPath(s, path)
+	res, err := o.renderPath(ctx, s, path)
 	if err != nil {
 		return nil, nil, err
 	}

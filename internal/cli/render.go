@@ -28,7 +28,7 @@ Warnings go to standard error. Exit code 0: rendered; 1: invalid input; 2: could
 			if err != nil {
 				return err
 			}
-			res, err := r.Render(diskFS(), args[0])
+			res, err := r.RenderContext(cmd.Context(), diskFS(), args[0])
 			var ve *render.ValidationError
 			if errors.As(err, &ve) {
 				for _, d := range res.Diagnostics {

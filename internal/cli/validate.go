@@ -39,7 +39,7 @@ with file, line, column and field. Exit code 0: valid; 1: invalid; 2: could not 
 			}
 			rep := validateReport{Errors: []*render.Diagnostic{}, Warnings: []*render.Diagnostic{}}
 			for _, p := range args {
-				res, err := r.Render(diskFS(), p)
+				res, err := r.RenderContext(cmd.Context(), diskFS(), p)
 				var ve *render.ValidationError
 				if err != nil && !errors.As(err, &ve) {
 					return &ExitError{Code: ExitTrouble, Err: err}

@@ -53,6 +53,8 @@ type Options struct {
 	DriftHistory  int
 	DriftIgnore   []string
 	MemoryLimit   string
+	RenderTimeout time.Duration
+	SyncTimeout   time.Duration
 }
 
 // BindFlags adds every flag.
@@ -74,6 +76,8 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.DriftDelete, "drift-delete-shadow", false, "with --drift=correct, delete GPU workloads in managed namespaces that are not in Git (default: report them only)")
 	fs.IntVar(&o.DriftHistory, "drift-history", drift.DefaultHistory, "how many drift changes the ConfigMap gpuctl-drift keeps")
 	fs.StringSliceVar(&o.DriftIgnore, "drift-ignore-manager", detector.DefaultIgnoreManagers, "field managers whose changes are not drift (controllers such as an HPA's)")
+	fs.DurationVar(&o.RenderTimeout, "render-timeout", daemon.DefaultRenderTimeout, "give up a render that takes longer (the sync fails; the last good revision stays applied)")
+	fs.DurationVar(&o.SyncTimeout, "sync-timeout", daemon.DefaultSyncTimeout, "give up a sync (fetch, render, plan, apply) that takes longer")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", "200Mi", "soft memory limit of the Go runtime (GOMEMLIMIT): the garbage collector works harder near it; 0 disables")
 }
 
@@ -130,6 +134,9 @@ func run(ctx context.Context, o *Options) error {
 	if o.Drift != detector.ModeReport && o.Drift != detector.ModeCorrect {
 		return fmt.Errorf("--drift %q: report or correct", o.Drift)
 	}
+	if o.RenderTimeout <= 0 || o.SyncTimeout <= 0 {
+		return errors.New("--render-timeout and --sync-timeout must be positive")
+	}
 	log, err := o.Log.Logger(os.Stderr)
 	if err != nil {
 		return err
@@ -178,7 +185,7 @@ func run(ctx context.Context, o *Options) error {
 	}
 	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
 		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
-		Metrics: metrics, Log: log.With("component", "sync")})
+		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, Metrics: metrics, Log: log.With("component", "sync")})
 	srv, err := o.serve(ctx, log, kube, reg, d, src)
 	if err != nil {
 		return err

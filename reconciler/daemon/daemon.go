@@ -15,6 +15,7 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // Options configure a Daemon.
@@ -41,10 +42,23 @@ type Options struct {
 	Drift Detector
 	// DriftStore holds the drift report that Drift writes; a standby reads it from there.
 	DriftStore *drift.Store
+	// RenderTimeout bounds one render (default DefaultRenderTimeout): a revision whose files
+	// cannot be read or built in time fails the sync, and the last good revision stays applied.
+	RenderTimeout time.Duration
+	// SyncTimeout bounds one sync: fetch, render, plan and apply (default DefaultSyncTimeout).
+	SyncTimeout time.Duration
+	// FS is the filesystem revisions are read through (default: the disk).
+	FS filesys.FileSystem
 	// Metrics may be nil.
 	Metrics *Metrics
 	Log     *slog.Logger
 }
+
+// DefaultRenderTimeout and DefaultSyncTimeout bound a render and a whole sync.
+const (
+	DefaultRenderTimeout = time.Minute
+	DefaultSyncTimeout   = 10 * time.Minute
+)
 
 // Daemon runs syncs one at a time.
 type Daemon struct {
@@ -82,6 +96,15 @@ func New(opts Options) *Daemon {
 	}
 	if opts.DriftMode == "" {
 		opts.DriftMode = "report"
+	}
+	if opts.RenderTimeout <= 0 {
+		opts.RenderTimeout = DefaultRenderTimeout
+	}
+	if opts.SyncTimeout <= 0 {
+		opts.SyncTimeout = DefaultSyncTimeout
+	}
+	if opts.FS == nil {
+		opts.FS = diskFS()
 	}
 	return &Daemon{opts: opts, requests: make(chan string, 16)}
 }
@@ -177,7 +200,9 @@ func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
 	if request != "" {
 		st.LastHandledRequest = request
 	}
-	d.sync(ctx, &st, prev, request != "")
+	syncCtx, cancel := context.WithTimeout(ctx, d.opts.SyncTimeout)
+	d.sync(syncCtx, &st, prev, request != "")
+	cancel()
 	st.Duration = time.Since(start)
 	d.mu.Lock()
 	d.last = st
@@ -228,7 +253,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	d.mu.Lock()
 	d.lastRev = rev
 	d.mu.Unlock()
-	res, err := d.render(rev)
+	res, err := d.render(ctx, rev)
 	var ve *render.ValidationError
 	switch {
 	case errors.As(err, &ve):
@@ -240,6 +265,9 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		return
 	case err != nil:
 		st.Result, st.Message = ResultFailed, "render: "+err.Error()
+		if st.AppliedRevision != "" {
+			st.Message += "; revision " + sources.ShortID(st.AppliedRevision) + " stays applied"
+		}
 		return
 	}
 	objects := res.Objects
@@ -298,12 +326,15 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
 }
 
-func (d *Daemon) render(rev sources.Revision) (*render.Result, error) {
+// render renders a revision within the render timeout (and ctx).
+func (d *Daemon) render(ctx context.Context, rev sources.Revision) (*render.Result, error) {
 	opts := d.opts.Render
 	if opts.Config != nil {
 		opts.Root = rev.Dir
 	}
-	return render.New(opts).Render(diskFS(), rev.Dir)
+	ctx, cancel := context.WithTimeout(ctx, d.opts.RenderTimeout)
+	defer cancel()
+	return render.New(opts).RenderContext(ctx, d.opts.FS, rev.Dir)
 }
 
 func failed(cs *reconciler.ChangeSet) []reconciler.Result {
@@ -336,7 +367,7 @@ func (d *Daemon) Plan(ctx context.Context) (*reconciler.Plan, error) {
 	if rev.Dir == "" {
 		return nil, errors.New("no revision fetched yet on this replica (it may not be the leader)")
 	}
-	res, err := d.render(rev)
+	res, err := d.render(ctx, rev)
 	if err != nil {
 		return nil, err
 	}
