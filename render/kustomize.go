@@ -93,9 +93,10 @@ func (st *run) kustomize(dir string, files map[string][]byte) []*unstructured.Un
 	}
 	kfile := st.kustomizationFile(dir)
 	display := st.kdisplay(kfile)
-	st.setStep("building the kustomization %s", display)
 	k := krusty.MakeKustomizer(kustomizeOptions())
+	done := st.doing("building the kustomization %s", display)
 	rm, err := k.Run(renderedFS{FileSystem: st.fsys, files: files}, dir)
+	done()
 	if err != nil {
 		st.ds.errorf(display, Pos{}, "", "kustomize build: %s", redactMessage(err.Error()))
 		return nil

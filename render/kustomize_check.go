@@ -77,7 +77,7 @@ func (st *run) checkKustomization(dir string, top kscope, seen map[string]bool) 
 	seen[dir] = true
 	kfile := st.kustomizationFile(dir)
 	c := &kcheck{dir: dir, file: st.kdisplay(kfile), scopes: []kscope{top, st.scopeOf(dir)}}
-	st.setStep("checking the kustomization %s", c.file)
+	defer st.doing("checking the kustomization %s", c.file)()
 	kz, ok := st.readKustomization(kfile, c)
 	if !ok {
 		return
@@ -206,6 +206,7 @@ func (st *run) checkPluginConfig(file string, at Pos, field string, data []byte)
 			}
 		case yaml.MappingNode:
 			for i := 0; i+1 < len(n.Content); i += 2 {
+				walk(n.Content[i], "")
 				walk(n.Content[i+1], n.Content[i].Value)
 			}
 		case yaml.ScalarNode:

@@ -122,14 +122,20 @@ func remote(v string) bool {
 		strings.ContainsAny(lower, ":?")
 }
 
-// inline reports whether a patch or plugin entry is written in place (YAML with a mapping)
-// rather than naming a file, as kustomize decides: it tries the text as YAML first.
+// inline reports whether a patch or plugin entry is written in place rather than naming a
+// file. kustomize tries the text as objects first; an object has a kind, so an entry is inline
+// when it is YAML whose documents are mappings with a kind. Anything else is checked as a path.
 func inline(v string) bool {
-	if strings.Contains(v, "\n") {
-		return true
+	nodes, err := decodeAll([]byte(v))
+	if err != nil || len(nodes) == 0 {
+		return false
 	}
-	var n yaml.Node
-	return yaml.Unmarshal([]byte(v), &n) == nil && len(n.Content) > 0 && n.Content[0].Kind == yaml.MappingNode
+	for _, n := range nodes {
+		if len(n.Content) == 0 || n.Content[0].Kind != yaml.MappingNode || topLevel(n.Content[0], "kind") == nil {
+			return false
+		}
+	}
+	return true
 }
 
 // nodeAt finds the node at a path of keys and indexes; keys match without regard to case,

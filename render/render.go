@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync/atomic"
+	"sync"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -82,14 +82,40 @@ type run struct {
 	tenants map[string]bool
 	// ctx ends the render early: it is checked between files and between kustomizations.
 	ctx context.Context
-	// step says what the render is doing, for the error of a render that ran out of time.
-	step atomic.Pointer[string]
+	// busy is what the render is doing now (several files are read at once), for the error
+	// of a render that runs out of time.
+	busy   map[string]int
+	busyMu sync.Mutex
 }
 
-// setStep records what the render is doing now.
-func (st *run) setStep(format string, args ...any) {
+// doing records that the render does something until the returned function is called.
+func (st *run) doing(format string, args ...any) (done func()) {
 	s := fmt.Sprintf(format, args...)
-	st.step.Store(&s)
+	st.busyMu.Lock()
+	st.busy[s]++
+	st.busyMu.Unlock()
+	return func() {
+		st.busyMu.Lock()
+		if st.busy[s]--; st.busy[s] <= 0 {
+			delete(st.busy, s)
+		}
+		st.busyMu.Unlock()
+	}
+}
+
+// busyWith says what the render is doing now.
+func (st *run) busyWith() string {
+	st.busyMu.Lock()
+	defer st.busyMu.Unlock()
+	if len(st.busy) == 0 {
+		return "between steps"
+	}
+	list := make([]string, 0, len(st.busy))
+	for s := range st.busy {
+		list = append(list, s)
+	}
+	sort.Strings(list)
+	return strings.Join(list, ", ")
 }
 
 // stopped reports whether the render's context has ended.
@@ -110,8 +136,7 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 		return nil, fmt.Errorf("render %s: %w", path, context.Cause(ctx))
 	}
 	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[string]string{},
-		tenants: map[string]bool{}, ctx: ctx}
-	st.setStep("starting")
+		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}}
 	type outcome struct {
 		res *Result
 		err error
@@ -125,7 +150,7 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 	case o := <-done:
 		return o.res, o.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("render %s: stopped while %s: %w", path, *st.step.Load(), context.Cause(ctx))
+		return nil, fmt.Errorf("render %s: stopped while %s: %w", path, st.busyWith(), context.Cause(ctx))
 	}
 }
 
@@ -191,8 +216,9 @@ func (st *run) loadConfig(given *Config, abs string) {
 	for d := dir; ; d = filepath.Dir(d) {
 		if f := filepath.Join(d, keys.ConfigFile); st.fsys.Exists(f) {
 			st.repo = d
-			st.setStep("reading %s", f)
+			done := st.doing("reading %s", f)
 			st.cfg = st.readConfig(f)
+			done()
 			return
 		}
 		if st.fsys.Exists(filepath.Join(d, ".git")) || filepath.Dir(d) == d {
@@ -216,7 +242,7 @@ func isKustomization(name string) bool {
 
 // collect lists the source files and kustomization directories below path.
 func (st *run) collect(path, abs string) error {
-	st.setStep("listing the files of %s", path)
+	defer st.doing("listing the files of %s", path)()
 	return st.fsys.Walk(path, func(p string, info os.FileInfo, err error) error {
 		if st.stopped() {
 			return st.ctx.Err()
@@ -278,7 +304,7 @@ func (st *run) parseAll() {
 		if st.stopped() {
 			return
 		}
-		st.setStep("reading %s", s.display)
+		defer st.doing("reading %s", s.display)()
 		for _, k := range st.kdirs {
 			if s.abs == k || strings.HasPrefix(s.abs, k+string(filepath.Separator)) {
 				s.kustom = true
