@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"go.yaml.in/yaml/v3"
@@ -147,7 +148,7 @@ func (c *Config) checkTenancy(name string, pos map[string]Pos, ds *diagnostics) 
 		at, f := item("tenancy.kinds", i)
 		kind, group, _ := strings.Cut(k, ".")
 		switch {
-		case !kindPattern.MatchString(kind) || (group != "" && len(validation.IsDNS1123Subdomain(group)) > 0):
+		case !kindPattern.MatchString(kind) || !unicode.IsUpper(rune(kind[0])) || (group != "" && len(validation.IsDNS1123Subdomain(group)) > 0):
 			ds.errorf(name, at, f, "%q is not a kind: write Kind for the core group or Kind.group, e.g. Job.batch", k)
 		case clusterScopedKinds[k]:
 			ds.errorf(name, at, f, "%s is cluster-scoped; a tenant directory may hold namespaced kinds only", k)
