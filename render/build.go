@@ -43,9 +43,11 @@ func (st *run) build() []*unstructured.Unstructured {
 			objs = st.add(objs, toUnstructured(pc), "", Pos{})
 		}
 	}
-	configFile := st.displayOf(filepath.Join(st.repo, keys.ConfigFile))
-	for _, o := range st.tenantIdentities() {
-		objs = st.add(objs, toUnstructured(o), configFile, Pos{})
+	if !st.ds.hasErrors() { // an error in a tenant's output would also collide with its identity
+		configFile := st.displayOf(filepath.Join(st.repo, keys.ConfigFile))
+		for _, o := range st.tenantIdentities() {
+			objs = st.add(objs, toUnstructured(o), configFile, Pos{})
+		}
 	}
 	for _, o := range objs {
 		if o.GetKind() == "Node" {

@@ -28,6 +28,10 @@ const (
 	RuleHostPath = "host-path"
 	// RuleHostPorts: ports[].hostPort unset or 0.
 	RuleHostPorts = "host-ports"
+	// RuleHostProbes: probes and lifecycle handlers never name a host (httpGet.host,
+	// tcpSocket.host unset or ""): the kubelet would connect to it from the node (Pod
+	// Security baseline since Kubernetes 1.34).
+	RuleHostProbes = "host-probes"
 	// RuleAppArmor: AppArmor profiles only runtime/default or localhost ones.
 	RuleAppArmor = "apparmor"
 	// RuleSELinux: seLinuxOptions.type only from AllowedSELinuxTypes; user and role unset.
@@ -363,6 +367,18 @@ func (c *policyCheck) container(ct map[string]any, base string) {
 	for i, p := range listAt(ct["ports"]) {
 		if isSet(mapAt(p)["hostPort"]) {
 			c.add(RuleHostPorts, fmt.Sprintf("%s.ports[%d].hostPort", base, i), "host ports are not allowed in a tenant directory")
+		}
+	}
+	handlers := []string{"livenessProbe", "readinessProbe", "startupProbe", "lifecycle.postStart", "lifecycle.preStop"}
+	for _, h := range handlers {
+		hm := ct
+		for _, k := range strings.Split(h, ".") {
+			hm = mapAt(hm[k])
+		}
+		for _, action := range []string{"httpGet", "tcpSocket"} {
+			if isSet(mapAt(hm[action])["host"]) {
+				c.add(RuleHostProbes, base+"."+h+"."+action+".host", "probes and lifecycle handlers may not name a host: the kubelet would connect to it from the node")
+			}
 		}
 	}
 }

@@ -82,6 +82,9 @@ spec: {template: {spec: {hostIPC: true}}, volumeClaimTemplates: [{metadata: {nam
 		"a ReplicationController":   {obj: "apiVersion: v1\nkind: ReplicationController\nmetadata: {name: d}\nspec: {template: {spec: {hostPID: true}}}\n", want: []string{"spec.template.spec.hostPID host-namespaces"}},
 		"a Job":                     {obj: "apiVersion: batch/v1\nkind: Job\nmetadata: {name: d}\nspec: {template: {spec: {hostPID: true}}}\n", want: []string{"spec.template.spec.hostPID host-namespaces"}},
 		"an empty externalIPs list": {obj: "apiVersion: v1\nkind: Service\nmetadata: {name: s}\nspec: {externalIPs: []}\n"},
+		"probes and hooks naming a host": {obj: pod("", `livenessProbe: {httpGet: {host: 169.254.169.254, path: /, port: 80}},
+			readinessProbe: {tcpSocket: {port: 80, host: ""}}, lifecycle: {preStop: {tcpSocket: {host: 10.0.0.1, port: 22}}}`),
+			want: []string{"spec.containers[0].livenessProbe.httpGet.host host-probes", "spec.containers[0].lifecycle.preStop.tcpSocket.host host-probes"}},
 		"a kind that runs no pods":  {obj: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {spec: x}\n"},
 	}
 	for name, tc := range cases {

@@ -20,10 +20,11 @@ import (
 
 // Tenancy rules other than the pod policy, as messages name them ("tenancy <rule>: ...").
 const (
-	ruleReservedNamespace = "reserved-namespace"
-	ruleAllowedNamespaces = "allowed-namespaces"
-	ruleKinds             = "kinds"
-	ruleReservedName      = "reserved-name"
+	ruleReservedNamespace  = "reserved-namespace"
+	ruleAllowedNamespaces  = "allowed-namespaces"
+	ruleKinds              = "kinds"
+	ruleReservedName       = "reserved-name"
+	ruleReservedAnnotation = "reserved-annotation"
 )
 
 // clusterScopedKinds are well-known cluster-scoped kinds (Kind.group): tenancy.kinds may not
@@ -117,9 +118,23 @@ func tenancyProblem(rule, format string, args ...any) string {
 	return "tenancy " + rule + ": " + fmt.Sprintf(format, args...)
 }
 
-// reservedName reports whether a tenant object takes a name that gpuctl renders for the tenant.
-func reservedName(key, name string) bool {
-	return name == keys.TenantServiceAccount && (key == "ServiceAccount" || key == "RoleBinding."+rbacv1.GroupName)
+// reservedUse says how a tenant object takes what gpuctl reserves: the name of the tenant
+// identity, a token Secret of it, or the admin's adopt annotation. It returns the rule, the
+// field and the problem, or "" when the object takes nothing.
+func reservedUse(u *unstructured.Unstructured, key, ns string) (rule, field, problem string) {
+	ann := u.GetAnnotations()
+	switch {
+	case u.GetName() == keys.TenantServiceAccount && (key == "ServiceAccount" || key == "RoleBinding."+rbacv1.GroupName):
+		return ruleReservedName, "metadata.name", fmt.Sprintf("%s %s is the tenant identity that gpuctl renders for namespace %q; choose another name",
+			u.GetKind(), u.GetName(), ns)
+	case key == "Secret" && u.Object["type"] == string(corev1.SecretTypeServiceAccountToken) && ann[corev1.ServiceAccountNameKey] == keys.TenantServiceAccount:
+		return ruleReservedName, "metadata.annotations[" + corev1.ServiceAccountNameKey + "]",
+			"a token Secret of the tenant identity " + keys.TenantServiceAccount + " would hand its credentials to the namespace"
+	}
+	if _, ok := ann[keys.Adopt]; ok {
+		return ruleReservedAnnotation, "metadata.annotations[" + keys.Adopt + "]", "only an admin marks a live object adoptable, never a tenant's file"
+	}
+	return "", "", ""
 }
 
 // tenancyCheck holds what the checks of tenant directories need during one validation: the
@@ -200,9 +215,8 @@ func (tc *tenancyCheck) tenantManifest(doc *Document, s *source, ns string) {
 			"an admin may allow a namespaced kind in tenancy.kinds of " + keys.ConfigFile
 		return
 	}
-	if reservedName(key, u.GetName()) {
-		tc.st.ds.errorf(doc.File, tc.fieldPos(s, doc, "metadata.name"), "metadata.name", "%s", tenancyProblem(ruleReservedName,
-			"%s %s is the tenant identity that gpuctl renders for namespace %q; choose another name", u.GetKind(), u.GetName(), ns))
+	if rule, field, problem := reservedUse(u, key, ns); problem != "" {
+		tc.st.ds.errorf(doc.File, tc.fieldPos(s, doc, field), field, "%s", tenancyProblem(rule, "%s", problem))
 		return
 	}
 	for _, v := range CheckPodPolicy(u, tc.policy(ns)) {
@@ -238,14 +252,14 @@ func (st *run) checkKustomizeOutput(file, relDir, ns string, objs []map[string]a
 		}
 		u := &unstructured.Unstructured{Object: o}
 		key := kindKey(u.GetAPIVersion(), u.GetKind())
+		rule, field, problem := reservedUse(u, key, ns)
 		switch ons := u.GetNamespace(); {
 		case !kinds[key]:
 			st.ds.errorf(file, Pos{}, "kind", "kustomize output %s %s: %s", u.GetKind(), u.GetName(),
 				tenancyProblem(ruleKinds, "%s is not a kind that a tenant directory (%s/) may hold", key, relDir))
 			continue
-		case reservedName(key, u.GetName()):
-			st.ds.errorf(file, Pos{}, "metadata.name", "kustomize output %s %s: %s", u.GetKind(), u.GetName(),
-				tenancyProblem(ruleReservedName, "the name %s is the tenant identity that gpuctl renders", u.GetName()))
+		case problem != "":
+			st.ds.errorf(file, Pos{}, field, "kustomize output %s %s: %s", u.GetKind(), u.GetName(), tenancyProblem(rule, "%s", problem))
 			continue
 		case ons == "":
 			u.SetNamespace(ns)

@@ -146,6 +146,15 @@ func tenantAttacks() map[string]tenancyCase {
 			want: []string{"/repo/teams/alice/kustomization.yaml: kind: kustomize output ClusterRoleBinding own: tenancy kinds: ClusterRoleBinding.rbac.authorization.k8s.io is not a kind that a tenant directory (teams/alice/) may hold"}},
 		"the tenant identity declared by a tenant": {files: one("apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: gpuctl-tenant}\n"),
 			want: []string{evil + `:3:18: metadata.name: tenancy reserved-name: ServiceAccount gpuctl-tenant is the tenant identity that gpuctl renders for namespace "alice"; choose another name`}},
+		"a token Secret of the tenant identity": {admin: true, files: one("apiVersion: v1\nkind: Secret\ntype: kubernetes.io/service-account-token\n" +
+			"metadata:\n  name: t\n  annotations:\n    kubernetes.io/service-account.name: gpuctl-tenant\n"),
+			want: []string{evil + ":7:41: metadata.annotations[kubernetes.io/service-account.name]: tenancy reserved-name: a token Secret of the tenant identity gpuctl-tenant would hand its credentials to the namespace"}},
+		"the adopt annotation": {admin: true, files: one("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: limits\n  annotations: {g8s.host/adopt: \"true\"}\n"),
+			want: []string{evil + ":5:33: metadata.annotations[g8s.host/adopt]: tenancy reserved-annotation: only an admin marks a live object adoptable, never a tenant's file"}},
+		"the tenant identity built by kustomize": {files: map[string]string{
+			"teams/alice/kustomization.yaml": "resources: [sa.yaml]\nnameSuffix: -tenant\n",
+			"teams/alice/sa.yaml":            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: gpuctl}\n"},
+			want: []string{`/repo/teams/alice/kustomization.yaml: metadata.name: kustomize output ServiceAccount gpuctl-tenant: tenancy reserved-name: ServiceAccount gpuctl-tenant is the tenant identity that gpuctl renders for namespace "alice"; choose another name`}},
 
 		// Finding 5: workdirs.
 		"a workdir with ..": {files: map[string]string{"teams/alice/job.yaml": training + "storage: {workdirs: [{path: /output/alice/../../etc}]}\n"},
