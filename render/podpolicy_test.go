@@ -85,7 +85,7 @@ spec: {template: {spec: {hostIPC: true}}, volumeClaimTemplates: [{metadata: {nam
 		"probes and hooks naming a host": {obj: pod("", `livenessProbe: {httpGet: {host: 169.254.169.254, path: /, port: 80}},
 			readinessProbe: {tcpSocket: {port: 80, host: ""}}, lifecycle: {preStop: {tcpSocket: {host: 10.0.0.1, port: 22}}}`),
 			want: []string{"spec.containers[0].livenessProbe.httpGet.host host-probes", "spec.containers[0].lifecycle.preStop.tcpSocket.host host-probes"}},
-		"a kind that runs no pods":  {obj: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {spec: x}\n"},
+		"a kind that runs no pods": {obj: "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {spec: x}\n"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
