@@ -42,7 +42,7 @@ version: v0.1
 job: {name: %s}
 environment: {image: jupyter/pytorch-notebook:latest}
 resources: {pool: dev-pool, gpu: 1, cpu: 4, memory: 16Gi}
-storage: {workdirs: [{path: /home/jovyan/work}]}
+storage: {workdirs: [{path: /output/jovyan/work}]}
 `, name)
 	default:
 		return fmt.Sprintf(`kind: compute

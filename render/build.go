@@ -1,6 +1,8 @@
 package render
 
 import (
+	"path"
+	"path/filepath"
 	"strconv"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -13,12 +15,16 @@ func (st *run) build() []*unstructured.Unstructured {
 	var objs []*unstructured.Unstructured
 	anyWorkload := false
 	for _, s := range st.sources {
+		ns, tenant := st.cfg.NamespaceFor(path.Dir(s.rel))
 		for _, doc := range s.docs {
 			anyWorkload = anyWorkload || doc.Workload != nil
 			if s.kustom {
 				continue
 			}
 			for _, o := range st.renderDoc(doc, s) {
+				if tenant {
+					st.tenantRendered(o, doc, ns)
+				}
 				objs = st.add(objs, o, doc.File, doc.Pos)
 			}
 		}
@@ -35,6 +41,12 @@ func (st *run) build() []*unstructured.Unstructured {
 	if anyWorkload {
 		for _, pc := range priorityClasses() {
 			objs = st.add(objs, toUnstructured(pc), "", Pos{})
+		}
+	}
+	if !st.ds.hasErrors() { // an error in a tenant's output would also collide with its identity
+		configFile := st.displayOf(filepath.Join(st.repo, keys.ConfigFile))
+		for _, o := range st.tenantIdentities() {
+			objs = st.add(objs, toUnstructured(o), configFile, Pos{})
 		}
 	}
 	for _, o := range objs {
@@ -72,7 +84,8 @@ func (st *run) renderDoc(doc *Document, s *source) []*unstructured.Unstructured 
 	var typed []runtime.Object
 	switch {
 	case doc.Workload != nil:
-		typed = buildWorkload(workloadInput{Workload: doc.Workload, doc: doc, namespace: doc.Namespace, source: s.rel})
+		typed = buildWorkload(workloadInput{Workload: doc.Workload, doc: doc, namespace: doc.Namespace, source: s.rel,
+			writable: st.cfg.writableHostPathPrefixes()})
 	case doc.Pool != nil:
 		typed = buildPool(doc.Pool, s.rel, st.cfg.systemNamespace())
 	case doc.Quota != nil:

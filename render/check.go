@@ -4,16 +4,7 @@ import (
 	"path"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
-
-// clusterScoped lists the common cluster-scoped kinds, which team directories may not hold.
-var clusterScoped = map[string]bool{
-	"Namespace": true, "Node": true, "PersistentVolume": true, "PriorityClass": true, "StorageClass": true,
-	"ClusterRole": true, "ClusterRoleBinding": true, "CustomResourceDefinition": true, "IngressClass": true,
-	"ValidatingWebhookConfiguration": true, "MutatingWebhookConfiguration": true, "APIService": true,
-	"RuntimeClass": true, "CSIDriver": true, "VolumeAttachment": true, "ValidatingAdmissionPolicy": true,
-}
 
 // poolNodeRef remembers where a node was first put in a pool.
 type poolNodeRef struct {
@@ -26,8 +17,12 @@ func (st *run) validateAll() {
 	nodes := map[string]poolNodeRef{}
 	poolDocs := map[string]*Document{}
 	users := map[string]*Document{}
+	tc := st.newTenancyCheck()
 	for _, s := range st.sources {
 		mapped, isMapped := st.cfg.NamespaceFor(path.Dir(s.rel))
+		if isMapped {
+			st.checkTenantNamespace(s, mapped)
+		}
 		for _, doc := range s.docs {
 			v := &validator{doc: doc, ds: st.ds, cfg: st.cfg}
 			switch {
@@ -50,7 +45,7 @@ func (st *run) validateAll() {
 					users[u.Name] = doc
 				}
 			case doc.Manifest != nil:
-				st.checkManifest(doc, s, mapped, isMapped)
+				st.checkManifest(tc, doc, s, mapped, isMapped)
 			}
 		}
 	}
@@ -65,13 +60,13 @@ func (st *run) workloadNamespace(v *validator, s *source, mapped string, isMappe
 		}
 		return keys.DefaultNamespace
 	}
-	if errs := validation.IsDNS1123Label(mapped); len(errs) > 0 {
-		v.errorf("", "the directory mapping gives namespace %q, which is not valid: %s", mapped, errs[0])
-		return mapped
-	}
 	if w.Job.Namespace != "" && w.Job.Namespace != mapped {
 		v.errorf("job.namespace", "files in %s/ belong to namespace %q and cannot place jobs in %q", path.Dir(s.rel), mapped, w.Job.Namespace).Hint =
 			"remove job.namespace, or move the file to that team's directory"
+	}
+	if w.Job.Priority == "high" && !st.cfg.highPriorityAllowed(mapped) {
+		v.errorf("job.priority", "pod policy %s: priority high (%s) is not allowed in namespace %q", RulePriorityClass, keys.PriorityClassHigh, mapped).Hint =
+			"tenancy.highPriorityNamespaces in " + keys.ConfigFile + " lists the namespaces that may use it"
 	}
 	return mapped
 }
@@ -138,14 +133,14 @@ func poolHasType(p *Pool, t string) bool {
 	return false
 }
 
-// checkManifest applies the namespace mapping to plain Kubernetes manifests.
-func (st *run) checkManifest(doc *Document, s *source, mapped string, isMapped bool) {
-	if !isMapped {
+// checkManifest checks the names of a plain manifest, and holds one of a tenant directory to
+// its namespace and the tenant rules.
+func (st *run) checkManifest(tc *tenancyCheck, doc *Document, s *source, mapped string, isMapped bool) {
+	if field, problem := nameProblem(doc.Manifest); problem != "" {
+		st.ds.errorf(doc.File, tc.fieldPos(s, doc, field), field, "%s", problem)
 		return
 	}
-	kind, _ := doc.Manifest["kind"].(string)
-	if clusterScoped[kind] {
-		st.ds.errorf(doc.File, doc.Pos, "kind", "%s is cluster-wide and cannot live in a team directory (%s/)", kind, path.Dir(s.rel))
+	if !isMapped {
 		return
 	}
 	meta, _ := doc.Manifest["metadata"].(map[string]any)
@@ -154,31 +149,18 @@ func (st *run) checkManifest(doc *Document, s *source, mapped string, isMapped b
 		meta["namespace"] = mapped
 	case mapped:
 	default:
-		st.ds.errorf(doc.File, doc.Pos, "metadata.namespace",
+		st.ds.errorf(doc.File, tc.fieldPos(s, doc, "metadata.namespace"), "metadata.namespace",
 			"files in %s/ belong to namespace %q and cannot place objects in %q", path.Dir(s.rel), mapped, ns)
-	}
-	doc.Namespace = mapped
-}
-
-// checkNamespaces enforces a directory's namespace on objects that kustomize built there.
-func (st *run) checkNamespaces(file, relDir string, objs []map[string]any) {
-	mapped, ok := st.cfg.NamespaceFor(relDir)
-	if !ok {
 		return
 	}
-	for _, o := range objs {
-		kind, _ := o["kind"].(string)
-		meta, _ := o["metadata"].(map[string]any)
-		ns, _ := meta["namespace"].(string)
-		name, _ := meta["name"].(string)
-		switch {
-		case clusterScoped[kind]:
-			st.ds.errorf(file, Pos{}, "", "kustomize output %s %s is cluster-wide and cannot come from a team directory", kind, name)
-		case ns == "":
-			meta["namespace"] = mapped
-		case ns != mapped:
-			st.ds.errorf(file, Pos{}, "", "kustomize output %s %s/%s is outside the directory's namespace %q",
-				kind, ns, name, mapped)
-		}
+	doc.Namespace = mapped
+	tc.tenantManifest(doc, s, mapped)
+}
+
+// checkNamespaces holds objects that kustomize built in a tenant directory to the tenant
+// rules (checkKustomizeOutput); other directories' output is the admin's and is not checked.
+func (st *run) checkNamespaces(file, relDir string, objs []map[string]any) {
+	if mapped, ok := st.cfg.NamespaceFor(relDir); ok {
+		st.checkKustomizeOutput(file, relDir, mapped, objs)
 	}
 }

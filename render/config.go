@@ -1,12 +1,17 @@
 package render
 
 import (
+	"fmt"
 	"path"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"go.yaml.in/yaml/v3"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Config is the part of the reconciler's configuration that rendering needs. The CLI reads it
@@ -99,8 +104,125 @@ func ParseConfig(name string, data []byte) (*Config, []*Diagnostic) {
 					"%q must be a clean absolute directory other than /", p)
 			}
 		}
+		cfg.checkTenancy(name, d.pos, ds)
 	}
 	return cfg, ds.sorted()
+}
+
+// checkTenancy validates the settings that hold tenant directories: writable prefixes,
+// literal namespaces of the mapping, tenancy.allowedNamespaces, kinds and high-priority
+// namespaces.
+func (c *Config) checkTenancy(name string, pos map[string]Pos, ds *diagnostics) {
+	item := func(field string, i int) (Pos, string) {
+		f := field + "[" + strconv.Itoa(i) + "]"
+		return pos[f], f
+	}
+	for i, p := range c.WritableHostPathPrefixes {
+		switch at, f := item("writableHostPathPrefixes", i); {
+		case !path.IsAbs(p) || path.Clean(p) != p || p == "/":
+			ds.errorf(name, at, f, "%q must be a clean absolute directory other than /", p)
+		case !underAny(p, c.hostPathPrefixes()):
+			ds.errorf(name, at, f, "%q is not below any of hostPathPrefixes (%s)", p, strings.Join(c.hostPathPrefixes(), ", "))
+		}
+	}
+	for i, p := range c.Tenancy.AllowedNamespaces {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			at, f := item("tenancy.allowedNamespaces", i)
+			ds.errorf(name, at, f, "%q is not a valid pattern", p)
+		}
+	}
+	for i, r := range c.Namespaces {
+		if strings.Contains(r.Namespace, "$") {
+			continue // known only for each directory
+		}
+		if rule, problem := c.namespaceProblem(r.Namespace); problem != "" {
+			f := "namespaces[" + strconv.Itoa(i) + "].namespace"
+			msg := fmt.Sprintf("namespace %q is %s", r.Namespace, problem)
+			if rule != "" {
+				msg = tenancyProblem(rule, "%s", msg)
+			}
+			ds.errorf(name, pos[f], f, "%s", msg)
+		}
+	}
+	for i, k := range c.Tenancy.Kinds {
+		at, f := item("tenancy.kinds", i)
+		kind, group, _ := strings.Cut(k, ".")
+		switch {
+		case !kindPattern.MatchString(kind) || !unicode.IsUpper(rune(kind[0])) || (group != "" && len(validation.IsDNS1123Subdomain(group)) > 0):
+			ds.errorf(name, at, f, "%q is not a kind: write Kind for the core group or Kind.group, e.g. Job.batch", k)
+		case clusterScopedKinds[k]:
+			ds.errorf(name, at, f, "%s is cluster-scoped; a tenant directory may hold namespaced kinds only", k)
+		}
+	}
+	for i, ns := range c.Tenancy.HighPriorityNamespaces {
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			at, f := item("tenancy.highPriorityNamespaces", i)
+			ds.errorf(name, at, f, "%q is not a valid namespace name: %s", ns, errs[0])
+		}
+	}
+}
+
+// ReservedNamespace reports whether a namespace belongs to the cluster or to gpuctl: default,
+// kube-*, the system namespace. No tenant directory maps to it and no quota owns it.
+func (c *Config) ReservedNamespace(ns string) bool {
+	return ns == keys.DefaultNamespace || strings.HasPrefix(ns, "kube-") || ns == keys.SystemNamespace || ns == c.systemNamespace()
+}
+
+// namespaceProblem says why a namespace cannot be a tenant's ("" if it can), and the
+// tenancy rule that refuses it ("" for a name that is not valid at all).
+func (c *Config) namespaceProblem(ns string) (rule, problem string) {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return "", "not a valid namespace name: " + errs[0]
+	}
+	if c.ReservedNamespace(ns) {
+		return ruleReservedNamespace, fmt.Sprintf("reserved: default, kube-* and the system namespace %s never hold a tenant's objects", c.systemNamespace())
+	}
+	if c == nil || len(c.Tenancy.AllowedNamespaces) == 0 {
+		return "", ""
+	}
+	for _, p := range c.Tenancy.AllowedNamespaces {
+		if ok, _ := path.Match(p, ns); ok {
+			return "", ""
+		}
+	}
+	return ruleAllowedNamespaces, "not matched by tenancy.allowedNamespaces (" + strings.Join(c.Tenancy.AllowedNamespaces, ", ") + ")"
+}
+
+// PodPolicy returns the pod policy of a tenant namespace under this configuration. Its
+// ServiceAccounts are nil: render fills them with those the tenant declares.
+func (c *Config) PodPolicy(namespace string) PodPolicy {
+	return PodPolicy{
+		Namespace:                namespace,
+		HostPathPrefixes:         slices.Clone(c.hostPathPrefixes()),
+		WritableHostPathPrefixes: slices.Clone(c.writableHostPathPrefixes()),
+		AllowHighPriority:        c.highPriorityAllowed(namespace),
+	}
+}
+
+func (c *Config) highPriorityAllowed(ns string) bool {
+	return c == nil || len(c.Tenancy.HighPriorityNamespaces) == 0 || slices.Contains(c.Tenancy.HighPriorityNamespaces, ns)
+}
+
+// writableHostPathPrefixes are the configured writable prefixes; unset means the defaults,
+// an empty list none.
+func (c *Config) writableHostPathPrefixes() []string {
+	if c == nil || c.WritableHostPathPrefixes == nil {
+		return DefaultWritableHostPathPrefixes()
+	}
+	return c.WritableHostPathPrefixes
+}
+
+// tenantKinds is the set of kinds (Kind or Kind.group) that tenant directories may hold.
+func (c *Config) tenantKinds() map[string]bool {
+	list := DefaultTenantKinds()
+	if c != nil && len(c.Tenancy.Kinds) > 0 {
+		list = c.Tenancy.Kinds
+	}
+	set := make(map[string]bool, len(list))
+	for _, k := range list {
+		set[k] = true
+	}
+	return set
 }
 
 func (c *Config) hostPathPrefixes() []string {
@@ -112,7 +234,7 @@ func (c *Config) hostPathPrefixes() []string {
 
 func (c *Config) systemNamespace() string {
 	if c == nil || c.SystemNamespace == "" {
-		return "gpuctl-system"
+		return keys.SystemNamespace
 	}
 	return c.SystemNamespace
 }
@@ -120,20 +242,26 @@ func (c *Config) systemNamespace() string {
 // NamespaceFor returns the namespace that the rules map a directory to (slash-separated,
 // relative to the root), and whether any rule matched.
 func (c *Config) NamespaceFor(dir string) (string, bool) {
+	ns, _, ok := c.namespaceRule(dir)
+	return ns, ok
+}
+
+// namespaceRule is NamespaceFor that also returns the index of the matching rule.
+func (c *Config) namespaceRule(dir string) (string, int, bool) {
 	if c == nil {
-		return "", false
+		return "", -1, false
 	}
 	segs := splitPath(dir)
-	for _, r := range c.Namespaces {
+	for i, r := range c.Namespaces {
 		if caps, ok := matchDir(splitPath(r.Path), segs); ok {
 			ns := r.Namespace
-			for i := len(caps); i >= 1; i-- { // $10 before $1
-				ns = strings.ReplaceAll(ns, "$"+strconv.Itoa(i), caps[i-1])
+			for j := len(caps); j >= 1; j-- { // $10 before $1
+				ns = strings.ReplaceAll(ns, "$"+strconv.Itoa(j), caps[j-1])
 			}
-			return ns, true
+			return ns, i, true
 		}
 	}
-	return "", false
+	return "", -1, false
 }
 
 func splitPath(p string) []string {

@@ -9,6 +9,12 @@
 // hold a kustomization.yaml to kustomize with the gpuctl files already rendered. Every error
 // of every file is reported at once, as a *ValidationError; warnings never fail.
 //
+// Directories that .gpuctl.yaml maps to a namespace are tenant directories, written by teams
+// that may be hostile: their objects must stay in that namespace, be of the kinds of
+// tenancy.kinds and pass the tenant pod policy (CheckPodPolicy, which other packages reuse on
+// any object); they are marked with the tenant annotation, and each tenant namespace gets the
+// identity that the reconciler applies it as.
+//
 // The filesystem is injected (sigs.k8s.io/kustomize/kyaml/filesys), so tests and the
 // reconciler render from memory or from a fetched revision alike:
 //

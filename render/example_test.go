@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gpuctl/gpuctl/render"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -44,4 +45,23 @@ func Example_errors() {
 	// /repo/a.yaml:5:13: resources.gpu_tpye: unknown field "gpu_tpye", did you mean "gpu-type"?
 	// /repo/a.yaml:5:34: resources.gpu: must be 0 or more, got -1
 	// /repo/b.yaml:1:7: kind: unknown kind "trainning", did you mean "training"?
+}
+
+// Check an object against the pod policy of a tenant namespace, as render does for every
+// object of a tenant directory.
+func ExampleCheckPodPolicy() {
+	obj := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment", "metadata": map[string]any{"name": "web"},
+		"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+			"hostNetwork": true,
+			"containers":  []any{map[string]any{"name": "c", "image": "nginx", "securityContext": map[string]any{"privileged": true}}},
+		}}},
+	}}
+	var cfg *render.Config // no .gpuctl.yaml: the defaults
+	for _, v := range render.CheckPodPolicy(obj, cfg.PodPolicy("alice")) {
+		fmt.Println(v)
+	}
+	// Output:
+	// spec.template.spec.hostNetwork: pod policy host-namespaces: the host's namespaces are not allowed in a tenant directory
+	// spec.template.spec.containers[0].securityContext.privileged: pod policy privileged: privileged containers are not allowed in a tenant directory
 }

@@ -16,9 +16,6 @@ const maxNameLen = 63 - len("svc-")
 // within 63 characters.
 const maxNotebookNameLen = 63 - 11
 
-// reservedNamespaces may not be created or owned by a quota.
-var reservedNamespaces = map[string]bool{"default": true, "kube-system": true, "kube-public": true, "kube-node-lease": true}
-
 // fileExtensions are the endings that make an automatic workdir a file rather than a directory.
 var fileExtensions = map[string]bool{
 	"json": true, "jsonl": true, "yaml": true, "yml": true, "txt": true, "csv": true, "tsv": true,
@@ -277,7 +274,7 @@ func (v *validator) quota(q *Quota) {
 	for _, u := range q.Users {
 		field := "users." + u.Name
 		v.dnsLabel(field, u.Name, 63)
-		if reservedNamespaces[u.Name] || u.Name == v.cfg.systemNamespace() || strings.HasPrefix(u.Name, "kube-") {
+		if v.cfg.ReservedNamespace(u.Name) {
 			v.errorf(field, "%q is a system namespace and cannot be a quota user", u.Name)
 		}
 		if !v.doc.Has(field+".cpu") && !v.doc.Has(field+".memory") && !v.doc.Has(field+".gpu") {

@@ -128,7 +128,7 @@ func TestValidationRules(t *testing.T) {
 		"manifest in team directory in another namespace": {files: map[string]string{
 			".gpuctl.yaml":        "namespaces:\n  - path: teams/*/**\n    namespace: $1\n",
 			"teams/bob/conf.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: alice}\n"},
-			want: []string{`/repo/teams/bob/conf.yaml:1:1: metadata.namespace: files in teams/bob/ belong to namespace "bob" and cannot place objects in "alice"`}},
+			want: []string{`/repo/teams/bob/conf.yaml:3:32: metadata.namespace: files in teams/bob/ belong to namespace "bob" and cannot place objects in "alice"`}},
 		"same object twice": {files: map[string]string{"a.yaml": training, "b.yaml": training},
 			want: []string{`/repo/b.yaml:1:1: Job default/sft is rendered twice: also from /repo/a.yaml:1`}},
 		"tab indentation": {files: map[string]string{"a.yaml": "kind: training\nversion: v0.1\njob:\n\tname: x\n"},

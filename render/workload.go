@@ -25,6 +25,8 @@ type workloadInput struct {
 	doc       *Document
 	namespace string
 	source    string
+	// writable are the host-path prefixes below which workdirs are mounted read-write.
+	writable []string
 }
 
 // Has reports whether the workload's file set a field.
@@ -212,13 +214,20 @@ func (w workloadInput) addVolumes(spec *corev1.PodSpec) {
 		if len(p) > 1 {
 			p = trimSlash(p)
 		}
-		t := corev1.HostPathDirectoryOrCreate
-		if isFilePath(wd) {
+		// Read-only unless below a writable prefix: a job that can write a directory can plant
+		// a symlink there that a later hostPath mount follows on the node. A read-only
+		// directory must exist; only a writable one may be created by the kubelet.
+		writable := underAny(p, w.writable)
+		t := corev1.HostPathDirectory
+		switch {
+		case isFilePath(wd):
 			t = corev1.HostPathFile
+		case writable:
+			t = corev1.HostPathDirectoryOrCreate
 		}
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: name,
 			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: &t}}})
-		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: p})
+		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: p, ReadOnly: !writable})
 	}
 	if w.Resources.GPU > 0 && (w.Kind == KindTraining || w.Kind == KindInference) {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "dshm",
