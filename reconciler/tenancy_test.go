@@ -252,3 +252,34 @@ func TestTenantRoleMatchesTenantKinds(t *testing.T) {
 		t.Fatalf("the tenant ClusterRole grants\n  %v\nrender.DefaultTenantKinds are\n  %v", granted, want)
 	}
 }
+
+// TestTenantIdentityCreatedWithTheChange: objects applied before tenants were impersonated
+// are updated in the very sync that creates the tenant's identity: the tenant's dry-run cannot
+// succeed before it exists, so the change is planned from the live object, then applied as
+// the tenant once the RoleBinding is there.
+func TestTenantIdentityCreatedWithTheChange(t *testing.T) {
+	opts := reconciler.DefaultOptions()
+	opts.ImpersonateTenants = false
+	e := newEnv(t, opts)
+	installTenantRole(e)
+	ns := "tenant-g"
+	cm := func(v string) *unstructured.Unstructured {
+		return asTenant(configMap(ns, "settings", map[string]any{"k": v}), ns)
+	}
+	e.sync([]*unstructured.Unstructured{namespace(ns), cm("1")})
+
+	e.opts.ImpersonateTenants = true
+	e = newEnvSame(t, e)
+	plan := e.plan(append(tenantNamespace(ns), cm("2")))
+	c := find(plan, "ConfigMap", "settings")
+	if c.Action != reconciler.ActionUpdate || !strings.Contains(c.Reason, "tenant's identity is written by this sync") ||
+		len(c.Diff) != 1 || c.Diff[0].Path != "data.k" {
+		t.Fatalf("ConfigMap: %s %q %+v\n%s", c.Action, c.Reason, c.Diff, failures(plan))
+	}
+	if _, err := e.apply(plan); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.kube.CoreV1().ConfigMaps(ns).Get(e.ctx, "settings", metav1.GetOptions{}); got.Data["k"] != "2" {
+		t.Fatalf("not applied: %v", got.Data)
+	}
+}
