@@ -17,4 +17,11 @@
 // The inventory is a kubectl ApplySet: a parent ConfigMap in the gpuctl namespace and the
 // label applyset.kubernetes.io/part-of on every member. Pruning deletes only members that
 // carry gpuctl's ownership label and are not opted out with g8s.host/prune: disabled.
+//
+// Tenant objects (annotated g8s.host/tenant by the renderer) must be namespaced and in their
+// tenant's namespace, and are written — after every admin object — as the tenant's
+// ServiceAccount gpuctl-tenant (Options.ImpersonateTenants). A live object that gpuctl did not
+// create is never taken over unless an admin annotated it g8s.host/adopt=true, and never
+// force-applied. An object that cannot be planned fails alone (Change.Error, Plan.Failed):
+// it and what depends on it are skipped, the rest is applied.
 package reconciler

@@ -97,7 +97,10 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 		add(before, false)
 		if c.Action != ActionDelete {
 			after := c.Desired
-			if c.Predicted != nil {
+			switch {
+			case c.Error != "" || c.Desired == nil: // not applied, or a prune skipped: stays as it is
+				after = before
+			case c.Predicted != nil:
 				after = c.Predicted
 			}
 			add(after, true)

@@ -18,12 +18,16 @@ import (
 // Manager plans and applies desired objects against one cluster. It is safe for use by one
 // sync at a time; discovery is cached across syncs.
 type Manager struct {
+	cfg    *rest.Config // the manager's own identity, from which tenant clients are derived
 	dyn    dynamic.Interface
 	mapper meta.ResettableRESTMapper
 	opts   Options
+	// inventoryID is the ApplySet id of the inventory: objects labelled with it are gpuctl's.
+	inventoryID string
 
 	mu       sync.Mutex
 	mappings map[schema.GroupVersionKind]*meta.RESTMapping
+	tenants  map[string]dynamic.Interface // impersonating clients, by tenant namespace
 }
 
 // NewManager connects to the cluster of cfg. Client-side rate limiting is raised (QPS 500,
@@ -41,11 +45,15 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts = opts.withDefaults()
 	return &Manager{
-		dyn:      dyn,
-		mapper:   restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
-		opts:     opts.withDefaults(),
-		mappings: map[schema.GroupVersionKind]*meta.RESTMapping{},
+		cfg:         c,
+		dyn:         dyn,
+		mapper:      restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc)),
+		opts:        opts,
+		inventoryID: newInventory(opts.InventoryName, opts.Namespace).id,
+		mappings:    map[schema.GroupVersionKind]*meta.RESTMapping{},
+		tenants:     map[string]dynamic.Interface{},
 	}, nil
 }
 
@@ -72,13 +80,17 @@ func (m *Manager) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error
 	return rm, nil
 }
 
-// resource returns the client of an object's resource, in its namespace when namespaced.
+// resource returns the reader of an object's resource (the manager's own identity), in its
+// namespace when namespaced.
 func (m *Manager) resource(c *Change) dynamic.ResourceInterface {
-	ri := m.dyn.Resource(c.resource)
-	if c.namespaced {
-		return ri.Namespace(c.Object.Namespace)
+	return scoped(m.dyn, c.resource, c.namespaced, c.Object.Namespace)
+}
+
+func scoped(dyn dynamic.Interface, gvr schema.GroupVersionResource, namespaced bool, ns string) dynamic.ResourceInterface {
+	if namespaced {
+		return dyn.Resource(gvr).Namespace(ns)
 	}
-	return ri
+	return dyn.Resource(gvr)
 }
 
 // parallel runs fn for each item with at most n in flight and returns the first error.

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/dynamic"
 )
 
 // Result is what happened to one object in a sync.
@@ -41,13 +42,25 @@ func (cs *ChangeSet) Failed() []Result {
 	return out
 }
 
+// WriteFailed reports whether a write of the sync failed, as opposed to changes that failed
+// at plan time (skipped with an error, nothing written).
+func (cs *ChangeSet) WriteFailed() bool {
+	for _, r := range cs.Results {
+		if r.Error != "" && r.Action != ActionSkipped {
+			return true
+		}
+	}
+	return false
+}
+
 // Progress is told about each change once it is done; it may be nil.
 type Progress func(done, total int, r Result)
 
 // Apply carries out a plan: it records the inventory, applies creates, updates and recreates
 // stage by stage (Namespaces, PriorityClasses, quotas, configuration, Services, workloads,
-// node labels) with bounded concurrency, then prunes in reverse order. Nothing is pruned when
-// any apply failed. A refused plan is not applied.
+// node labels, then tenant objects) with bounded concurrency, then prunes in reverse order.
+// Nothing is pruned when any apply failed. Changes that failed at plan time are results with
+// their error, and do not stop the others. A refused plan is not applied.
 func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*ChangeSet, error) {
 	if plan.Refused != nil {
 		return nil, plan.Refused
@@ -57,7 +70,7 @@ func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*Ch
 	index := map[*Change]int{}
 	for i, c := range plan.Changes {
 		index[c] = i
-		results[i] = Result{Object: c.Object, Action: c.Action, Reason: c.Reason}
+		results[i] = Result{Object: c.Object, Action: c.Action, Reason: c.Reason, Error: c.Error}
 	}
 	var mu sync.Mutex
 	done, total := 0, countWrites(plan)
@@ -116,6 +129,9 @@ func countWrites(p *Plan) int {
 // everything desired or still to prune; without, those of what is left after the prune.
 func (m *Manager) members(plan *Plan, pending bool) (map[schema.GroupKind]bool, map[string]bool) {
 	gks, nss := map[schema.GroupKind]bool{}, map[string]bool{}
+	for gk := range plan.unlisted { // members not seen are still members
+		gks[gk] = true
+	}
 	for _, c := range plan.Changes {
 		if c.resource == nodeGVR || (!pending && c.Action == ActionDelete) {
 			continue
@@ -164,10 +180,12 @@ func (m *Manager) runStages(ctx context.Context, plan *Plan, deletes bool, recor
 	return failed
 }
 
-// applyOne carries out one change.
+// applyOne carries out one change, as the identity that writes its object.
 func (m *Manager) applyOne(ctx context.Context, c *Change) error {
-	if len(c.Conflicts) > 0 && !m.opts.Force {
-		return conflictError(c.Conflicts)
+	// Pool labels are intents on nodes gpuctl never creates, not adoption: they follow Force.
+	force := c.force || (c.resource == nodeGVR && m.opts.Force)
+	if len(c.Conflicts) > 0 && !force {
+		return conflictError(c.Conflicts, m.opts.Force)
 	}
 	switch c.Action {
 	case ActionDelete:
@@ -180,14 +198,19 @@ func (m *Manager) applyOne(ctx context.Context, c *Change) error {
 			return err
 		}
 	}
-	_, err := m.resource(c).Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: m.opts.Force})
+	err := m.write(ctx, c, func(ri dynamic.ResourceInterface) error {
+		_, err := ri.Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: force})
+		return err
+	})
 	if apierrors.IsConflict(err) {
-		return conflictError(conflictsOf(err))
+		return conflictError(conflictsOf(err), m.opts.Force)
 	}
 	return err
 }
 
-func conflictError(cs []Conflict) error {
+// conflictError reports fields that other managers own; forcing tells that Force was asked
+// for, and refused because gpuctl did not create the object.
+func conflictError(cs []Conflict, forcing bool) error {
 	msg := "conflict:"
 	for i, c := range cs {
 		if i > 0 {
@@ -195,12 +218,17 @@ func conflictError(cs []Conflict) error {
 		}
 		msg += fmt.Sprintf(" %s is owned by %q", c.Field, c.Manager)
 	}
+	if forcing {
+		return errors.New(msg + " (gpuctl forces fields only on objects it created)")
+	}
 	return errors.New(msg + " (use --force-conflicts to take it over)")
 }
 
 func (m *Manager) delete(ctx context.Context, c *Change) error {
 	bg := metav1.DeletePropagationBackground
-	err := m.resource(c).Delete(ctx, c.Object.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	err := m.write(ctx, c, func(ri dynamic.ResourceInterface) error {
+		return ri.Delete(ctx, c.Object.Name, metav1.DeleteOptions{PropagationPolicy: &bg})
+	})
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

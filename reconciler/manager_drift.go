@@ -25,39 +25,58 @@ func (m *Manager) Resource(gvk schema.GroupVersionKind) (schema.GroupVersionReso
 	return rm.Resource, rm.Scope.Name() == meta.RESTScopeNameNamespace, nil
 }
 
-// client returns the client of an object's resource, in its namespace when namespaced.
-func (m *Manager) client(u *unstructured.Unstructured) (dynamic.ResourceInterface, error) {
+// changeOf describes one desired object (as Plan prepared it) for a write outside a plan: its
+// resource, scope and tenant. A tenant object outside its namespace is refused here too.
+func (m *Manager) changeOf(u *unstructured.Unstructured) (*Change, error) {
 	gvr, namespaced, err := m.Resource(u.GroupVersionKind())
 	if err != nil {
 		return nil, err
 	}
-	if namespaced {
-		return m.dyn.Resource(gvr).Namespace(u.GetNamespace()), nil
+	if msg := checkTenantScope(u, namespaced); msg != "" {
+		return nil, fmt.Errorf("%s: %s", render.ObjectID(u), msg)
 	}
-	return m.dyn.Resource(gvr), nil
+	return &Change{Object: RefOf(u), Desired: u, resource: gvr, namespaced: namespaced, tenant: tenantOf(u)}, nil
 }
 
-// Get reads the live object of a desired one (nil, nil when it does not exist).
+// Get reads the live object of a desired one (nil, nil when it does not exist), as the
+// manager's own identity.
 func (m *Manager) Get(ctx context.Context, desired *unstructured.Unstructured) (*unstructured.Unstructured, error) {
-	c, err := m.client(desired)
+	gvr, namespaced, err := m.Resource(desired.GroupVersionKind())
 	if err != nil {
 		return nil, err
 	}
-	u, err := c.Get(ctx, desired.GetName(), metav1.GetOptions{})
+	u, err := scoped(m.dyn, gvr, namespaced, desired.GetNamespace()).Get(ctx, desired.GetName(), metav1.GetOptions{})
 	if err != nil {
 		return nil, ignoreNotFound(err)
 	}
 	return u, nil
 }
 
-// ApplyOne applies one desired object as planned objects are applied (same field manager);
-// with force it takes back the fields that another manager took.
+// ApplyOne applies one desired object as planned objects are applied: same field manager, same
+// identity (a tenant object as its tenant). With force it takes back the fields that another
+// manager took — only on a member of this inventory. A live object that gpuctl did not create
+// and that is not marked adoptable is refused (ErrNotCreatedByGpuctl).
 func (m *Manager) ApplyOne(ctx context.Context, desired *unstructured.Unstructured, force bool) error {
-	c, err := m.client(desired)
+	c, err := m.changeOf(desired)
 	if err != nil {
 		return err
 	}
-	_, err = c.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: force})
+	live, err := m.resource(c).Get(ctx, c.Object.Name, metav1.GetOptions{})
+	switch {
+	case apierrors.IsNotFound(err):
+		live = nil
+	case err != nil:
+		return fmt.Errorf("%s: get: %w", render.ObjectID(desired), err)
+	default:
+		if err := m.adoptionError(live, desired); err != nil {
+			return fmt.Errorf("%s: apply: %w", render.ObjectID(desired), err)
+		}
+	}
+	force = m.mayForce(live, force)
+	err = m.write(ctx, c, func(ri dynamic.ResourceInterface) error {
+		_, err := ri.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: force})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("%s: apply: %w", render.ObjectID(desired), err)
 	}
@@ -79,16 +98,20 @@ func (m *Manager) ApplyNodeLabels(ctx context.Context, node string, labels map[s
 // fields gpuctl sets that differ, with the live value as Old and the desired as New. It costs
 // nothing when the live object holds every desired value; otherwise a forced server-side
 // dry-run apply tells what an apply would really change, so that server defaults and value
-// normalisation are never reported.
+// normalisation are never reported. The dry-run is made as the identity that would apply.
 func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstructured) ([]FieldDiff, error) {
 	if Contains(desired, live) {
 		return nil, nil
 	}
-	c, err := m.client(desired)
+	c, err := m.changeOf(desired)
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager,
+	ri, err := m.writer(c)
+	if err != nil {
+		return nil, err
+	}
+	res, err := ri.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager,
 		Force: true, DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: dry-run apply: %w", render.ObjectID(desired), err)

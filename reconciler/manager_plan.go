@@ -14,7 +14,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/client-go/dynamic"
 )
 
 // Plan pairs the desired objects with the live ones and decides an action for each, plus the
@@ -42,10 +41,11 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 		changes = append(changes, c)
 	}
 	plan.desiredN = len(changes)
-	live, err := m.listInventory(ctx, inv, changes)
+	live, unlisted, err := m.listInventory(ctx, inv, changes)
 	if err != nil {
 		return nil, err
 	}
+	plan.unlisted = unlisted
 	if err := m.decide(ctx, changes, live); err != nil {
 		return nil, err
 	}
@@ -68,9 +68,16 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 }
 
 // prepare resolves a desired object's resource and marks it as a member of the inventory. It
-// changes the object in place: Plan owns the objects it is given.
+// changes the object in place: Plan owns the objects it is given. A kind the cluster does not
+// serve and a tenant object outside its namespace make a failed change; only a failure of
+// discovery itself is an error.
 func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Change, error) {
+	c := &Change{Object: RefOf(u), Desired: u, Source: u.GetAnnotations()[keys.Source], tenant: tenantOf(u)}
 	rm, err := m.mapping(u.GroupVersionKind())
+	if meta.IsNoMatchError(err) {
+		c.fail("%v", err)
+		return c, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", render.ObjectID(u), err)
 	}
@@ -96,17 +103,26 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 	}
 	ann[keys.AppliedHash] = h
 	u.SetAnnotations(ann)
-	return &Change{Object: RefOf(u), Desired: u, Source: ann[keys.Source], resource: rm.Resource,
-		namespaced: namespaced, stage: render.KindOrder(u.GetKind())}, nil
+	c.Object, c.resource, c.namespaced, c.stage = RefOf(u), rm.Resource, namespaced, render.KindOrder(u.GetKind())
+	if c.tenant != "" {
+		c.stage += tenantStageOffset
+	}
+	if msg := checkTenantScope(u, namespaced); msg != "" {
+		c.fail("%s", msg)
+	}
+	return c, nil
 }
 
 // listInventory lists the members of the inventory, one list per group-kind across all
 // namespaces, keyed by ObjectRef.key. Members that are up to date with their desired object
-// are marked unchanged and left out of the map.
-func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*Change) (map[string]*unstructured.Unstructured, error) {
+// are marked unchanged and left out of the map. A group-kind that the reconciler may not list
+// fails its desired changes and is returned in unlisted; any other error fails the plan.
+func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*Change) (map[string]*unstructured.Unstructured, map[schema.GroupKind]bool, error) {
 	desired := make(map[string]*Change, len(changes))
 	for _, c := range changes {
-		desired[c.Object.key()] = c
+		if c.Error == "" {
+			desired[c.Object.key()] = c
+		}
 	}
 	gks := map[schema.GroupKind]bool{}
 	for gk := range inv.groupKinds {
@@ -117,6 +133,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 	}
 	var mu sync.Mutex
 	live := map[string]*unstructured.Unstructured{}
+	unlisted := map[schema.GroupKind]bool{}
 	list := make([]schema.GroupKind, 0, len(gks))
 	for gk := range gks {
 		list = append(list, gk)
@@ -134,6 +151,12 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		opts := metav1.ListOptions{LabelSelector: keys.ApplySetPartOf + "=" + inv.id, Limit: 500}
 		for {
 			l, err := m.dyn.Resource(rm.Resource).List(ctx, opts)
+			if readRefused(err) {
+				mu.Lock()
+				unlisted[gk] = true
+				mu.Unlock()
+				return nil
+			}
 			if err != nil {
 				return fmt.Errorf("list %s: %w", gk, err)
 			}
@@ -159,16 +182,39 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		}
 		return nil
 	})
-	return live, err
+	if err != nil {
+		return nil, nil, err
+	}
+	for k, u := range live { // an incomplete list prunes nothing
+		if unlisted[RefOf(u).GroupKind()] {
+			delete(live, k)
+		}
+	}
+	for _, c := range changes {
+		if c.Error == "" && unlisted[c.Object.GroupKind()] {
+			// A member seen on an earlier page is not trusted either: the list is incomplete.
+			c.Action, c.liveSeen = "", false
+			c.fail("the reconciler may not list %s: it cannot tell what exists, so it writes nothing", c.resource.Resource)
+		}
+	}
+	return live, unlisted, nil
+}
+
+// readRefused tells a read that the reconciler is not allowed (or that the resource does not
+// support): it fails the objects concerned, not the plan.
+func readRefused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err) || apierrors.IsNotFound(err)
 }
 
 // decide sets the action of each desired object: create, unchanged (decided locally), or
-// what a server-side dry-run says (update, recreate, unchanged, or a conflict).
+// what a server-side dry-run says (update, recreate, unchanged, or a conflict). A live object
+// that gpuctl did not create fails its change (see adoptionError). Admin objects are dry-run
+// first: a tenant's dry-run is made as the tenant, whose identity is an admin object.
 func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string]*unstructured.Unstructured) error {
 	var unknown, dryRun []*Change
 	for _, c := range changes {
-		if c.liveSeen {
-			continue // decided while listing
+		if c.liveSeen || c.Error != "" {
+			continue // decided while listing, or failed
 		}
 		c.Live = live[c.Object.key()]
 		switch {
@@ -180,20 +226,45 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 			dryRun = append(dryRun, c)
 		}
 	}
-	// Objects not in the inventory may still exist (adopted, or labelled by hand): one GET
-	// each when they are few, else one LIST per kind and namespace.
+	// Objects not in the inventory may still exist (created by someone else, or by another
+	// inventory): one GET each when they are few, else one LIST per kind and namespace.
 	found, err := m.lookup(ctx, unknown)
 	if err != nil {
 		return err
 	}
 	for _, c := range unknown {
+		if c.Error != "" {
+			continue
+		}
 		if c.Live = found[c.Object.key()]; c.Live == nil {
 			c.Action = ActionCreate
+		} else if err := m.adoptionError(c.Live, c.Desired); err != nil {
+			c.fail("%v", err)
 		} else {
 			dryRun = append(dryRun, c)
 		}
 	}
-	return parallel(ctx, m.opts.Concurrency, dryRun, m.dryRun)
+	var admin, tenant []*Change
+	for _, c := range dryRun {
+		if m.impersonated(c) {
+			tenant = append(tenant, c)
+		} else {
+			admin = append(admin, c)
+		}
+	}
+	m.skipDependents(changes)
+	if err := parallel(ctx, m.opts.Concurrency, admin, func(ctx context.Context, c *Change) error {
+		return m.dryRun(ctx, c, false)
+	}); err != nil {
+		return err
+	}
+	m.skipDependents(changes)
+	pending := pendingIdentities(changes)
+	err = parallel(ctx, m.opts.Concurrency, tenant, func(ctx context.Context, c *Change) error {
+		return m.dryRun(ctx, c, pending[c.tenant])
+	})
+	m.skipDependents(changes)
+	return err
 }
 
 // lookupListThreshold is the number of objects of one kind and namespace above which a LIST
@@ -231,13 +302,16 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 		}
 	}
 	err := parallel(ctx, m.opts.Concurrency, lists, func(ctx context.Context, k scope) error {
-		ri := dynamic.ResourceInterface(m.dyn.Resource(k.resource))
-		if k.namespaced {
-			ri = m.dyn.Resource(k.resource).Namespace(k.namespace)
-		}
+		ri := scoped(m.dyn, k.resource, k.namespaced, k.namespace)
 		opts := metav1.ListOptions{Limit: 500}
 		for {
 			l, err := ri.List(ctx, opts)
+			if readRefused(err) {
+				for _, c := range groups[k] { // each change is its own: no lock needed
+					c.fail("list %s in %q: %v", k.resource.Resource, k.namespace, err)
+				}
+				return nil
+			}
 			if err != nil {
 				return fmt.Errorf("list %s in %q: %w", k.resource.Resource, k.namespace, err)
 			}
@@ -257,6 +331,9 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil
+		case apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
+			c.fail("get: %v", err)
+			return nil
 		case err != nil:
 			return fmt.Errorf("%s: get: %w", c.Object, err)
 		}
@@ -266,22 +343,43 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 	return found, err
 }
 
-// dryRun asks the API server what an apply would do to a live object.
-func (m *Manager) dryRun(ctx context.Context, c *Change) error {
-	res, err := m.resource(c).Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{
-		FieldManager: m.opts.FieldManager, Force: m.opts.Force, DryRun: []string{metav1.DryRunAll}})
+// dryRun asks the API server what an apply would do to a live object, as the identity that
+// will apply it. Its refusal fails the change; so does a tenant's Forbidden, unless the
+// tenant's identity is written by this very plan (identityPending): then the change is planned
+// from the live object alone and checked when applied.
+func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) error {
+	if c.Error != "" {
+		return nil // a dependency failed meanwhile
+	}
+	c.force = m.mayForce(c.Live, m.opts.Force)
+	ri, err := m.writer(c)
+	if err != nil {
+		return err
+	}
+	res, err := ri.Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{
+		FieldManager: m.opts.FieldManager, Force: c.force, DryRun: []string{metav1.DryRunAll}})
 	switch {
 	case err == nil:
 	case apierrors.IsConflict(err):
 		c.Action, c.Conflicts = ActionUpdate, conflictsOf(err)
 		c.Reason = "fields owned by another manager; not applied without --force-conflicts"
+		if m.opts.Force {
+			c.Reason = "fields owned by another manager; gpuctl forces fields only on objects it created"
+		}
 		return nil
 	case isImmutable(err):
 		c.Action, c.Reason = ActionRecreate, immutableReason(err)
 		c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
+	case identityPending && apierrors.IsForbidden(err):
+		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: the tenant's identity is written by this sync"
+		c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
 	default:
-		return fmt.Errorf("%s: dry-run apply: %w", c.Object, err)
+		c.fail("dry-run apply: %v", err)
+		return nil
 	}
 	c.Predicted = res
 	c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(res).Object, c.Desired.Object)
@@ -345,7 +443,7 @@ func conflictsOf(err error) []Conflict {
 func (m *Manager) prunes(live map[string]*unstructured.Unstructured, changes []*Change) []*Change {
 	desired := make(map[string]bool, len(changes))
 	for _, c := range changes {
-		desired[c.Object.key()] = true
+		desired[c.Object.key()] = true // failed changes too: they are still desired
 	}
 	// (up-to-date members are not in live: they were desired)
 	var out []*Change
@@ -358,7 +456,11 @@ func (m *Manager) prunes(live map[string]*unstructured.Unstructured, changes []*
 			continue
 		}
 		c := &Change{Object: RefOf(u), Action: ActionDelete, Live: u, Source: u.GetAnnotations()[keys.Source],
-			resource: rm.Resource, namespaced: rm.Scope.Name() == meta.RESTScopeNameNamespace, stage: render.KindOrder(u.GetKind())}
+			resource: rm.Resource, namespaced: rm.Scope.Name() == meta.RESTScopeNameNamespace, stage: render.KindOrder(u.GetKind()),
+			tenant: tenantOf(u)}
+		if c.tenant != "" { // pruned as the tenant that declared it, before admin objects
+			c.stage += tenantStageOffset
+		}
 		switch {
 		case u.GetLabels()[keys.ManagedBy] != keys.ManagedByValue:
 			c.Action, c.Reason = ActionSkipped, "no longer desired, but not labelled "+keys.ManagedBy+"="+keys.ManagedByValue+"; not deleted"

@@ -27,18 +27,25 @@ type Options struct {
 	Concurrency int
 	// RecreateTimeout bounds the wait for a deleted object to go before it is created again.
 	RecreateTimeout time.Duration
+	// ImpersonateTenants writes (dry-runs, applies, recreates and prunes) each tenant object —
+	// one carrying the annotation keys.Tenant — as the ServiceAccount keys.TenantServiceAccount
+	// of its tenant's namespace, so that the API server holds it to the tenant ClusterRole;
+	// reads stay with the manager's own identity. On in DefaultOptions.
+	ImpersonateTenants bool
 }
 
-// DefaultOptions returns the options of `gpuctl sync`: prune on, 25 % prune budget, no force.
+// DefaultOptions returns the options of `gpuctl sync`: prune on, 25 % prune budget, no force,
+// tenants impersonated.
 func DefaultOptions() Options {
 	return Options{
-		FieldManager:    keys.FieldManager,
-		Namespace:       keys.SystemNamespace,
-		InventoryName:   keys.InventoryName,
-		Prune:           true,
-		MaxPrune:        0.25,
-		Concurrency:     16,
-		RecreateTimeout: 2 * time.Minute,
+		FieldManager:       keys.FieldManager,
+		Namespace:          keys.SystemNamespace,
+		InventoryName:      keys.InventoryName,
+		Prune:              true,
+		MaxPrune:           0.25,
+		Concurrency:        16,
+		RecreateTimeout:    2 * time.Minute,
+		ImpersonateTenants: true,
 	}
 }
 

@@ -30,11 +30,19 @@ type Conflict struct {
 }
 
 // Change is the planned action for one object.
+//
+// A change that cannot be planned — a kind the cluster does not serve or the reconciler cannot
+// read, a failed dry-run, a tenant object outside its namespace, a live object gpuctl did not
+// create, or an object whose Namespace or tenant identity failed — is skipped (Action
+// ActionSkipped) with Error set: it writes nothing, is never pruned (it is still desired), and
+// the rest of the plan goes ahead. Plan.Failed lists such changes.
 type Change struct {
 	Object ObjectRef `json:"object"`
 	Action Action    `json:"action"`
 	// Reason explains recreates, skips and updates that change no field.
 	Reason string `json:"reason,omitempty"`
+	// Error is why the object could not be planned (the action is then skipped).
+	Error string `json:"error,omitempty"`
 	// Diff lists the fields that change (updates, recreates).
 	Diff []FieldDiff `json:"diff,omitempty"`
 	// Conflicts are fields another manager owns; the change is not applied without Force.
@@ -51,13 +59,28 @@ type Change struct {
 	resource   schema.GroupVersionResource
 	namespaced bool
 	stage      int
+	// tenant is the namespace of the tenant that declares the object (annotation
+	// keys.Tenant): it is written as that tenant's ServiceAccount (see Options.ImpersonateTenants).
+	tenant string
+	// force: the apply may take fields from other managers (Options.Force, and the live
+	// object is a member of this inventory).
+	force bool
 	// liveSeen: the live object was found up to date while listing and not kept (Live is
 	// nil; it equals Desired in every field gpuctl sets).
 	liveSeen bool
 }
 
+// fail marks the change as one that cannot be planned: it is skipped with the error.
+func (c *Change) fail(format string, args ...any) {
+	c.Action, c.Error = ActionSkipped, fmt.Sprintf(format, args...)
+	c.Conflicts, c.Diff, c.Predicted = nil, nil, nil
+}
+
 // Writes reports whether the change writes to the cluster.
 func (c *Change) Writes() bool {
+	if c.Error != "" {
+		return false
+	}
 	switch c.Action {
 	case ActionCreate, ActionUpdate, ActionRecreate, ActionDelete:
 		return len(c.Conflicts) == 0
@@ -78,6 +101,9 @@ type Plan struct {
 
 	inventory *inventory
 	desiredN  int
+	// unlisted are the group-kinds the reconciler may not list: their members were not seen,
+	// so the inventory keeps naming them.
+	unlisted map[schema.GroupKind]bool
 }
 
 // SafetyError is why a plan is refused: an empty desired state, or more deletes than the
@@ -98,15 +124,47 @@ var ErrRefused = errors.New("refused")
 // Is makes errors.Is(err, ErrRefused) true.
 func (e *SafetyError) Is(target error) bool { return target == ErrRefused }
 
-// Count returns how many changes have the action.
+// Count returns how many changes have the action and no error.
 func (p *Plan) Count(a Action) int {
 	n := 0
 	for _, c := range p.Changes {
-		if c.Action == a {
+		if c.Action == a && c.Error == "" {
 			n++
 		}
 	}
 	return n
+}
+
+// Failed returns the changes that could not be planned (Error set).
+func (p *Plan) Failed() []*Change {
+	var out []*Change
+	for _, c := range p.Changes {
+		if c.Error != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Accepted returns the objects of desired (as given to Plan) whose changes did not fail: what
+// a sync of the plan holds the cluster to. Drift detection watches only these.
+func (p *Plan) Accepted(desired []*unstructured.Unstructured) []*unstructured.Unstructured {
+	failed := map[*unstructured.Unstructured]bool{}
+	for _, c := range p.Failed() {
+		if c.Desired != nil {
+			failed[c.Desired] = true
+		}
+	}
+	if len(failed) == 0 {
+		return desired
+	}
+	out := make([]*unstructured.Unstructured, 0, len(desired)-len(failed))
+	for _, u := range desired {
+		if !failed[u] {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // HasChanges reports whether applying the plan would write anything.
@@ -121,7 +179,7 @@ func (p *Plan) HasChanges() bool {
 }
 
 // Summary is the one-line account of a plan, e.g.
-// "3 to create, 1 to update, 1 to recreate, 2 to prune, 30 unchanged; GPUs: +8 in training-pool".
+// "3 to create, 1 to update, 1 to recreate, 2 to prune, 30 unchanged, 1 failed; GPUs: +8 in training-pool".
 func (p *Plan) Summary() string {
 	parts := []string{}
 	for _, x := range []struct {
@@ -132,6 +190,9 @@ func (p *Plan) Summary() string {
 		if n := p.Count(x.a); n > 0 {
 			parts = append(parts, fmt.Sprintf("%d %s", n, x.verb))
 		}
+	}
+	if n := len(p.Failed()); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d failed", n))
 	}
 	s := strings.Join(parts, ", ")
 	switch {

@@ -13,7 +13,12 @@ func newDiffCommand(s Streams) *cobra.Command {
 diff the API server predicts), recreate (an immutable field changed), prune, and the GPUs
 requested per pool before and after. Nothing is written.
 
-Exit code 0: no changes; 1: changes; 2: error (invalid files, cluster unreachable).`,
+An object that cannot be planned (a kind the cluster does not serve or gpuctl may not read, a
+tenant object outside its namespace, a live object gpuctl did not create) is printed with its
+error; the rest is planned.
+
+Exit code 0: no changes; 1: changes; 2: error (invalid files, cluster unreachable, an object
+that cannot be planned).`,
 		Example: `  gpuctl diff examples/
   gpuctl diff examples/ --context prod -o json`,
 		Args: cobra.ExactArgs(1),
@@ -34,6 +39,9 @@ Exit code 0: no changes; 1: changes; 2: error (invalid files, cluster unreachabl
 				}
 			} else {
 				printPlanDiff(s.Out, plan, newPalette(s.Out, o.color))
+			}
+			if err := planFailed(plan); err != nil {
+				return err
 			}
 			if plan.HasChanges() {
 				return &ExitError{Code: ExitFailed}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/spf13/pflag"
 	"k8s.io/client-go/rest"
@@ -43,6 +44,8 @@ type EngineOptions struct {
 	Prune      bool
 	MaxPrune   string
 	AllowEmpty bool
+	// ImpersonateTenants writes each tenant's objects as its ServiceAccount gpuctl-tenant.
+	ImpersonateTenants bool
 }
 
 // BindFlags adds the engine's flags.
@@ -51,12 +54,14 @@ func (o *EngineOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.Prune, "prune", true, "delete objects that gpuctl applied and that are no longer rendered")
 	fs.StringVar(&o.MaxPrune, "max-prune", "25%", "refuse a sync that would prune more than this share of the inventory")
 	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a sync of an empty render (which prunes everything)")
+	fs.BoolVar(&o.ImpersonateTenants, "impersonate-tenants", true,
+		"write the objects of each tenant directory as the namespace's ServiceAccount "+keys.TenantServiceAccount+" (off: as gpuctl's own identity)")
 }
 
 // Manager builds the engine for a cluster.
 func (o *EngineOptions) Manager(cfg *rest.Config) (*reconciler.Manager, error) {
 	opts := reconciler.DefaultOptions()
-	opts.Force, opts.Prune, opts.AllowEmpty = o.Force, o.Prune, o.AllowEmpty
+	opts.Force, opts.Prune, opts.AllowEmpty, opts.ImpersonateTenants = o.Force, o.Prune, o.AllowEmpty, o.ImpersonateTenants
 	if o.Namespace != "" {
 		opts.Namespace = o.Namespace
 	}

@@ -43,6 +43,9 @@ func printPlanDiff(w io.Writer, plan *reconciler.Plan, p palette) {
 			continue
 		}
 		fmt.Fprintln(w, p.bold(p.action(c.Action, changeHeader(c))))
+		if printChangeError(w, c, p) {
+			continue
+		}
 		for _, cf := range c.Conflicts {
 			fmt.Fprintf(w, "  %s %s is owned by %q\n", p.red("conflict:"), cf.Field, cf.Manager)
 		}
@@ -65,6 +68,25 @@ func printSummary(w io.Writer, plan *reconciler.Plan, p palette) {
 	if plan.Refused != nil {
 		fmt.Fprintln(w, p.red(plan.Refused.Error()))
 	}
+}
+
+// printChangeError writes the error of a change that could not be planned, and reports
+// whether there was one.
+func printChangeError(w io.Writer, c *reconciler.Change, p palette) bool {
+	if c.Error == "" {
+		return false
+	}
+	fmt.Fprintf(w, "  %s %s\n", p.red("error:"), c.Error)
+	return true
+}
+
+// planFailed is the error of a plan with changes that could not be planned: they were printed
+// with the plan, and the command exits with ExitTrouble.
+func planFailed(plan *reconciler.Plan) error {
+	if n := len(plan.Failed()); n > 0 {
+		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("%s could not be planned", plural(n, "object"))}
+	}
+	return nil
 }
 
 func changeHeader(c *reconciler.Change) string {

@@ -29,8 +29,9 @@ synced; 1: the revision is invalid or the plan was refused; 2: failed or no answ
 With --local PATH: render PATH, plan it against the cluster and apply the plan with server-side
 apply (field manager gpuctl): Namespaces, PriorityClasses and quotas first, then workloads and
 node labels; then prune what gpuctl applied before and PATH no longer renders. A sync that would
-prune more than --max-prune of the inventory, or apply an empty render, is refused. Exit code 0:
-synced; 2: error (invalid files, refused, or an object failed).`,
+prune more than --max-prune of the inventory, or apply an empty render, is refused. An object
+that cannot be planned is reported and skipped; the others are applied. Exit code 0: synced;
+2: error (invalid files, refused, or an object failed).`,
 		Example: `  gpuctl sync
   gpuctl sync --timeout 5m
   gpuctl sync --local examples/
@@ -105,6 +106,7 @@ func finishPlanOnly(s Streams, output string, plan *reconciler.Plan, pal palette
 		for _, c := range plan.Changes {
 			if c.Action != reconciler.ActionUnchanged {
 				fmt.Fprintln(s.Out, pal.action(c.Action, changeHeader(c)))
+				printChangeError(s.Out, c, pal)
 			}
 		}
 		printSummary(s.Out, plan, pal)
@@ -115,7 +117,7 @@ func finishPlanOnly(s Streams, output string, plan *reconciler.Plan, pal palette
 	if dryRun {
 		fmt.Fprintln(s.Err, "dry run: nothing was written")
 	}
-	return nil
+	return planFailed(plan)
 }
 
 // progressLine reports apply progress: one rewritten line on a terminal, else a line every

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,8 +37,12 @@ func copyTree(t *testing.T, src string) string {
 
 // TestDiffAndSyncExamples: diff shows the changes and exits 1; sync --dry-run writes nothing;
 // sync applies; diff then exits 0; an edit shows as an update with its field; a deleted file
-// is pruned by the next sync.
+// is pruned by the next sync. The teams' objects are written as their tenants, under the
+// tenant ClusterRole of deploy/.
 func TestDiffAndSyncExamples(t *testing.T) {
+	if err := testcluster.Current().InstallTenantRole(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	repo := copyTree(t, "../../examples")
 	out, errOut, code := gpuctl(t, "diff", repo, "--color", "never")
 	if code != cli.ExitFailed || !strings.Contains(out, "+ create Job default/qwen2-72b-fullft (training/qwen2-72b-fullft.yaml)") {

@@ -304,12 +304,12 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	cs, err := d.opts.Engine.Apply(ctx, plan, nil)
 	if d.opts.Drift != nil {
-		if err != nil {
+		if cs == nil || cs.WriteFailed() {
 			d.opts.Drift.EndSync("", nil, nil)
-		} else {
-			pending := pendingOf(plan, true)
+		} else { // applied, but for objects that failed at plan time: they are not watched
+			pending, accepted := pendingOf(plan, true), plan.Accepted(objects)
 			plan = nil // let the plan's live objects go before the detector indexes the revision
-			d.opts.Drift.EndSync(rev.ID, objects, pending)
+			d.opts.Drift.EndSync(rev.ID, accepted, pending)
 		}
 	}
 	if err != nil {
@@ -354,7 +354,11 @@ func appendBounded(list []string, s string) []string {
 func counts(p *reconciler.Plan) map[string]int {
 	out := map[string]int{}
 	for _, c := range p.Changes {
-		out[string(c.Action)]++
+		if c.Error != "" {
+			out["failed"]++
+		} else {
+			out[string(c.Action)]++
+		}
 	}
 	return out
 }

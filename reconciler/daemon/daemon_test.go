@@ -216,3 +216,23 @@ func TestLeaderFailover(t *testing.T) {
 		t.Errorf("takeover took %s, more than the lease duration %s (+50%%)", took, lease)
 	}
 }
+
+// TestPerObjectErrorInStatus: an object of a kind the cluster does not serve fails alone; the
+// rest is applied, and the status (the ConfigMap that gpuctl status, /api/v1/status and the
+// page read) says Failed, counts it and names it, so that the sync is retried.
+func TestPerObjectErrorInStatus(t *testing.T) {
+	h := newHarness(t, "objerr", map[string]string{
+		"web.yaml":    compute("objerr-web", "default", 1),
+		"widget.yaml": "apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: default}\n",
+	})
+	h.start()
+	st := h.waitStatus("failed sync", func(s daemon.Status) bool { return s.Result == daemon.ResultFailed })
+	want := "Widget default/w: skipped: example.com/v1, Kind=Widget: the cluster does not serve this kind"
+	if len(st.Errors) != 1 || !strings.HasPrefix(st.Errors[0], want) || st.Counts["failed"] != 1 ||
+		!strings.Contains(st.Summary, "1 failed") || st.Message != "1 objects failed" {
+		t.Fatalf("status: message %q, summary %q, counts %v, errors %q", st.Message, st.Summary, st.Counts, st.Errors)
+	}
+	if _, err := h.kube.AppsV1().Deployments("default").Get(h.ctx, "objerr-web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the other objects were not applied: %v", err)
+	}
+}

@@ -1,0 +1,76 @@
+package testcluster
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/discovery/cached/memory"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/restmapper"
+)
+
+// TenantRoleFile is the repository path of the tenant ClusterRole (gpuctl-tenant) that the
+// reconciler binds in every tenant namespace.
+const TenantRoleFile = "deploy/base/tenant-rbac.yaml"
+
+// ApplyFile applies every object of a YAML file of the repository (path relative to its root,
+// e.g. "deploy/base/rbac.yaml") with server-side apply as the admin, taking every field.
+func (c *Cluster) ApplyFile(ctx context.Context, path string) error {
+	root, err := RepoRoot()
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(filepath.Join(root, path))
+	if err != nil {
+		return err
+	}
+	cfg := c.RESTConfig()
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		if len(u.Object) == 0 {
+			continue
+		}
+		gvk := u.GroupVersionKind()
+		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+		if err != nil {
+			return fmt.Errorf("%s: %s %s: %w", path, gvk.Kind, u.GetName(), err)
+		}
+		ri := dynamic.ResourceInterface(dyn.Resource(m.Resource))
+		if u.GetNamespace() != "" {
+			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
+		}
+		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "testcluster", Force: true}); err != nil {
+			return fmt.Errorf("%s: %s %s: %w", path, gvk.Kind, u.GetName(), err)
+		}
+	}
+}
+
+// InstallTenantRole installs the tenant ClusterRole from deploy/ (TenantRoleFile), which the
+// RoleBinding gpuctl-tenant of each tenant namespace refers to.
+func (c *Cluster) InstallTenantRole(ctx context.Context) error {
+	return c.ApplyFile(ctx, TenantRoleFile)
+}

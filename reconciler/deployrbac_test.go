@@ -1,0 +1,78 @@
+package reconciler_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/reconciler"
+	authv1 "k8s.io/api/authentication/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/rest"
+)
+
+// TestDeployedRBACSuffices: the engine running as the ServiceAccount gpuctl-reconciler, with
+// exactly the roles of deploy/base, applies a tenant namespace (Namespace, quota, admission
+// policy, tenant identity — bind and impersonate) and the tenant's objects as the tenant; a
+// tenant Secret, which the reconciler may not read, fails alone.
+func TestDeployedRBACSuffices(t *testing.T) {
+	e := newEnv(t, reconciler.DefaultOptions())
+	createNamespace(e, keys.SystemNamespace)
+	for _, f := range []string{"deploy/base/rbac.yaml", testcluster.TenantRoleFile} {
+		if err := testcluster.Current().ApplyFile(e.ctx, f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tok, err := e.kube.CoreV1().ServiceAccounts(keys.SystemNamespace).CreateToken(e.ctx, "gpuctl-reconciler",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := testcluster.Current().RESTConfig()
+	cfg := &rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: admin.TLSClientConfig}
+	m, err := reconciler.NewManager(cfg, e.opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.manager = m
+
+	ns := "rbac-team"
+	objs := func() []*unstructured.Unstructured {
+		return append(tenantNamespace(ns),
+			object("v1", "ResourceQuota", ns, "q", map[string]any{"spec": map[string]any{"hard": map[string]any{"requests.nvidia.com/gpu": "4"}}}),
+			object("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy", "", "rbac-test-policy", map[string]any{"spec": map[string]any{
+				"matchConstraints": map[string]any{"resourceRules": []any{map[string]any{"apiGroups": []any{""}, "apiVersions": []any{"v1"},
+					"operations": []any{"CREATE"}, "resources": []any{"pods"}}}},
+				"validations": []any{map[string]any{"expression": "true"}}}}),
+			object("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding", "", "rbac-test-policy", map[string]any{"spec": map[string]any{
+				"policyName": "rbac-test-policy", "validationActions": []any{"Deny"},
+				"matchResources": map[string]any{"namespaceSelector": map[string]any{"matchLabels": map[string]any{"rbac-test": "never"}}}}}),
+			asTenant(configMap(ns, "settings", map[string]any{"k": "v"}), ns),
+			asTenant(object("batch/v1", "CronJob", ns, "nightly", map[string]any{"spec": map[string]any{"schedule": "0 3 * * *",
+				"jobTemplate": map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+					"restartPolicy": "Never", "containers": []any{map[string]any{"name": "c", "image": "busybox"}}}}}}}}), ns),
+			asTenant(object("v1", "Secret", ns, "token", map[string]any{"stringData": map[string]any{"k": "v"}}), ns))
+	}
+	plan := e.plan(objs())
+	checkFailures(t, plan, map[string]string{"Secret rbac-team/token": "the reconciler may not list secrets"})
+	if strings.Contains(failures(plan), "stringData") {
+		t.Errorf("an error quotes the Secret: %s", failures(plan))
+	}
+	cs, err := e.apply(plan)
+	if err == nil || len(cs.Failed()) != 1 {
+		t.Fatalf("apply as gpuctl-reconciler: %d failed: %v", len(cs.Failed()), err)
+	}
+	if _, err := e.kube.BatchV1().CronJobs(ns).Get(e.ctx, "nightly", metav1.GetOptions{}); err != nil {
+		t.Fatalf("tenant CronJob not applied: %v", err)
+	}
+	if _, err := e.kube.CoreV1().Secrets(ns).Get(e.ctx, "token", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("the Secret was written without being planned: %v", err)
+	}
+	plan = e.plan(objs())
+	if plan.HasChanges() {
+		t.Fatalf("second sync as gpuctl-reconciler is not a no-op:\n%s", actions(plan))
+	}
+}
