@@ -140,3 +140,29 @@ func assertData(t *testing.T, e *env, ns, name, want string) {
 		t.Fatalf("ConfigMap %s/%s: %v, data %v, want k=%s", ns, name, err, cm.Data, want)
 	}
 }
+
+// TestExistingNamespaceNotAdoptedKeepsItsObjects: a platform's Namespace that a quota file
+// also declares is not taken over, but it exists, so what the files put in it is applied.
+func TestExistingNamespaceNotAdoptedKeepsItsObjects(t *testing.T) {
+	e := newEnv(t, reconciler.DefaultOptions())
+	ns := "adopt-platform-ns"
+	createNamespace(e, ns)
+	plan := e.plan([]*unstructured.Unstructured{namespace(ns), configMap(ns, "inside", map[string]any{"k": "v"})})
+	if c := find(plan, "Namespace", ns); c.Action != reconciler.ActionSkipped || !strings.HasPrefix(c.Error, notCreatedByGpuctl) {
+		t.Fatalf("Namespace: %s %q, want the adoption error", c.Action, c.Error)
+	}
+	if c := find(plan, "ConfigMap", "inside"); c.Action != reconciler.ActionCreate || c.Error != "" {
+		t.Fatalf("ConfigMap in the existing namespace: %s %q, want create", c.Action, c.Error)
+	}
+	cs, _ := e.apply(plan)
+	if r := result(cs, "ConfigMap", "inside"); r.Error != "" {
+		t.Fatalf("ConfigMap not applied: %s", r.Error)
+	}
+	if _, err := e.kube.CoreV1().ConfigMaps(ns).Get(e.ctx, "inside", metav1.GetOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := e.kube.CoreV1().Namespaces().Get(e.ctx, ns, metav1.GetOptions{})
+	if err != nil || got.Labels[keys.ManagedBy] != "" {
+		t.Fatalf("the platform's namespace was taken over: %v %v", got.Labels, err)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/internal/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,14 +58,6 @@ func tenantIdentity(ns string) []*unstructured.Unstructured {
 // tenantNamespace is a tenant namespace as the renderer makes it: Namespace and identity.
 func tenantNamespace(ns string) []*unstructured.Unstructured {
 	return append([]*unstructured.Unstructured{namespace(ns)}, tenantIdentity(ns)...)
-}
-
-// installTenantRole installs the ClusterRole gpuctl-tenant from deploy/.
-func installTenantRole(e *env) {
-	e.t.Helper()
-	if err := testcluster.Current().InstallTenantRole(e.ctx); err != nil {
-		e.t.Fatal(err)
-	}
 }
 
 // createNamespace creates a namespace outside gpuctl (no labels).

@@ -29,7 +29,6 @@ import (
 // is refused by the API server: the writes are the tenant's, not gpuctl's.
 func TestTenantObjectsWrittenAsTenant(t *testing.T) {
 	e := newEnv(t, reconciler.DefaultOptions())
-	installTenantRole(e)
 	ns := "tenant-a"
 	objs := func(value string, withLimits bool) []*unstructured.Unstructured {
 		out := append(tenantNamespace(ns),
@@ -113,7 +112,6 @@ func scopeAttack(tenant, victim string) []*unstructured.Unstructured {
 // written; the tenant's own object is applied.
 func TestTenantScopeRefusedAtPlanTime(t *testing.T) {
 	e := newEnv(t, reconciler.DefaultOptions())
-	installTenantRole(e)
 	createNamespace(e, "victim-1")
 	plan := e.plan(scopeAttack("tenant-b", "victim-1"))
 	crb, planted := find(plan, "ClusterRoleBinding", "tenant-b-admin"), find(plan, "ConfigMap", "planted")
@@ -142,7 +140,6 @@ func TestTenantScopeHeldByAPIServer(t *testing.T) {
 	defer reconciler.SwitchOffTenantScopeCheck()()
 	defer reconciler.SetTenantRBACWait(time.Second)()
 	e := newEnv(t, reconciler.DefaultOptions())
-	installTenantRole(e)
 	createNamespace(e, "victim-2")
 	plan := e.plan(scopeAttack("tenant-c", "victim-2"))
 	if len(plan.Failed()) != 0 || plan.Count(reconciler.ActionCreate) != 6 {
@@ -181,7 +178,6 @@ func TestTenantMemberPrunedAsTenant(t *testing.T) {
 	opts := reconciler.DefaultOptions()
 	opts.ImpersonateTenants, opts.MaxPrune = false, 1
 	e := newEnv(t, opts)
-	installTenantRole(e)
 	createNamespace(e, "elsewhere")
 	restore := reconciler.SwitchOffTenantScopeCheck()
 	keep := func() []*unstructured.Unstructured { return tenantNamespace("tenant-e") }
@@ -261,7 +257,6 @@ func TestTenantIdentityCreatedWithTheChange(t *testing.T) {
 	opts := reconciler.DefaultOptions()
 	opts.ImpersonateTenants = false
 	e := newEnv(t, opts)
-	installTenantRole(e)
 	ns := "tenant-g"
 	cm := func(v string) *unstructured.Unstructured {
 		return asTenant(configMap(ns, "settings", map[string]any{"k": v}), ns)

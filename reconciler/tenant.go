@@ -148,14 +148,16 @@ func pendingIdentities(changes []*Change) map[string]bool {
 }
 
 // skipDependents fails the changes that depend on a failed one: the objects of a Namespace
-// whose change failed, and (when tenants are impersonated) the tenant objects of a namespace
+// whose change failed and that does not exist, and (when tenants are impersonated) the tenant objects of a namespace
 // whose identity failed. Objects found up to date stay unchanged: nothing is written to them.
 func (m *Manager) skipDependents(changes []*Change) {
 	failedNS, failedIdentity := map[string]string{}, map[string]string{}
 	for _, c := range changes {
 		switch {
 		case c.Error == "":
-		case c.Object.Group == "" && c.Object.Kind == "Namespace":
+		case c.Object.Group == "" && c.Object.Kind == "Namespace" && c.Live == nil:
+			// A Namespace that exists but is not adopted still holds what is declared in it;
+			// only one that could not be created takes its objects down with it.
 			failedNS[c.Object.Name] = c.Object.String()
 		case isTenantIdentity(c):
 			failedIdentity[c.Object.Namespace] = c.Object.String()

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -38,11 +37,8 @@ func copyTree(t *testing.T, src string) string {
 // TestDiffAndSyncExamples: diff shows the changes and exits 1; sync --dry-run writes nothing;
 // sync applies; diff then exits 0; an edit shows as an update with its field; a deleted file
 // is pruned by the next sync. The teams' objects are written as their tenants, under the
-// tenant ClusterRole of deploy/.
+// tenant ClusterRole of deploy/ (installed by the local cluster).
 func TestDiffAndSyncExamples(t *testing.T) {
-	if err := testcluster.Current().InstallTenantRole(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	repo := copyTree(t, "../../examples")
 	out, errOut, code := gpuctl(t, "diff", repo, "--color", "never")
 	if code != cli.ExitFailed || !strings.Contains(out, "+ create Job default/qwen2-72b-fullft (training/qwen2-72b-fullft.yaml)") {

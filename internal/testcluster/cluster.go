@@ -65,7 +65,7 @@ type Cluster struct {
 
 // Start starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, creates
 // the fake nodes and returns once the nodes are Ready and untainted and pods can be created in
-// namespace default. If a component dies meanwhile, the error names it and quotes its log; on
+// namespace default, with the tenant ClusterRole of deploy/ installed. If a component dies meanwhile, the error names it and quotes its log; on
 // any error Start stops what it started and keeps Dir for the logs. A given Dir must not hold a
 // running cluster. Call Stop when done.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
@@ -102,6 +102,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	}
 	if err := c.waitDefaultServiceAccount(ctx); err != nil {
 		return nil, err
+	}
+	// What deploy/ installs beside the reconciler and every tenant namespace's RoleBinding
+	// refers to, so that syncs of team directories work as on a real installation.
+	if err := c.InstallTenantRole(ctx); err != nil {
+		return nil, fmt.Errorf("install the tenant ClusterRole: %w", err)
 	}
 	c.logf("cluster up in %s; KUBECONFIG=%s", c.since(), c.Kubeconfig)
 	return c, nil
