@@ -1,0 +1,138 @@
+package review_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/review"
+)
+
+// tenancyBase is a base revision with the fixture's namespace mapping and policy
+// (maxGPUsPerJob 16, registries registry.example.com and docker.io/library, high priority for
+// alice only) and alice's training job built by a kustomization.
+func tenancyBase() map[string]string {
+	return map[string]string{
+		".gpuctl.yaml":                   fixtureConfig,
+		"gpuctl-policy.yaml":             fixturePolicy,
+		"teams/alice/kustomization.yaml": "resources: [sft.yaml]\n",
+		"teams/alice/sft.yaml":           strings.Replace(training("sft", "default", "", 2, 1, ""), "  gpu-type: \n", "", 1),
+	}
+}
+
+// with returns a copy of files with more set.
+func with(files map[string]string, more map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range files {
+		out[k] = v
+	}
+	for k, v := range more {
+		out[k] = v
+	}
+	return out
+}
+
+const (
+	// plainJob is a plain Job that requests 8 pods × 8 GPUs: 64.
+	plainJob = `apiVersion: batch/v1
+kind: Job
+metadata: {name: big}
+spec:
+  parallelism: 8
+  completions: 8
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: registry.example.com/trainer:v1
+          resources:
+            limits: {nvidia.com/gpu: 8}
+`
+	// gpuPatch raises alice's gpuctl training job to 32 GPUs and swaps its image.
+	gpuPatch = `resources: [sft.yaml]
+patches:
+  - target: {kind: Job, name: sft}
+    patch: |-
+      - op: replace
+        path: /spec/template/spec/containers/0/image
+        value: ghcr.io/evil/miner:latest
+      - op: replace
+        path: /spec/template/spec/containers/0/resources/limits/nvidia.com~1gpu
+        value: "32"
+      - op: replace
+        path: /spec/template/spec/containers/0/resources/requests/nvidia.com~1gpu
+        value: "32"
+`
+	// highDeployment is a plain Deployment of priority class gpuctl-high.
+	highDeployment = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: urgent}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: urgent}}
+  template:
+    metadata: {labels: {app: urgent}}
+    spec:
+      priorityClassName: gpuctl-high
+      initContainers:
+        - name: fetch
+          image: quay.io/evil/fetch:v1
+      containers:
+        - name: serve
+          image: registry.example.com/serve:v1
+`
+)
+
+// The policy's per-workload limits hold for every rendered object that runs pods, not only
+// for gpuctl documents: a plain manifest or a kustomize patch cannot get around them.
+func TestPolicyChecksRenderedObjects(t *testing.T) {
+	cases := map[string]struct {
+		head map[string]string
+		want []string // "rule file: message part"
+	}{
+		"plain Job with 64 GPUs": {
+			head: map[string]string{"teams/bob/big.yaml": plainJob},
+			want: []string{"maxGPUsPerJob teams/bob/big.yaml: Job bob/big requests 64 GPUs in all"},
+		},
+		"kustomize patch raises GPUs and swaps the image": {
+			head: map[string]string{"teams/alice/kustomization.yaml": gpuPatch},
+			want: []string{
+				"maxGPUsPerJob teams/alice/sft.yaml: Job alice/sft requests 32 GPUs in all",
+				"allowedRegistries teams/alice/sft.yaml: Job alice/sft: image ghcr.io/evil/miner:latest is not from an allowed registry",
+			},
+		},
+		"plain Deployment of priority gpuctl-high outside highPriorityTeams": {
+			head: map[string]string{"teams/bob/urgent.yaml": highDeployment},
+			want: []string{
+				"highPriorityTeams teams/bob/urgent.yaml: Deployment bob/urgent: priority class gpuctl-high is reserved for alice",
+				"allowedRegistries teams/bob/urgent.yaml: Deployment bob/urgent: image quay.io/evil/fetch:v1 is not from an allowed registry",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			base := &review.Revision{Name: "base", Files: tenancyBase()}
+			head := &review.Revision{Name: "head", Files: with(tenancyBase(), tc.head)}
+			rep, err := review.Compose(base, head, ".")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range rep.Failing() {
+				got = append(got, string(v.Rule)+" "+v.File+": "+v.Message)
+			}
+			for _, w := range tc.want {
+				found := false
+				for _, g := range got {
+					found = found || strings.HasPrefix(g, w)
+				}
+				if !found {
+					t.Errorf("no failing violation %q; got:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+			if len(got) != len(tc.want) {
+				t.Errorf("%d failing violations, want %d:\n%s", len(got), len(tc.want), strings.Join(got, "\n"))
+			}
+		})
+	}
+}
