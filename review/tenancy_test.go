@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/gittest"
 	"github.com/gpuctl/gpuctl/review"
 )
 
@@ -132,6 +133,75 @@ func TestPolicyChecksRenderedObjects(t *testing.T) {
 			}
 			if len(got) != len(tc.want) {
 				t.Errorf("%d failing violations, want %d:\n%s", len(got), len(tc.want), strings.Join(got, "\n"))
+			}
+		})
+	}
+}
+
+// clusterAdmin binds cluster-admin to alice's default ServiceAccount.
+const clusterAdmin = `apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: alice-admin}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: default, namespace: alice}]
+`
+
+// A change cannot loosen the configuration it is reviewed under: both revisions render with
+// the base's .gpuctl.yaml, and any change to an admin file fails the review.
+func TestAdminFilesComeFromTheBase(t *testing.T) {
+	r := gittest.New(t, nil)
+	r.Commit("base", map[string]string{".gpuctl.yaml": fixtureConfig, "gpuctl-policy.yaml": fixturePolicy,
+		"teams/alice/sft.yaml": training("sft", "default", "A100-80G", 2, 1, "")})
+	r.Git("tag", "base")
+	steps := []struct {
+		tag   string
+		files map[string]string
+		want  []string // "rule file: message part" of failing violations
+	}{
+		{"unmap", map[string]string{".gpuctl.yaml": "version: v0.1\nnamespaces: []\n", "teams/alice/crb.yaml": clusterAdmin}, []string{
+			"policy .gpuctl.yaml: admin file .gpuctl.yaml is modified in this change",
+			"render teams/alice/crb.yaml: ", // the message is render's
+		}},
+		{"loosen-policy", map[string]string{"gpuctl-policy.yaml": "version: v0.1\n"}, []string{
+			"policy gpuctl-policy.yaml: admin file gpuctl-policy.yaml is modified in this change",
+		}},
+		{"nested-config", map[string]string{"teams/alice/.gpuctl.yaml": "version: v0.1\n"}, []string{
+			"policy teams/alice/.gpuctl.yaml: admin file teams/alice/.gpuctl.yaml is added in this change",
+		}},
+		{"remove-policy", map[string]string{"gpuctl-policy.yaml": ""}, []string{
+			"policy gpuctl-policy.yaml: admin file gpuctl-policy.yaml is removed in this change",
+		}},
+	}
+	for _, s := range steps {
+		r.Git("checkout", "-q", "base")
+		r.Git("checkout", "-q", "-B", s.tag)
+		r.CommitTo(s.tag, s.tag, s.files)
+		r.Git("tag", s.tag)
+	}
+	for _, s := range steps {
+		t.Run(s.tag, func(t *testing.T) {
+			rep, err := review.Run(review.Options{Dir: r.Work, Base: "base", Head: s.tag})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, v := range rep.Failing() {
+				got = append(got, string(v.Rule)+" "+v.File+": "+v.Message)
+			}
+			for _, w := range s.want {
+				found := false
+				for _, g := range got {
+					found = found || strings.HasPrefix(g, w)
+				}
+				if !found {
+					t.Errorf("no failing violation %q; got:\n%s", w, strings.Join(got, "\n"))
+				}
+			}
+			if len(got) != len(s.want) {
+				t.Errorf("%d failing violations, want %d:\n%s", len(got), len(s.want), strings.Join(got, "\n"))
+			}
+			if rep.Policy == nil || rep.Policy.MaxGPUsPerJob != 16 {
+				t.Errorf("the checks must use the base's policy, got %+v", rep.Policy)
 			}
 		})
 	}
