@@ -100,11 +100,16 @@ func (c *checker) checkPods(u *unstructured.Unstructured, w podWorkload) {
 	id := render.ObjectID(u)
 	subject := u.GetAPIVersion() + " " + id
 	file, doc := c.declaredBy(u)
+	// the line of a gpuctl document's field when the object has its value, else the
+	// document's first line
 	at := func(field string, matches bool) render.Pos {
-		if doc == nil || !matches {
+		switch {
+		case doc == nil:
 			return render.Pos{}
+		case doc.Workload != nil && matches:
+			return doc.At(field)
 		}
-		return doc.At(field)
+		return doc.Pos
 	}
 	if max := c.policy.maxGPUs(); max > 0 && w.GPUs > int64(max) {
 		if v := c.add(RuleMaxGPUs, subject, file, at("resources.gpu", true),
@@ -115,7 +120,7 @@ func (c *checker) checkPods(u *unstructured.Unstructured, w podWorkload) {
 	if regs := c.policy.registries(); len(regs) > 0 {
 		for _, img := range w.Images {
 			if !imageAllowed(img, regs) {
-				c.add(RuleRegistry, subject+" "+img, file, at("environment.image", doc != nil && doc.Workload.Environment.Image == img),
+				c.add(RuleRegistry, subject+" "+img, file, at("environment.image", doc != nil && doc.Workload != nil && doc.Workload.Environment.Image == img),
 					"%s: image %s is not from an allowed registry (%s)", id, img, strings.Join(regs, ", "))
 			}
 		}
@@ -128,8 +133,9 @@ func (c *checker) checkPods(u *unstructured.Unstructured, w podWorkload) {
 }
 
 // declaredBy returns the repository-relative file that declared an object (its source
-// annotation; the rendered directory when a kustomization dropped it) and, when that file's
-// gpuctl workload document rendered it, the document, for its lines.
+// annotation; the rendered directory when a kustomization dropped it) and the document of
+// that file that rendered it (a gpuctl workload or a manifest of the same kind and name), for
+// its lines; nil when none matches.
 func (c *checker) declaredBy(u *unstructured.Unstructured) (string, *render.Document) {
 	src := u.GetAnnotations()[keys.Source]
 	if src == "" {
@@ -137,7 +143,13 @@ func (c *checker) declaredBy(u *unstructured.Unstructured) (string, *render.Docu
 	}
 	file := path.Join(c.rev.root, src)
 	for _, d := range c.rev.Documents {
-		if d.Workload != nil && d.File == file && d.Namespace == u.GetNamespace() && d.Workload.Job.Name == u.GetName() {
+		if d.File != file {
+			continue
+		}
+		if d.Workload != nil && d.Namespace == u.GetNamespace() && d.Workload.Job.Name == u.GetName() {
+			return file, d
+		}
+		if m := (&unstructured.Unstructured{Object: d.Manifest}); d.Manifest != nil && m.GetKind() == u.GetKind() && m.GetName() == u.GetName() {
 			return file, d
 		}
 	}

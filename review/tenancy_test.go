@@ -121,6 +121,9 @@ func TestPolicyChecksRenderedObjects(t *testing.T) {
 			var got []string
 			for _, v := range rep.Failing() {
 				got = append(got, string(v.Rule)+" "+v.File+": "+v.Message)
+				if v.Line == 0 {
+					t.Errorf("no line: %s %s: %s", v.Rule, v.File, v.Message)
+				}
 			}
 			for _, w := range tc.want {
 				found := false
