@@ -66,10 +66,16 @@ func Check(p *Policy, rev *Rendered) []*Violation {
 			c.checkPool(d, d.Namespace+"/"+d.Workload.Job.Name, pools)
 		}
 	}
+	scaled := scaleTargets(rev.Objects)
 	for _, u := range rev.Objects {
-		if w, ok := podWorkloadOf(u); ok {
-			c.checkPods(u, w)
+		w, ok := podWorkloadOf(u)
+		if !ok {
+			continue
 		}
+		if n := scaled[u.GetNamespace()+"/"+u.GetKind()+"/"+u.GetName()]; n > w.Pods {
+			w.Pods, w.GPUs = n, n*w.PodGPUs // an autoscaler may run that many
+		}
+		c.checkPods(u, w)
 	}
 	c.checkQuotas()
 	return c.out
@@ -128,7 +134,8 @@ func (c *checker) checkPods(u *unstructured.Unstructured, w podWorkload) {
 	ns := u.GetNamespace()
 	if w.PriorityClass == keys.PriorityClassHigh && c.policy != nil && c.policy.restrictHigh && !slices.Contains(c.policy.HighPriorityTeams, ns) {
 		c.add(RuleHighPriority, subject, file, at("job.priority", true),
-			"%s: priority class %s is reserved for %s; namespace %s may use medium or low", id, keys.PriorityClassHigh, listOr(c.policy.HighPriorityTeams, "no team"), ns)
+			"%s: priority class %s is reserved for %s; namespace %s may use %s or %s", id, keys.PriorityClassHigh,
+			listOr(c.policy.HighPriorityTeams, "no team"), ns, keys.PriorityClassMedium, keys.PriorityClassLow)
 	}
 }
 

@@ -10,9 +10,13 @@ import (
 type podWorkload struct {
 	// Spec is the pod spec (shared with the object: do not change it).
 	Spec map[string]any
-	// GPUs is what the object requests while it runs in full: pods × GPUs per pod. A
-	// DaemonSet counts one pod (its node count is the cluster's), a CronJob one Job.
+	// GPUs is what the object requests while it runs in full: Pods × PodGPUs.
 	GPUs int64
+	// Pods is how many pods run at once: replicas, parallelism, 1 for a Pod; a DaemonSet
+	// counts one (its node count is the cluster's), a CronJob one Job.
+	Pods int64
+	// PodGPUs is the nvidia.com/gpu of one pod (see podGPUs).
+	PodGPUs int64
 	// Images are the images of its containers, init containers and ephemeral containers,
 	// each once, in order.
 	Images []string
@@ -47,7 +51,8 @@ func podWorkloadOf(u *unstructured.Unstructured) (podWorkload, bool) {
 			n = v
 		}
 	}
-	w := podWorkload{Spec: spec, GPUs: n * podGPUs(spec)}
+	w := podWorkload{Spec: spec, Pods: n, PodGPUs: podGPUs(spec)}
+	w.GPUs = w.Pods * w.PodGPUs
 	w.PriorityClass, _, _ = unstructured.NestedString(spec, "priorityClassName")
 	seen := map[string]bool{}
 	for _, list := range []string{"initContainers", "containers", "ephemeralContainers"} {
@@ -96,4 +101,21 @@ func podGPUs(spec map[string]any) int64 {
 		}
 	}
 	return max(running, initMax)
+}
+
+// scaleTargets maps "namespace/Kind/name" of each object that a HorizontalPodAutoscaler of the
+// revision scales to the autoscaler's maxReplicas, the pods it may run.
+func scaleTargets(objs []*unstructured.Unstructured) map[string]int64 {
+	out := map[string]int64{}
+	for _, u := range objs {
+		if u.GetKind() != "HorizontalPodAutoscaler" {
+			continue
+		}
+		kind, _, _ := unstructured.NestedString(u.Object, "spec", "scaleTargetRef", "kind")
+		name, _, _ := unstructured.NestedString(u.Object, "spec", "scaleTargetRef", "name")
+		maxReplicas, _, _ := unstructured.NestedInt64(u.Object, "spec", "maxReplicas")
+		k := u.GetNamespace() + "/" + kind + "/" + name
+		out[k] = max(out[k], maxReplicas)
+	}
+	return out
 }

@@ -209,3 +209,28 @@ func TestAdminFilesComeFromTheBase(t *testing.T) {
 		})
 	}
 }
+
+// An autoscaler's maxReplicas counts: one replica of 8 GPUs that an HPA scales to 10 is 80.
+func TestMaxGPUsCountsTheAutoscaler(t *testing.T) {
+	deployment := strings.NewReplacer("name: urgent", "name: wide", "app: urgent", "app: wide",
+		"priorityClassName: gpuctl-high", "priorityClassName: gpuctl-medium",
+		"image: quay.io/evil/fetch:v1", "image: registry.example.com/fetch:v1",
+		"image: registry.example.com/serve:v1", "image: registry.example.com/serve:v1\n          resources: {limits: {nvidia.com/gpu: 8}}").Replace(highDeployment)
+	hpa := "apiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: wide}\n" +
+		"spec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: wide}\n  minReplicas: 1\n  maxReplicas: 10\n" +
+		"  metrics: [{type: Resource, resource: {name: cpu, target: {type: Utilization, averageUtilization: 50}}}]\n"
+	base := &review.Revision{Name: "base", Files: tenancyBase()}
+	head := &review.Revision{Name: "head", Files: with(tenancyBase(), map[string]string{"teams/bob/wide.yaml": deployment + "---\n" + hpa})}
+	rep, err := review.Compose(base, head, ".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, v := range rep.Failing() {
+		got = append(got, string(v.Rule)+" "+v.Where()+": "+v.Message)
+	}
+	want := "maxGPUsPerJob teams/bob/wide.yaml:1: Deployment bob/wide requests 80 GPUs in all"
+	if len(got) != 1 || !strings.HasPrefix(got[0], want) {
+		t.Errorf("got %q, want one %q", got, want)
+	}
+}
