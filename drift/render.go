@@ -272,13 +272,9 @@ func textValue(v any, width int) string {
 	return truncate(oneLine(compact(v)), width)
 }
 
-// oneLine keeps s on one line: newlines and tabs (which would break a table) are escaped.
-func oneLine(s string) string {
-	if !strings.ContainsAny(s, "\n\r\t") {
-		return s
-	}
-	return strings.NewReplacer("\r\n", `\n`, "\n", `\n`, "\r", `\r`, "\t", `\t`).Replace(s)
-}
+// oneLine keeps s on one line: newlines, tabs and other control characters (which would
+// break a table or forge a line) are escaped.
+func oneLine(s string) string { return md.OneLine(s) }
 
 // truncate cuts s to at most width characters, ending with "…" when cut (0: no limit).
 func truncate(s string, width int) string {
@@ -339,10 +335,10 @@ func markdown(r Report, now time.Time, limit int) string {
 	fmt.Fprintf(&sb, "**%s**\n", mdText(r.Summary()))
 	var meta []string
 	if r.Revision != "" {
-		meta = append(meta, "revision "+mdCode(sources.ShortID(r.Revision), 0))
+		meta = append(meta, "revision "+md.Code(sources.ShortID(r.Revision)))
 	}
 	if r.Mode != "" {
-		meta = append(meta, "mode "+mdCode(r.Mode, 0))
+		meta = append(meta, "mode "+md.Code(r.Mode))
 	}
 	if !r.Generated.IsZero() {
 		meta = append(meta, fmt.Sprintf("generated %s UTC (%s ago)", r.Generated.UTC().Format(timeLayout), age(now, r.Generated)))
@@ -457,7 +453,7 @@ func mdItemRows(r Report, now time.Time) ([]string, string) {
 	head += "\n" + sep + "\n"
 	rows := make([]string, 0, len(r.Items))
 	for _, it := range r.Items {
-		cols := []string{string(it.Category), mdCode(it.Object.String(), 0), mdCodeOrDash(by(it)), age(now, changedAt(it)),
+		cols := []string{mdText(string(it.Category)), mdCode(it.Object.String(), 0), mdCodeOrDash(by(it)), age(now, changedAt(it)),
 			strings.Join(detailLines(it, mdFormat), "<br>")}
 		if withCorrection {
 			c := mdText(it.Correction)
@@ -483,9 +479,9 @@ func mdDetailBlocks(r Report) []string {
 			continue
 		}
 		var sb strings.Builder
-		fmt.Fprintf(&sb, "**%s** · %s", mdCode(it.Object.String(), 0), it.Category)
+		fmt.Fprintf(&sb, "**%s** · %s", md.Code(it.Object.String()), md.Text(string(it.Category)))
 		if it.Source != "" {
-			fmt.Fprintf(&sb, " · %s", mdCode(it.Source, 0))
+			fmt.Fprintf(&sb, " · %s", md.Code(it.Source))
 		}
 		sb.WriteString("\n\n| Field | Git | Live | Manager | Operation | Time (UTC) |\n|---|---|---|---|---|---|\n")
 		for _, f := range it.Fields {
@@ -507,7 +503,7 @@ func mdDetailBlocks(r Report) []string {
 			fmt.Fprintf(&sb, "| %s | %s | %s | %s | %s | %s |\n", mdCode(f.Path, 0), git, live, manager, orDash(mdText(f.Operation)), when)
 		}
 		if it.Error != "" {
-			fmt.Fprintf(&sb, "\nCorrection failed: %s\n", mdCode(it.Error, detailValueWidth))
+			fmt.Fprintf(&sb, "\nCorrection failed: %s\n", md.Code(truncate(oneLine(it.Error), detailValueWidth)))
 		}
 		sb.WriteString("\n")
 		blocks = append(blocks, sb.String())
@@ -521,25 +517,14 @@ func mdHistoryRows(r Report) []string {
 	for i := len(r.History) - 1; i >= 0; i-- {
 		e := r.History[i]
 		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |\n", e.Time.UTC().Format(timeLayout), mdText(string(e.Change)),
-			e.Item.Category, mdCode(e.Item.Object.String(), 0), mdCodeOrDash(by(e.Item))))
+			mdText(string(e.Item.Category)), mdCode(e.Item.Object.String(), 0), mdCodeOrDash(by(e.Item))))
 	}
 	return rows
 }
 
-// mdCode formats s as inline code in a table cell: one line, at most width characters (0: no
-// limit), delimited by a run of backticks longer than any inside it, with pipes escaped
-// (GitHub splits cells on them even inside code).
+// mdCode formats s as inline code in a table cell, at most width characters (0: no limit).
 func mdCode(s string, width int) string {
-	s = truncate(oneLine(s), width)
-	if s == "" {
-		return "` `"
-	}
-	longest := md.LongestBacktickRun(s)
-	fence := strings.Repeat("`", longest+1)
-	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
-		s = " " + s + " "
-	}
-	return fence + strings.ReplaceAll(s, "|", `\|`) + fence
+	return md.CodeCell(truncate(oneLine(s), width))
 }
 
 func mdCodeOrDash(s string) string {
@@ -549,12 +534,5 @@ func mdCodeOrDash(s string) string {
 	return mdCode(s, 0)
 }
 
-// mdText escapes plain text for a table cell: markdown punctuation, HTML, newlines.
-func mdText(s string) string {
-	return mdEscaper.Replace(oneLine(s))
-}
-
-var mdEscaper = strings.NewReplacer(
-	`\`, `\\`, "`", "\\`", "|", `\|`, "*", `\*`, "_", `\_`, "[", `\[`, "]", `\]`,
-	"&", "&amp;", "<", "&lt;", ">", "&gt;",
-)
+// mdText escapes plain text for a table cell: markdown punctuation, HTML, newlines, mentions.
+func mdText(s string) string { return md.Text(s) }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/markdown/mdtest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -262,7 +263,7 @@ func TestMarkdownEscapes(t *testing.T) {
 		"`` `start ``",
 		"`` end` ``",
 		"`ed\\|it`or`",
-		"label &lt;x&gt; is \\*bold\\* \\| \\`code\\` \\[link\\](http://x)",
+		"label \\<x\\> is \\*bold\\* \\| \\`code\\` \\[link\\](http://x)",
 		"fix \\| now ❌ fail \\`here\\`",
 	} {
 		if !strings.Contains(md, want) {
@@ -271,6 +272,35 @@ func TestMarkdownEscapes(t *testing.T) {
 	}
 	if strings.Contains(md, "<x>") {
 		t.Errorf("raw HTML in markdown:\n%s", md)
+	}
+}
+
+// Live objects and field managers are anyone's: a name, value or manager that holds a newline,
+// a table row, a heading or HTML stays in its cell.
+func TestMarkdownHostileValues(t *testing.T) {
+	const evil = "x\n## Approved\n| x |<img src=x> @alice [a](http://e)"
+	it := drift.Item{
+		Object:   drift.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: evil},
+		Category: drift.Modified, Source: "teams/" + evil + ".yaml", Message: evil,
+		Fields:  []drift.Field{{Path: "data." + evil, Desired: evil, Live: map[string]any{evil: evil}, Manager: evil, Operation: evil, Time: ago(time.Minute)}},
+		Manager: evil, Detected: now, Correction: evil, Error: evil,
+	}
+	r := drift.Report{Generated: now, Mode: "correct", Items: []drift.Item{it},
+		History: []drift.Entry{{Time: now, Change: drift.Detected, Item: it}}}
+	var buf bytes.Buffer
+	if err := drift.WriteMarkdown(&buf, r, now); err != nil {
+		t.Fatal(err)
+	}
+	out := mdtest.HTML(t, buf.String())
+	if bad := mdtest.Injected(out); len(bad) > 0 {
+		t.Errorf("%v in the HTML:\n%s\n%s", bad, buf.String(), out)
+	}
+	// the items, the field values and the history: a header and one row each
+	if rows := mdtest.TableRows(out); fmt.Sprint(rows) != "[2 2 2]" {
+		t.Errorf("table rows %v, want [2 2 2]:\n%s", rows, buf.String())
+	}
+	if mdtest.Mentions(out) {
+		t.Errorf("a mention outside code:\n%s", out)
 	}
 }
 

@@ -2,6 +2,7 @@ package review
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"sort"
 	"strings"
@@ -42,8 +43,6 @@ type checker struct {
 	policy *Policy
 	rev    *Rendered
 	out    []*Violation
-	// workloads indexes the workload objects by namespace/name.
-	workloads map[string]*unstructured.Unstructured
 }
 
 func (c *checker) add(rule Rule, subject, file string, pos render.Pos, format string, args ...any) *Violation {
@@ -56,22 +55,27 @@ func (c *checker) add(rule Rule, subject, file string, pos render.Pos, format st
 	return v
 }
 
-// Check returns the violations of one rendered revision: its documents against the policy,
-// its pools and its quotas. Render errors are not included (see renderViolations).
+// Check returns the violations of one rendered revision: its rendered objects against the
+// policy, its documents against its pools, and its quotas. Render errors are not included (see
+// renderViolations).
 func Check(p *Policy, rev *Rendered) []*Violation {
-	c := &checker{policy: p, rev: rev, workloads: map[string]*unstructured.Unstructured{}}
-	for _, u := range rev.Objects {
-		switch u.GetKind() {
-		case "Job", "Deployment", "StatefulSet":
-			c.workloads[u.GetNamespace()+"/"+u.GetName()] = u
-		}
-	}
+	c := &checker{policy: p, rev: rev}
 	pools := poolTypes(rev.Documents)
 	for _, d := range rev.Documents {
-		if d.Workload == nil {
+		if d.Workload != nil {
+			c.checkPool(d, d.Namespace+"/"+d.Workload.Job.Name, pools)
+		}
+	}
+	scaled := scaleTargets(rev.Objects)
+	for _, u := range rev.Objects {
+		w, ok := podWorkloadOf(u)
+		if !ok {
 			continue
 		}
-		c.checkWorkload(d, pools)
+		if n := scaled[u.GetNamespace()+"/"+u.GetKind()+"/"+u.GetName()]; n > w.Pods {
+			w.Pods, w.GPUs = n, n*w.PodGPUs // an autoscaler may run that many
+		}
+		c.checkPods(u, w)
 	}
 	c.checkQuotas()
 	return c.out
@@ -96,24 +100,67 @@ func poolTypes(docs []*render.Document) map[string][]string {
 	return out
 }
 
-func (c *checker) checkWorkload(d *render.Document, pools map[string][]string) {
-	w := d.Workload
-	subject := d.Namespace + "/" + w.Job.Name
-	c.checkPool(d, subject, pools)
-	if max := c.policy.maxGPUs(); max > 0 {
-		if n := reconciler.GPUsRequested(c.workloads[subject]); n > int64(max) {
-			c.add(RuleMaxGPUs, subject, d.File, d.At("resources.gpu"),
-				"%s %s requests %d GPUs in all (pods × GPUs per pod), above the limit of %d (maxGPUsPerJob)", w.Kind, w.Job.Name, n, max)
+// checkPods checks the policy's per-workload limits (maxGPUsPerJob, allowedRegistries,
+// highPriorityTeams) on a rendered object that runs pods.
+func (c *checker) checkPods(u *unstructured.Unstructured, w podWorkload) {
+	id := render.ObjectID(u)
+	subject := u.GetAPIVersion() + " " + id
+	file, doc := c.declaredBy(u)
+	// the line of a gpuctl document's field when the object has its value, else the
+	// document's first line
+	at := func(field string, matches bool) render.Pos {
+		switch {
+		case doc == nil:
+			return render.Pos{}
+		case doc.Workload != nil && matches:
+			return doc.At(field)
+		}
+		return doc.Pos
+	}
+	if max := c.policy.maxGPUs(); max > 0 && w.GPUs > int64(max) {
+		if v := c.add(RuleMaxGPUs, subject, file, at("resources.gpu", true),
+			"%s requests %d GPUs in all (pods × GPUs per pod), above the limit of %d (maxGPUsPerJob)", id, w.GPUs, max); v != nil {
+			v.amount = w.GPUs
 		}
 	}
-	if regs := c.policy.registries(); len(regs) > 0 && !imageAllowed(w.Environment.Image, regs) {
-		c.add(RuleRegistry, subject, d.File, d.At("environment.image"),
-			"image %s is not from an allowed registry (%s)", w.Environment.Image, strings.Join(regs, ", "))
+	if regs := c.policy.registries(); len(regs) > 0 {
+		for _, img := range w.Images {
+			if !imageAllowed(img, regs) {
+				c.add(RuleRegistry, subject+" "+img, file, at("environment.image", doc != nil && doc.Workload != nil && doc.Workload.Environment.Image == img),
+					"%s: image %s is not from an allowed registry (%s)", id, img, strings.Join(regs, ", "))
+			}
+		}
 	}
-	if w.Job.Priority == "high" && c.policy != nil && c.policy.restrictHigh && !slices.Contains(c.policy.HighPriorityTeams, d.Namespace) {
-		c.add(RuleHighPriority, subject, d.File, d.At("job.priority"),
-			"priority high is reserved for %s; namespace %s may use medium or low", listOr(c.policy.HighPriorityTeams, "no team"), d.Namespace)
+	ns := u.GetNamespace()
+	if w.PriorityClass == keys.PriorityClassHigh && c.policy != nil && c.policy.restrictHigh && !slices.Contains(c.policy.HighPriorityTeams, ns) {
+		c.add(RuleHighPriority, subject, file, at("job.priority", true),
+			"%s: priority class %s is reserved for %s; namespace %s may use %s or %s", id, keys.PriorityClassHigh,
+			listOr(c.policy.HighPriorityTeams, "no team"), ns, keys.PriorityClassMedium, keys.PriorityClassLow)
 	}
+}
+
+// declaredBy returns the repository-relative file that declared an object (its source
+// annotation; the rendered directory when a kustomization dropped it) and the document of
+// that file that rendered it (a gpuctl workload or a manifest of the same kind and name), for
+// its lines; nil when none matches.
+func (c *checker) declaredBy(u *unstructured.Unstructured) (string, *render.Document) {
+	src := u.GetAnnotations()[keys.Source]
+	if src == "" {
+		return c.rev.root, nil
+	}
+	file := path.Join(c.rev.root, src)
+	for _, d := range c.rev.Documents {
+		if d.File != file {
+			continue
+		}
+		if d.Workload != nil && d.Namespace == u.GetNamespace() && d.Workload.Job.Name == u.GetName() {
+			return file, d
+		}
+		if m := (&unstructured.Unstructured{Object: d.Manifest}); d.Manifest != nil && m.GetKind() == u.GetKind() && m.GetName() == u.GetName() {
+			return file, d
+		}
+	}
+	return file, nil
 }
 
 // checkPool checks the pool and GPU type of a workload against the pool documents; it does

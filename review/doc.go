@@ -4,8 +4,10 @@
 // (gpuctl-policy.yaml), quotas and pools. It is what `gpuctl diff --base REV` prints, and what
 // a pull request's CI posts as a comment.
 //
-// Both sides are read with go-git (no checkout) into memory and rendered with render.MemFS, so
-// each revision's own .gpuctl.yaml applies:
+// Both sides are read with go-git (no checkout) into memory and rendered with render.MemFS,
+// both with the base revision's admin files (.gpuctl.yaml and gpuctl-policy.yaml): a change
+// that adds, removes or modifies one is a policy violation that an admin must review, and it
+// never applies to its own review:
 //
 //	rep, err := review.Run(review.Options{Dir: ".", Path: "teams/", Base: "origin/main"})
 //	if err != nil {

@@ -60,9 +60,9 @@ func Markdown(rep *Report, opts MarkdownOptions) string {
 }
 
 func mdHeader(sb *strings.Builder, rep *Report) {
-	fmt.Fprintf(sb, "%s\n### gpuctl diff: `%s` → `%s`", CommentMarker, rep.Base.Label(), rep.Head.Label())
+	fmt.Fprintf(sb, "%s\n### gpuctl diff: %s → %s", CommentMarker, markdown.Code(rep.Base.Label()), markdown.Code(rep.Head.Label()))
 	if rep.Path != "." {
-		fmt.Fprintf(sb, " in `%s`", rep.Path)
+		fmt.Fprintf(sb, " in %s", markdown.Code(rep.Path))
 	}
 	sb.WriteString("\n\n")
 	status := "✅"
@@ -74,9 +74,9 @@ func mdHeader(sb *strings.Builder, rep *Report) {
 	fmt.Fprintf(sb, "%s **%s** · **%s** · %s\n", status, countsLine(rep.Summary), gpuLine(rep.Budget), violationsLine(rep.Summary))
 	for _, side := range []RevisionInfo{rep.Base, rep.Head} {
 		if side.Failed {
-			fmt.Fprintf(sb, "\n> ❌ `%s` does not render: its objects are left out of the comparison.\n", side.Label())
+			fmt.Fprintf(sb, "\n> ❌ %s does not render: its objects are left out of the comparison.\n", markdown.Code(side.Label()))
 		} else if len(side.Excluded) > 0 {
-			fmt.Fprintf(sb, "\n> ⚠️ `%s`: files with errors are left out of the comparison: %s\n", side.Label(), codeList(side.Excluded, 20))
+			fmt.Fprintf(sb, "\n> ⚠️ %s: files with errors are left out of the comparison: %s\n", markdown.Code(side.Label()), codeList(side.Excluded, 20))
 		}
 	}
 }
@@ -105,7 +105,7 @@ func mdBudget(sb *strings.Builder, b Budget) {
 				fmt.Fprintf(sb, "| … %d more | | | | | |\n", len(changed)-i)
 				break
 			}
-			fmt.Fprintf(sb, "| %s | %s | %s | %d | %d | **%s** |\n", cell(l.Namespace), cell(l.Pool), cell(l.GPUType), l.Before, l.After, delta(l.Before, l.After))
+			fmt.Fprintf(sb, "| %s | %s | %s | %d | %d | **%s** |\n", markdown.Text(l.Namespace), markdown.Text(l.Pool), markdown.Text(l.GPUType), l.Before, l.After, delta(l.Before, l.After))
 		}
 		sb.WriteString("\n")
 	}
@@ -120,7 +120,7 @@ func mdBudget(sb *strings.Builder, b Budget) {
 			if overQuota(t) {
 				note = "❌ over quota"
 			}
-			fmt.Fprintf(sb, "| %s | %d | %d | %s | %s |\n", cell(t.Namespace), t.Before, t.After, quotaText(t.QuotaBefore, t.QuotaAfter), note)
+			fmt.Fprintf(sb, "| %s | %d | %d | %s | %s |\n", markdown.Text(t.Namespace), t.Before, t.After, quotaText(t.QuotaBefore, t.QuotaAfter), note)
 		}
 	}
 }
@@ -146,11 +146,11 @@ func mdViolations(sb *strings.Builder, vs []*Violation) {
 		if v.Severity == SeverityError {
 			icon = "❌"
 		}
-		msg := cell(v.Message)
+		msg := markdown.Text(v.Message)
 		if v.Preexisting {
 			icon, msg = "ℹ️", msg+" _(already in base)_"
 		}
-		fmt.Fprintf(sb, "| %s | %s | `%s` | %s |\n", icon, v.Rule, cell(v.Where()), msg)
+		fmt.Fprintf(sb, "| %s | %s | %s | %s |\n", icon, markdown.Text(string(v.Rule)), markdown.CodeCell(v.Where()), msg)
 	}
 }
 
@@ -167,8 +167,8 @@ func mdChanges(sb *strings.Builder, rep *Report, limit int, command string) {
 			if command == "" {
 				command = "gpuctl diff --base " + rep.Base.Name
 			}
-			fmt.Fprintf(sb, "\n> ✂️ %d more changed objects are not shown (comment size limit). Run `%s` for the full diff.\n",
-				len(rep.Changes)-i, strings.ReplaceAll(command, "`", "'"))
+			fmt.Fprintf(sb, "\n> ✂️ %d more changed objects are not shown (comment size limit). Run %s for the full diff.\n",
+				len(rep.Changes)-i, markdown.Code(command))
 			return
 		}
 		sb.WriteString(block)
@@ -178,11 +178,11 @@ func mdChanges(sb *strings.Builder, rep *Report, limit int, command string) {
 func mdChange(c *Change) string {
 	var sb strings.Builder
 	icon := map[Action]string{ActionAdded: "➕", ActionChanged: "✏️", ActionRemoved: "➖"}[c.Action]
-	fmt.Fprintf(&sb, "<details><summary>%s %s <code>%s</code>", icon, c.Action, htmlEscape(c.ID()))
+	fmt.Fprintf(&sb, "<details><summary>%s %s <code>%s</code>", icon, c.Action, markdown.HTML(c.ID()))
 	if c.Source != "" {
-		fmt.Fprintf(&sb, " — %s", htmlEscape(c.Source))
+		fmt.Fprintf(&sb, " — %s", markdown.HTML(c.Source))
 	}
-	fmt.Fprintf(&sb, "%s</summary>\n\n", htmlEscape(changeGPUs(c)))
+	fmt.Fprintf(&sb, "%s</summary>\n\n", markdown.HTML(changeGPUs(c)))
 	var lines []string
 	lang := "diff"
 	switch c.Action {
@@ -197,7 +197,7 @@ func mdChange(c *Change) string {
 		lines = append(lines[:maxObjectLines:maxObjectLines], fmt.Sprintf("# … %d more lines", len(lines)-maxObjectLines))
 	}
 	body := strings.Join(lines, "\n")
-	fence := codeFence(body)
+	fence := markdown.Fence(body)
 	fmt.Fprintf(&sb, "%s%s\n%s\n%s\n\n</details>\n", fence, lang, body, fence)
 	return sb.String()
 }
@@ -210,23 +210,6 @@ func yamlLines(u *unstructured.Unstructured) []string {
 	return strings.Split(strings.TrimSuffix(strings.TrimPrefix(string(b), "---\n"), "\n"), "\n")
 }
 
-// codeFence returns a backtick fence longer than any run of backticks in body.
-func codeFence(body string) string {
-	longest := markdown.LongestBacktickRun(body)
-	return strings.Repeat("`", max(3, longest+1))
-}
-
-// cell escapes text for a markdown table cell.
-func cell(s string) string {
-	s = strings.ReplaceAll(s, "|", "\\|")
-	s = strings.ReplaceAll(s, "\n", " ")
-	return strings.ReplaceAll(s, "<", "&lt;")
-}
-
-func htmlEscape(s string) string {
-	return strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;").Replace(s)
-}
-
 func codeList(items []string, limit int) string {
 	var parts []string
 	for i, it := range items {
@@ -234,7 +217,7 @@ func codeList(items []string, limit int) string {
 			parts = append(parts, fmt.Sprintf("… %d more", len(items)-i))
 			break
 		}
-		parts = append(parts, "`"+strings.ReplaceAll(it, "`", "'")+"`")
+		parts = append(parts, markdown.Code(it))
 	}
 	return strings.Join(parts, ", ")
 }

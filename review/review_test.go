@@ -92,10 +92,10 @@ func TestReviewFixtureFacts(t *testing.T) {
 			"quota] team alice requests 18 GPUs, above its quota of 8 (already in base)"}, 1},
 		"delete a file": {"escape-namespace", "delete-file", []string{"- removed Deployment bob/bob-serve (teams/bob/serve.yaml) · GPUs 3 → 0"}, 0},
 		"policy limits": {"delete-file", "policy-limits", []string{
-			"teams/bob/rogue.yaml:5: error: [highPriorityTeams] priority high is reserved for alice; namespace bob may use medium or low",
-			"teams/bob/rogue.yaml:7: error: [allowedRegistries] image ghcr.io/rogue/trainer:latest is not from an allowed registry",
+			"teams/bob/rogue.yaml:5: error: [highPriorityTeams] Job bob/bob-rogue: priority class gpuctl-high is reserved for alice; namespace bob may use gpuctl-medium or gpuctl-low",
+			"teams/bob/rogue.yaml:7: error: [allowedRegistries] Job bob/bob-rogue: image ghcr.io/rogue/trainer:latest is not from an allowed registry",
 			"teams/bob/rogue.yaml:10: error: [pool] pool gpu-pool is not defined by any pool file (pools: inference-pool, training-pool)",
-			"teams/bob/rogue.yaml:11: error: [maxGPUsPerJob] training bob-rogue requests 18 GPUs in all",
+			"teams/bob/rogue.yaml:11: error: [maxGPUsPerJob] Job bob/bob-rogue requests 18 GPUs in all",
 			"[quota] team bob requests 18 GPUs, above its quota of 4"}, 5},
 	}
 	for name, tc := range cases {

@@ -59,11 +59,12 @@ func Compose(base, head *Revision, under string) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", base.Name, err)
 	}
-	h, err := renderRevision(head, under)
+	h, err := renderRevision(withAdminFilesOf(head, base), under)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", head.Name, err)
 	}
-	pol, polViolations := choosePolicy(base, head, under)
+	pol, polViolations := basePolicy(base, under)
+	polViolations = append(polViolations, adminChanges(pol, base, head)...)
 	rep := &Report{
 		Path:       under,
 		Base:       info(base, b),
@@ -114,40 +115,28 @@ func markPreexisting(head, base []*Violation) []*Violation {
 	return head
 }
 
-// choosePolicy parses the base revision's policy file, or the head's when the base has none:
-// a change cannot loosen the policy it is checked against. An invalid policy file is a
-// violation; the checks then run without a policy.
-func choosePolicy(base, head *Revision, under string) (*Policy, []*Violation) {
-	bp, hp := findPolicy(base.Files, under), findPolicy(head.Files, under)
-	src, file := base, bp
-	if bp == "" {
-		src, file = head, hp
-	}
+// basePolicy parses the base revision's policy file: a change cannot loosen the policy it is
+// checked against (see adminChanges). An invalid policy file is a violation; the checks then
+// run without a policy.
+func basePolicy(base *Revision, under string) (*Policy, []*Violation) {
+	file := findPolicy(base.Files, under)
 	if file == "" {
 		return nil, nil
 	}
+	p, err := ParsePolicy(file, []byte(base.Files[file]))
+	if err == nil {
+		return p, nil
+	}
 	var out []*Violation
-	if bp != "" && (hp != bp || head.Files[hp] != base.Files[bp]) {
-		where := hp
-		if where == "" {
-			where = bp
+	for _, e := range unwrapAll(err) {
+		pe, _ := e.(*PolicyError)
+		v := &Violation{Rule: RulePolicy, Severity: SeverityError, File: file, Message: e.Error()}
+		if pe != nil {
+			v.Line, v.Message = pe.Line, pe.Message
 		}
-		out = append(out, &Violation{Rule: RulePolicy, Severity: SeverityWarning, File: where, Line: 1,
-			Message: "the policy changes in this change; the checks use the base revision's policy until it is merged"})
+		out = append(out, v)
 	}
-	p, err := ParsePolicy(file, []byte(src.Files[file]))
-	if err != nil {
-		for _, e := range unwrapAll(err) {
-			pe, _ := e.(*PolicyError)
-			v := &Violation{Rule: RulePolicy, Severity: SeverityError, File: file, Message: e.Error()}
-			if pe != nil {
-				v.Line, v.Message = pe.Line, pe.Message
-			}
-			out = append(out, v)
-		}
-		return nil, out
-	}
-	return p, out
+	return nil, out
 }
 
 func unwrapAll(err error) []error {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestParsePolicyErrors(t *testing.T) {
@@ -105,5 +107,59 @@ func TestMarkdownHugeDiffIsTruncated(t *testing.T) {
 	small := Markdown(rep, MarkdownOptions{MaxChars: 3000})
 	if len(small) > 3000 || !strings.Contains(small, "✂️") {
 		t.Errorf("MaxChars 3000: %d characters", len(small))
+	}
+}
+
+func TestPodWorkloadOf(t *testing.T) {
+	gpus := func(n int) map[string]any {
+		return map[string]any{"limits": map[string]any{"nvidia.com/gpu": fmt.Sprint(n)}}
+	}
+	container := func(image string, n int) map[string]any {
+		return map[string]any{"name": image, "image": image, "resources": gpus(n)}
+	}
+	pod := func(extra map[string]any, cs ...any) map[string]any {
+		spec := map[string]any{"containers": cs}
+		for k, v := range extra {
+			spec[k] = v
+		}
+		return spec
+	}
+	tmpl := func(spec map[string]any) map[string]any { return map[string]any{"spec": spec} }
+	cases := map[string]struct {
+		obj         map[string]any
+		gpus        int64
+		images      string
+		priority    string
+		notWorkload bool
+	}{
+		"Pod": {obj: map[string]any{"kind": "Pod", "spec": pod(map[string]any{"priorityClassName": "gpuctl-high"}, container("a", 2))},
+			gpus: 2, images: "a", priority: "gpuctl-high"},
+		"Deployment replicas": {obj: map[string]any{"kind": "Deployment", "spec": map[string]any{"replicas": int64(3),
+			"template": tmpl(pod(nil, container("a", 2), container("b", 1)))}}, gpus: 9, images: "a b"},
+		"ReplicationController": {obj: map[string]any{"kind": "ReplicationController", "spec": map[string]any{"replicas": int64(2),
+			"template": tmpl(pod(nil, container("a", 4)))}}, gpus: 8, images: "a"},
+		"DaemonSet counts one pod": {obj: map[string]any{"kind": "DaemonSet", "spec": map[string]any{
+			"template": tmpl(pod(nil, container("a", 8)))}}, gpus: 8, images: "a"},
+		"CronJob parallelism": {obj: map[string]any{"kind": "CronJob", "spec": map[string]any{"jobTemplate": map[string]any{
+			"spec": map[string]any{"parallelism": int64(4), "template": tmpl(pod(nil, container("a", 8)))}}}}, gpus: 32, images: "a"},
+		"a larger init container wins": {obj: map[string]any{"kind": "Job", "spec": map[string]any{
+			"template": tmpl(pod(map[string]any{"initContainers": []any{container("init", 64)}}, container("a", 1)))}}, gpus: 64, images: "init a"},
+		"sidecars add to the containers": {obj: map[string]any{"kind": "Job", "spec": map[string]any{
+			"template": tmpl(pod(map[string]any{"initContainers": []any{
+				map[string]any{"name": "side", "image": "a", "restartPolicy": "Always", "resources": gpus(3)}}}, container("a", 1)))}}, gpus: 4, images: "a"},
+		"ephemeral containers' images": {obj: map[string]any{"kind": "Pod", "spec": pod(map[string]any{
+			"ephemeralContainers": []any{map[string]any{"name": "dbg", "image": "busybox"}}}, container("a", 0))}, images: "a busybox"},
+		"Service": {obj: map[string]any{"kind": "Service", "spec": map[string]any{}}, notWorkload: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w, ok := podWorkloadOf(&unstructured.Unstructured{Object: tc.obj})
+			if ok == tc.notWorkload {
+				t.Fatalf("ok = %v", ok)
+			}
+			if w.GPUs != tc.gpus || strings.Join(w.Images, " ") != tc.images || w.PriorityClass != tc.priority {
+				t.Errorf("got %d GPUs, images %q, priority %q; want %d, %q, %q", w.GPUs, w.Images, w.PriorityClass, tc.gpus, tc.images, tc.priority)
+			}
+		})
 	}
 }

@@ -30,9 +30,11 @@ func bindReviewFlags(cmd *cobra.Command) {
 	cmd.Long += `
 
 With --base, diff needs no cluster: it renders two Git revisions of the repository holding PATH
-(default: the current directory) and compares them: objects added, changed and removed with a
-field-level diff, the GPUs requested per team, pool and GPU type before and after, and the
-violations of gpuctl-policy.yaml, the quotas and the pools. -o markdown writes a pull-request
+(default: the current directory), both with the base revision's .gpuctl.yaml and
+gpuctl-policy.yaml, and compares them: objects added, changed and removed with a field-level
+diff, the GPUs requested per team, pool and GPU type before and after, and the violations of
+gpuctl-policy.yaml, the quotas and the pools; a change to either admin file is a violation that
+an admin must review. -o markdown writes a pull-request
 comment. Exit code 0: no changes and no new error violations; 1: changes or new error
 violations (--fail-on violations: only violations); 2: error. See docs/review.md.`
 	cmd.Example += `
@@ -63,7 +65,7 @@ func runReviewDiff(cmd *cobra.Command, s Streams, args []string, o *planOptions)
 		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--fail-on %q: want changes or violations", failOn)}
 	}
 	if o.render.ConfigFile != "" {
-		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--config cannot be combined with --base: each revision's own .gpuctl.yaml applies")}
+		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--config cannot be combined with --base: both revisions are rendered with the base revision's .gpuctl.yaml")}
 	}
 	target := "."
 	if len(args) == 1 {

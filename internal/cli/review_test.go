@@ -2,6 +2,7 @@ package cli_test
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -68,5 +69,24 @@ func TestDiffBaseWorkingTreeJSON(t *testing.T) {
 	}
 	if rep.Head.Name != "working tree" || rep.Summary.Added != 1 || rep.Changes[0].Source != "teams/alice/new.yaml" || rep.Summary.Errors != 1 {
 		t.Errorf("unexpected report: %+v\n%s", rep, out)
+	}
+}
+
+// A change to .gpuctl.yaml in the working tree fails the review, and the head is rendered with
+// the base's mapping: emptying it does not let a team directory hold a ClusterRoleBinding.
+func TestDiffBaseAdminFileChanged(t *testing.T) {
+	r := reviewRepo(t)
+	r.Write(map[string]string{
+		".gpuctl.yaml": "namespaces: []\n",
+		"teams/alice/crb.yaml": "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: x}\n" +
+			"roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: Group, name: alice, apiGroup: rbac.authorization.k8s.io}]\n",
+	})
+	out, errOut, code := run(t, "diff", r.Work, "--base", "HEAD", "--fail-on", "violations")
+	if !strings.Contains(out, ".gpuctl.yaml: error: [policy] admin file .gpuctl.yaml is modified in this change: an admin must review it") ||
+		!regexp.MustCompile(`(?m)^teams/alice/crb\.yaml:\d+: error: \[render\] .*ClusterRoleBinding`).MatchString(out) {
+		t.Errorf("output lacks the admin file and the render violations:\n%s%s", out, errOut)
+	}
+	if code != cli.ExitFailed {
+		t.Errorf("exit %d, want %d", code, cli.ExitFailed)
 	}
 }

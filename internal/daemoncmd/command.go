@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"runtime/debug"
@@ -44,6 +43,8 @@ type Options struct {
 	Namespace     string
 	Interval      time.Duration
 	Listen        string
+	TLSCertFile   string
+	TLSKeyFile    string
 	TokensFile    string
 	LeaderElect   bool
 	Identity      string
@@ -68,6 +69,8 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.Namespace, "namespace", keys.SystemNamespace, "the daemon's namespace: status, inventory, lease, pool registry")
 	fs.DurationVar(&o.Interval, "interval", 5*time.Minute, "sync at least this often, even when no change is signalled")
 	fs.StringVar(&o.Listen, "listen", ":8080", "address of the HTTP server (/healthz, /readyz, /metrics, /api/v1, /hooks/*)")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key-file; plain HTTP is then refused on --listen")
+	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
 	fs.StringVar(&o.TokensFile, "tokens-file", "", "bearer tokens of /api/v1: lines token,name[,admin] (no file: the API answers 401)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "run several replicas; only the holder of the Lease syncs")
 	fs.StringVar(&o.Identity, "identity", "", "this replica's name in the Lease and the status (default $POD_NAME or the host name)")
@@ -208,7 +211,8 @@ func run(ctx context.Context, o *Options) error {
 	return err
 }
 
-// serve starts the HTTP server: health, metrics, API and webhooks.
+// serve starts the HTTP server: health, metrics, API and webhooks, with timeouts
+// (defaultHTTPTimeouts), over TLS with --tls-cert-file and --tls-key-file.
 func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.Interface, reg *prometheus.Registry,
 	d *daemon.Daemon, src sources.Source) (*http.Server, error) {
 	var tokens httpapi.TokenSource
@@ -230,16 +234,13 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 	}
 	handler := httpapi.New(httpapi.Options{Backend: d, Kube: kube, SystemNamespace: o.Namespace, Tokens: tokens,
 		Registry: reg, Webhooks: hooks, Ready: d.Ready, Log: log.With("component", "http")})
-	ln, err := net.Listen("tcp", o.Listen)
+	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{Addr: ln.Addr().String(), Handler: handler, ReadHeaderTimeout: 10 * time.Second}
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("http server", "err", err)
-		}
-	}()
+	if err := startHTTP(srv, o.Listen, log.With("component", "http")); err != nil {
+		return nil, err
+	}
 	return srv, nil
 }
 

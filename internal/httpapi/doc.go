@@ -87,7 +87,15 @@
 //		Ready:    d.Ready,
 //		Log:      log,
 //	})
-//	srv := &http.Server{Addr: ":8080", Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+//	srv := &http.Server{Addr: ":8080", Handler: handler, ReadHeaderTimeout: 10 * time.Second,
+//		ReadTimeout: 30 * time.Second, WriteTimeout: 60 * time.Second, IdleTimeout: 120 * time.Second}
+//
+// # Limits
+//
+// Request bodies are capped at MaxRequestBody (webhooks cap their own). The server's read and
+// write timeouts hold for every route except those wrapped in Streaming: a route that streams
+// its answer (a log follow, an event stream) must be, or the write timeout cuts it and the
+// read timeout cancels its context. No route streams today.
 //
 // The handler reads the cluster with plain List and Get calls on every request; the daemon's
 // ServiceAccount needs list and get on jobs, deployments, statefulsets, pods, nodes and

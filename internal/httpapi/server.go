@@ -45,7 +45,8 @@ type Options struct {
 	// default Prometheus registry.
 	Registry *prometheus.Registry
 	// Webhooks are mounted as given (path or ServeMux pattern → handler), without bearer
-	// authentication: each checks its own signature. A path under /api/ is refused.
+	// authentication and without MaxRequestBody: each checks its own signature and caps its
+	// own body. A path under /api/ is refused.
 	Webhooks map[string]http.Handler
 	// Ready reports whether the daemon is ready; nil means always ready.
 	Ready func() error
@@ -99,7 +100,7 @@ func (s *server) routes(mux *http.ServeMux) {
 		if strings.HasPrefix(patternPath(pattern), "/api/") {
 			panic(fmt.Sprintf("httpapi: webhook %q: paths under /api/ need a bearer token", pattern))
 		}
-		s.handle(mux, pattern, h)
+		s.handleRaw(mux, pattern, h)
 	}
 	s.handle(mux, "/", s.api(notFound))
 	// The web page: "/{$}" is "/" alone; other paths outside /api stay JSON 404s.
@@ -135,8 +136,13 @@ func (s *server) routes(mux *http.ServeMux) {
 	s.handle(mux, "/api/", s.authenticate(s.api(notFound)))
 }
 
-// handle registers a handler with request metrics and an access log.
+// handle registers a handler with request metrics, an access log and MaxRequestBody.
 func (s *server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
+	s.handleRaw(mux, pattern, limitBody(MaxRequestBody, h))
+}
+
+// handleRaw registers a handler with request metrics and an access log only.
+func (s *server) handleRaw(mux *http.ServeMux, pattern string, h http.Handler) {
 	mux.Handle(pattern, s.metrics.instrument(pattern, s.accessLog(h)))
 }
 
