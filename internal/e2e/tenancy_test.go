@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/testcluster"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+const tenancyConfig = `version: v0.1
+namespaces:
+  - path: teams/*/**
+    namespace: $1
+`
+
+const tenancyQuota = `kind: quota
+version: v0.1
+metadata: {name: e2e-tenancy}
+users:
+  e2e-tenant: {cpu: 8, memory: 16Gi, gpu: 8}
+`
+
+const tenancyWeb = `kind: compute
+version: v0.1
+job: {name: web}
+environment: {image: nginx:1.27}
+service: {replicas: 1, port: 80}
+resources: {cpu: 1, memory: 1Gi}
+`
+
+// tenancyEvil is a team file that tries every way to root on a node at once, and to reach
+// beyond its namespace.
+const tenancyEvil = `apiVersion: apps/v1
+kind: Deployment
+metadata: {name: evil}
+spec:
+  selector: {matchLabels: {app: evil}}
+  template:
+    metadata: {labels: {app: evil}}
+    spec:
+      hostPID: true
+      nodeName: kwok-h100-0
+      tolerations: [{operator: Exists}]
+      priorityClassName: system-node-critical
+      containers:
+        - name: c
+          image: busybox
+          securityContext: {privileged: true}
+          volumeMounts: [{name: root, mountPath: /host}]
+      volumes: [{name: root, hostPath: {path: /}}]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: evil-admin}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects: [{kind: ServiceAccount, name: default, namespace: e2e-tenant}]
+`
+
+// TestTenantDirectoryCannotReachBeyondItsNamespace: a team's objects are synced into its
+// namespace, marked as the tenant's and applied with its identity; a revision that adds a file
+// trying privileged pods, host namespaces, hostPath /, nodeName, blanket tolerations, a
+// system priority and a ClusterRoleBinding is refused whole with file:line and rule, and
+// changes nothing in the cluster — not even the edit that came with it.
+func TestTenantDirectoryCannotReachBeyondItsNamespace(t *testing.T) {
+	ctx := context.Background()
+	repo := t.TempDir()
+	write := func(rel, content string) {
+		t.Helper()
+		p := filepath.Join(repo, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(".gpuctl.yaml", tenancyConfig)
+	write("quotas/quota.yaml", tenancyQuota)
+	write("teams/e2e-tenant/web.yaml", tenancyWeb)
+	// other tests share the inventory: never prune theirs
+	if out, errOut, code := gpuctl(t, "sync", "--local", repo, "--prune=false", "--color", "never"); code != 0 {
+		t.Fatalf("first sync: exit %d\n%s\n%s", code, out, errOut)
+	}
+	kube, err := kubernetes.NewForConfig(testcluster.Current().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := kube.AppsV1().Deployments("e2e-tenant").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dep.Annotations[keys.Tenant] != "e2e-tenant" {
+		t.Errorf("the team's Deployment is not marked as the tenant's: %v", dep.Annotations)
+	}
+	if _, err := kube.RbacV1().RoleBindings("e2e-tenant").Get(ctx, keys.TenantServiceAccount, metav1.GetOptions{}); err != nil {
+		t.Errorf("the tenant's identity was not rendered: %v", err)
+	}
+
+	write("teams/e2e-tenant/web.yaml", strings.Replace(tenancyWeb, "replicas: 1", "replicas: 2", 1))
+	write("teams/e2e-tenant/evil.yaml", tenancyEvil)
+	out, errOut, code := gpuctl(t, "sync", "--local", repo, "--prune=false", "--color", "never")
+	if code != cli.ExitTrouble || !strings.Contains(errOut, "is invalid: nothing was planned") {
+		t.Fatalf("a hostile revision: exit %d, want %d\n%s\n%s", code, cli.ExitTrouble, out, errOut)
+	}
+	for _, want := range []string{
+		"evil.yaml:9:", "hostPID: pod policy host-namespaces",
+		"evil.yaml:10:", "nodeName: pod policy node-name",
+		"evil.yaml:11:", "pod policy tolerations",
+		"evil.yaml:12:", "priorityClassName: pod policy priority-class",
+		"privileged: pod policy privileged",
+		"pod policy host-path",
+		"evil.yaml:21:", "tenancy kinds: ClusterRoleBinding",
+	} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("the refusal does not say %q:\n%s", want, errOut)
+		}
+	}
+	dep, err = kube.AppsV1().Deployments("e2e-tenant").Get(ctx, "web", metav1.GetOptions{})
+	if err != nil || *dep.Spec.Replicas != 1 {
+		t.Errorf("a refused revision changed the team's Deployment: %v", err)
+	}
+	if _, err := kube.AppsV1().Deployments("e2e-tenant").Get(ctx, "evil", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the hostile Deployment exists: %v", err)
+	}
+	if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, "evil-admin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the ClusterRoleBinding exists: %v", err)
+	}
+}
