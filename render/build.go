@@ -37,6 +37,7 @@ func (st *run) build() []*unstructured.Unstructured {
 			objs = st.add(objs, toUnstructured(pc), "", Pos{})
 		}
 	}
+	objs = st.appendAdmissionPolicy(objs)
 	for _, o := range objs {
 		if o.GetKind() == "Node" {
 			continue
