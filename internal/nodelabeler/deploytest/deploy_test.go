@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -52,7 +54,13 @@ func TestDeployManifests(t *testing.T) {
 	// The binary with the ServiceAccount's token only.
 	const node = "nl-rbac-0"
 	addNode(t, node)
-	kubeconfig := writeKubeconfig(t, labelerToken(t, node))
+	tok := labelerToken(t, node)
+	waitEnforced(t, func() error { // so that the binary runs under the policy
+		_, err := clientFor(tok).CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/x":"y"}}}`),
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	})
+	kubeconfig := writeKubeconfig(t, tok)
 	cmd, out := labeler.Command(t, "--oneshot", "--node-name", node, "--nvml", "mock:dgxh100", "--kubeconfig", kubeconfig)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("with the ServiceAccount's RBAC: %v\n%s", err, out)
@@ -116,6 +124,9 @@ func installManifests() (manifests, error) {
 			return m, fmt.Errorf("%s: %w", r.CurId(), err)
 		}
 		m.kinds[r.GetKind()]++
+		if strings.HasPrefix(r.GetKind(), "ValidatingAdmissionPolicy") && r.GetNamespace() != "" {
+			errs = append(errs, fmt.Errorf("%s: a cluster-scoped object in namespace %s", r.CurId(), r.GetNamespace()))
+		}
 		if err := create(ctx, client, obj); err != nil {
 			errs = append(errs, fmt.Errorf("%s rejected: %w", r.CurId(), err))
 		}
