@@ -2,6 +2,7 @@ package admissiontest
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
 )
 
 // attack is a request that a team member's client sends to namespace alice.
@@ -88,6 +91,55 @@ func attacks() map[string]attack {
 		"writable mount of a read-only prefix": {rule: "host-path", detail: "read-write", create: createPod(withSpec("write-datasets", func(s *corev1.PodSpec) {
 			hostPathVolume(s, "/datasets/shared", false)
 		}))},
+		"gpuctl-high outside highPriorityNamespaces": {rule: "priority-class", detail: "gpuctl-high", create: createPod(withSpec("high", func(s *corev1.PodSpec) {
+			s.PriorityClassName = keys.PriorityClassHigh
+		}))},
+		"statefulset claiming a chosen volume": {rule: "volume-name", detail: "volumeClaimTemplates", create: func(ctx context.Context, c kubernetes.Interface) error {
+			tpl := template(func(*corev1.PodSpec) {})
+			tpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
+			pvc := claim("data", "other-teams-data")
+			_, err := c.AppsV1().StatefulSets(alice).Create(ctx, &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: "claims"},
+				Spec: appsv1.StatefulSetSpec{Selector: selector, Template: tpl, VolumeClaimTemplates: []corev1.PersistentVolumeClaim{*pvc}}}, metav1.CreateOptions{})
+			return err
+		}},
+	}
+}
+
+// baselineAttacks break the Pod Security "baseline" rules that attacks() does not.
+func baselineAttacks() map[string]attack {
+	sc := func(name string, edit func(*corev1.SecurityContext)) *corev1.Pod {
+		return withSpec(name, func(s *corev1.PodSpec) {
+			s.Containers[0].SecurityContext = &corev1.SecurityContext{}
+			edit(s.Containers[0].SecurityContext)
+		})
+	}
+	apparmor := pod("apparmor")
+	apparmor.Annotations = map[string]string{"container.apparmor.security.beta.kubernetes.io/app": "unconfined"}
+	return map[string]attack{
+		"SYS_ADMIN in an init container": {rule: "capabilities", detail: "adds SYS_ADMIN", create: createPod(withSpec("caps", func(s *corev1.PodSpec) {
+			s.InitContainers = []corev1.Container{{Name: "init", Image: "busybox:1.36", SecurityContext: &corev1.SecurityContext{
+				Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"CHOWN", "SYS_ADMIN"}}}}}
+		}))},
+		"a host port": {rule: "host-ports", detail: "container app", create: createPod(withSpec("hostport", func(s *corev1.PodSpec) {
+			s.Containers[0].Ports = []corev1.ContainerPort{{ContainerPort: 80, HostPort: 8080}}
+		}))},
+		"unconfined AppArmor annotation": {rule: "apparmor", detail: "unconfined", create: createPod(apparmor)},
+		"unconfined AppArmor profile": {rule: "apparmor", detail: "container app", create: createPod(sc("apparmor-field", func(c *corev1.SecurityContext) {
+			c.AppArmorProfile = &corev1.AppArmorProfile{Type: corev1.AppArmorProfileTypeUnconfined}
+		}))},
+		"an SELinux user": {rule: "selinux", detail: "pod securityContext", create: createPod(withSpec("selinux", func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{SELinuxOptions: &corev1.SELinuxOptions{User: "system_u"}}
+		}))},
+		"unconfined seccomp": {rule: "seccomp", detail: "container app", create: createPod(sc("seccomp", func(c *corev1.SecurityContext) {
+			c.SeccompProfile = &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeUnconfined}
+		}))},
+		"an unsafe sysctl": {rule: "sysctls", detail: "kernel.msgmax", create: createPod(withSpec("sysctl", func(s *corev1.PodSpec) {
+			s.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.tcp_syncookies", Value: "1"}, {Name: "kernel.msgmax", Value: "1"}}}
+		}))},
+		"a socket hostPath": {rule: "host-path", detail: "type Socket", create: createPod(withSpec("socket", func(s *corev1.PodSpec) {
+			hostPathVolume(s, "/data/docker.sock", true)
+			s.Volumes[0].HostPath.Type = ptr(corev1.HostPathSocket)
+		}))},
 	}
 }
 
@@ -103,7 +155,9 @@ func TestTenantAttacksRefused(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for name, a := range attacks() {
+	all := attacks()
+	maps.Copy(all, baselineAttacks())
+	for name, a := range all {
 		t.Run(name, func(t *testing.T) {
 			err := a.create(ctx, e.dev)
 			if err == nil {
@@ -117,7 +171,8 @@ func TestTenantAttacksRefused(t *testing.T) {
 	}
 }
 
-// TestUnlistedNamespaceUnaffected: the policy binds to the tenant namespaces only.
+// TestUnlistedNamespaceUnaffected: the policy binds to the tenant namespaces only; gpuctl-high
+// is allowed where the configuration allows it.
 func TestUnlistedNamespaceUnaffected(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
@@ -127,10 +182,15 @@ func TestUnlistedNamespaceUnaffected(t *testing.T) {
 	if _, err := e.dev.CoreV1().Pods(bob).Create(ctx, privilegedPod("privileged"), metav1.CreateOptions{}); err == nil {
 		t.Error("a privileged pod in bob, the other tenant namespace, was allowed")
 	}
+	high := withSpec("high", func(s *corev1.PodSpec) { s.PriorityClassName = keys.PriorityClassHigh })
+	if _, err := e.dev.CoreV1().Pods(bob).Create(ctx, high, metav1.CreateOptions{}); err != nil {
+		t.Errorf("gpuctl-high in bob, a highPriorityNamespace: %v", err)
+	}
 }
 
 // TestBoundPodUpdates: once the scheduler has set a pod's nodeName, the pod can still be
-// updated (a new image, a label) — but not given a toleration outside the policy.
+// updated (a new image, a label) — but not given a toleration outside the policy, nor a
+// privileged ephemeral container.
 func TestBoundPodUpdates(t *testing.T) {
 	e := setup(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -157,6 +217,17 @@ func TestBoundPodUpdates(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "pod policy tolerations:") {
 			t.Errorf("adding a toleration of every taint to a bound pod: %v, want refused by tolerations", err)
 		}
+	}
+	// kubectl debug --profile=sysadmin: a privileged ephemeral container (pods/ephemeralcontainers).
+	p, err := e.admin.CoreV1().Pods(alice).Get(ctx, "bound", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+		Name: "debugger", Image: "busybox:1.36", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}}}
+	_, err = e.admin.CoreV1().Pods(alice).UpdateEphemeralContainers(ctx, "bound", p, metav1.UpdateOptions{})
+	if err == nil || !strings.Contains(err.Error(), "pod policy privileged: container debugger") {
+		t.Errorf("a privileged ephemeral container: %v, want refused by privileged", err)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -91,7 +92,13 @@ func newEnv() (*env, error) {
 	if _, err := e.admin.CoreV1().ServiceAccounts(alice).Create(ctx, sa, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, err
 	}
-	if err := e.apply(ctx, render.AdmissionPolicy(&render.Config{}, []string{bob, alice})); err != nil {
+	// gpuctl-high only in bob; the Priority admission plugin needs the class to exist.
+	policy := &render.Config{Tenancy: render.Tenancy{HighPriorityNamespaces: []string{bob}}}
+	high := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: keys.PriorityClassHigh}, Value: keys.PriorityValueHigh}
+	if _, err := e.admin.SchedulingV1().PriorityClasses().Create(ctx, high, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	if err := e.apply(ctx, render.AdmissionPolicy(policy, []string{bob, alice})); err != nil {
 		return nil, err
 	}
 	return e, e.waitEnforced(ctx)
