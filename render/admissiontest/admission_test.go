@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 )
@@ -199,33 +200,50 @@ func TestBoundPodUpdates(t *testing.T) {
 	if _, err := pods.Create(ctx, pod("bound"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var p *corev1.Pod
-	for p == nil || p.Spec.NodeName == "" {
-		var err error
-		if p, err = pods.Get(ctx, "bound", metav1.GetOptions{}); err != nil {
+	for {
+		p, err := pods.Get(ctx, "bound", metav1.GetOptions{})
+		if err != nil {
 			t.Fatalf("waiting for the pod to be scheduled: %v", err)
+		}
+		if p.Spec.NodeName != "" {
+			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	p.Spec.Containers[0].Image = "busybox:1.37"
-	p.Labels = map[string]string{"touched": "yes"}
-	if p, err := pods.Update(ctx, p, metav1.UpdateOptions{}); err != nil {
-		t.Fatalf("update of a bound pod's image and labels: %v", err)
-	} else {
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
-		_, err = pods.Update(ctx, p, metav1.UpdateOptions{})
-		if err == nil || !strings.Contains(err.Error(), "pod policy tolerations:") {
-			t.Errorf("adding a toleration of every taint to a bound pod: %v, want refused by tolerations", err)
-		}
+	// update edits the live pod; kwok updates its status meanwhile, hence the retries.
+	update := func(edit func(*corev1.Pod), send func(*corev1.Pod) error) error {
+		return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			p, err := pods.Get(ctx, "bound", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			edit(p)
+			return send(p)
+		})
 	}
-	// kubectl debug --profile=sysadmin: a privileged ephemeral container (pods/ephemeralcontainers).
-	p, err := e.admin.CoreV1().Pods(alice).Get(ctx, "bound", metav1.GetOptions{})
+	updatePod := func(p *corev1.Pod) error { _, err := pods.Update(ctx, p, metav1.UpdateOptions{}); return err }
+	err := update(func(p *corev1.Pod) {
+		p.Spec.Containers[0].Image = "busybox:1.37"
+		p.Labels = map[string]string{"touched": "yes"}
+	}, updatePod)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("update of a bound pod's image and labels: %v", err)
 	}
-	p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
-		Name: "debugger", Image: "busybox:1.36", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}}}
-	_, err = e.admin.CoreV1().Pods(alice).UpdateEphemeralContainers(ctx, "bound", p, metav1.UpdateOptions{})
+	err = update(func(p *corev1.Pod) {
+		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Operator: corev1.TolerationOpExists})
+	}, updatePod)
+	if err == nil || !strings.Contains(err.Error(), "pod policy tolerations:") {
+		t.Errorf("adding a toleration of every taint to a bound pod: %v, want refused by tolerations", err)
+	}
+	// kubectl debug --profile=sysadmin: a privileged ephemeral container (pods/ephemeralcontainers),
+	// as the admin, whom the policy holds too.
+	err = update(func(p *corev1.Pod) {
+		p.Spec.EphemeralContainers = []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{
+			Name: "debugger", Image: "busybox:1.36", SecurityContext: &corev1.SecurityContext{Privileged: ptr(true)}}}}
+	}, func(p *corev1.Pod) error {
+		_, err := e.admin.CoreV1().Pods(alice).UpdateEphemeralContainers(ctx, "bound", p, metav1.UpdateOptions{})
+		return err
+	})
 	if err == nil || !strings.Contains(err.Error(), "pod policy privileged: container debugger") {
 		t.Errorf("a privileged ephemeral container: %v, want refused by privileged", err)
 	}
