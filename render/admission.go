@@ -1,6 +1,7 @@
 package render
 
 import (
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,14 +45,15 @@ var podPolicyResources = []struct{ group, resources []string }{
 }
 
 // appendAdmissionPolicy adds the pod policy's admission objects for the run's tenant
-// namespaces.
+// namespaces: the admin's objects, from the configuration file.
 func (st *run) appendAdmissionPolicy(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
 	tenants := make([]string, 0, len(st.tenants))
 	for ns := range st.tenants {
 		tenants = append(tenants, ns)
 	}
+	configFile := st.displayOf(filepath.Join(st.repo, keys.ConfigFile))
 	for _, o := range AdmissionPolicy(st.cfg, tenants) {
-		objs = st.add(objs, o, "", Pos{})
+		objs = st.add(objs, o, configFile, Pos{})
 	}
 	return objs
 }
@@ -78,9 +80,11 @@ func AdmissionPolicy(cfg *Config, tenants []string) []*unstructured.Unstructured
 		}})
 	}
 	p := newPodPolicy(cfg)
+	// The admin's objects: their source is the configuration, as the tenant identities'.
+	meta := metav1.ObjectMeta{Name: keys.PodPolicyName, Labels: managedLabels(), Annotations: map[string]string{keys.Source: keys.ConfigFile}}
 	policy := &admissionv1.ValidatingAdmissionPolicy{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicy"},
-		ObjectMeta: metav1.ObjectMeta{Name: keys.PodPolicyName, Labels: managedLabels()},
+		ObjectMeta: meta,
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    &fail,
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules},
@@ -91,7 +95,7 @@ func AdmissionPolicy(cfg *Config, tenants []string) []*unstructured.Unstructured
 	}
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "admissionregistration.k8s.io/v1", Kind: "ValidatingAdmissionPolicyBinding"},
-		ObjectMeta: metav1.ObjectMeta{Name: keys.PodPolicyName, Labels: managedLabels()},
+		ObjectMeta: meta,
 		Spec: admissionv1.ValidatingAdmissionPolicyBindingSpec{
 			PolicyName:        keys.PodPolicyName,
 			ValidationActions: []admissionv1.ValidationAction{admissionv1.Deny},

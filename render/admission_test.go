@@ -57,11 +57,15 @@ func TestAdmissionPolicyOff(t *testing.T) {
 }
 
 // TestAdmissionPolicyScope: the binding denies, in exactly the tenant namespaces (sorted, each
-// once), every create and update of the kinds that make pods, Services and claims.
+// once), every create and update of the kinds that make pods, Services and claims; both are
+// the admin's objects, from the configuration file.
 func TestAdmissionPolicyScope(t *testing.T) {
 	p, b := policyObjects(t, nil, "bob", "alice", "bob")
 	if p.Name != keys.PodPolicyName || b.Name != keys.PodPolicyName || b.Spec.PolicyName != keys.PodPolicyName {
 		t.Errorf("names %q, %q, policyName %q", p.Name, b.Name, b.Spec.PolicyName)
+	}
+	if p.Annotations[keys.Source] != keys.ConfigFile || b.Annotations[keys.Source] != keys.ConfigFile {
+		t.Errorf("sources %q, %q: want the configuration file", p.Annotations[keys.Source], b.Annotations[keys.Source])
 	}
 	if !slices.Equal(b.Spec.ValidationActions, []admissionv1.ValidationAction{admissionv1.Deny}) {
 		t.Errorf("validationActions %v", b.Spec.ValidationActions)
