@@ -49,6 +49,7 @@ func (st *run) build() []*unstructured.Unstructured {
 			objs = st.add(objs, toUnstructured(o), configFile, Pos{})
 		}
 	}
+	objs = st.appendAdmissionPolicy(objs)
 	for _, o := range objs {
 		if o.GetKind() == "Node" {
 			continue

@@ -353,7 +353,9 @@ func dropNulls(m map[string]any) {
 
 // kindOrder is the apply order of kinds; unknown kinds go with configuration.
 var kindOrder = map[string]int{
-	"Namespace": 0, "CustomResourceDefinition": 0, "PriorityClass": 1, "ResourceQuota": 2, "LimitRange": 2,
+	"Namespace": 0, "CustomResourceDefinition": 0, "PriorityClass": 1,
+	// The tenant pod policy holds before any tenant object is written.
+	"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1, "ResourceQuota": 2, "LimitRange": 2,
 	"ServiceAccount": 3, "Role": 3, "ClusterRole": 3, "RoleBinding": 3, "ClusterRoleBinding": 3,
 	// Pool labels go on nodes before any workload is created, so that the scheduler places
 	// the workloads by them.

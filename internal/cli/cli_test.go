@@ -168,8 +168,8 @@ func TestConfigFlagRoot(t *testing.T) {
 			continue
 		}
 		ann := meta["annotations"].(map[string]any)
-		if meta["name"] == keys.TenantServiceAccount && ann[keys.Source] == keys.ConfigFile && meta["namespace"] == "alice" {
-			continue // the tenant's identity: the admin's object, from the configuration
+		if ann[keys.Source] == keys.ConfigFile && (meta["namespace"] == "alice" || meta["name"] == keys.PodPolicyName) {
+			continue // the tenant's identity and the admission policy: the admin's objects, from the configuration
 		}
 		if meta["namespace"] != "alice" || !strings.HasPrefix(ann[keys.Source].(string), "teams/alice/") {
 			t.Fatalf("%s %s: namespace %v, source %v", it["kind"], meta["name"], meta["namespace"], meta["annotations"])

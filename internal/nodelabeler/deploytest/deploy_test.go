@@ -2,20 +2,25 @@ package deploytest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	admissionv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -30,62 +35,37 @@ import (
 
 // TestDeployManifests: deploy/node-labeler builds with kustomize, its objects pass the API
 // server's validation, and the binary does its job with nothing but the ServiceAccount's
-// RBAC (get and patch nodes).
+// RBAC (get and patch nodes) and a token bound to a pod on its node, as the DaemonSet's pods
+// have (the admission policy checks the token's node).
 func TestDeployManifests(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../../../deploy/node-labeler")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := testcluster.Current()
-	client := kubernetes.NewForConfigOrDie(c.RESTConfig())
-	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: keys.SystemNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		t.Fatal(err)
-	}
-	decode := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
-	var ds *appsv1.DaemonSet
-	kinds := map[string]int{}
-	for _, r := range rm.Resources() {
-		y, err := r.AsYAML()
-		if err != nil {
-			t.Fatal(err)
-		}
-		obj, _, err := decode.Decode(y, nil, nil)
-		if err != nil {
-			t.Fatalf("%s: %v", r.CurId(), err)
-		}
-		kinds[r.GetKind()]++
-		if err := create(ctx, client, obj); err != nil {
-			t.Errorf("%s rejected: %v", r.CurId(), err)
-		}
-		if d, ok := obj.(*appsv1.DaemonSet); ok {
-			ds = d
+	m := install(t)
+	for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
+		if m.kinds[k] != 1 {
+			t.Errorf("%d %s objects, want 1 (%v)", m.kinds[k], k, m.kinds)
 		}
 	}
-	for _, k := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "DaemonSet"} {
-		if kinds[k] != 1 {
-			t.Errorf("%d %s objects, want 1 (%v)", kinds[k], k, kinds)
-		}
-	}
-	if ds == nil {
+	if m.ds == nil {
 		t.Fatal("no DaemonSet")
 	}
-	checkDaemonSet(t, ds)
+	checkDaemonSet(t, m.ds)
 
 	// The binary with the ServiceAccount's token only.
 	const node = "nl-rbac-0"
 	addNode(t, node)
-	tok, err := client.CoreV1().ServiceAccounts(keys.SystemNamespace).CreateToken(ctx, "gpuctl-node-labeler",
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: ptr(int64(600))}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	kubeconfig := writeKubeconfig(t, tok.Status.Token)
+	tok := labelerToken(t, node)
+	waitEnforced(t, func() error { // so that the binary runs under the policy
+		_, err := clientFor(tok).CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(`{"metadata":{"labels":{"example.com/x":"y"}}}`),
+			metav1.PatchOptions{DryRun: []string{metav1.DryRunAll}})
+		return err
+	})
+	kubeconfig := writeKubeconfig(t, tok)
 	cmd, out := labeler.Command(t, "--oneshot", "--node-name", node, "--nvml", "mock:dgxh100", "--kubeconfig", kubeconfig)
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("with the ServiceAccount's RBAC: %v\n%s", err, out)
 	}
+	client := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
 	labels := nodeLabels(t, client, node)
 	if labels[keys.GPUType] != "h100-80g" {
 		t.Errorf("labels %v", labels)
@@ -95,6 +75,66 @@ func TestDeployManifests(t *testing.T) {
 	if _, err := sa.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("list nodes as the labeler: %v, want Forbidden", err)
 	}
+}
+
+// manifests are the objects of deploy/node-labeler, installed in the cluster (the DaemonSet
+// only as a dry run).
+type manifests struct {
+	kinds map[string]int
+	ds    *appsv1.DaemonSet
+}
+
+var (
+	installOnce sync.Once
+	installed   manifests
+	installErr  error
+)
+
+// install builds deploy/node-labeler with kustomize and creates its objects, once per package.
+func install(t *testing.T) manifests {
+	t.Helper()
+	installOnce.Do(func() { installed, installErr = installManifests() })
+	if installErr != nil {
+		t.Fatal(installErr)
+	}
+	return installed
+}
+
+func installManifests() (manifests, error) {
+	m := manifests{kinds: map[string]int{}}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rm, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), "../../../deploy/node-labeler")
+	if err != nil {
+		return m, err
+	}
+	client := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
+	if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: keys.SystemNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return m, err
+	}
+	decode := serializer.NewCodecFactory(scheme.Scheme).UniversalDeserializer()
+	var errs []error
+	for _, r := range rm.Resources() {
+		y, err := r.AsYAML()
+		if err != nil {
+			return m, err
+		}
+		obj, _, err := decode.Decode(y, nil, nil)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", r.CurId(), err)
+		}
+		m.kinds[r.GetKind()]++
+		if strings.HasPrefix(r.GetKind(), "ValidatingAdmissionPolicy") && r.GetNamespace() != "" {
+			errs = append(errs, fmt.Errorf("%s: a cluster-scoped object in namespace %s", r.CurId(), r.GetNamespace()))
+		}
+		if err := create(ctx, client, obj); err != nil {
+			errs = append(errs, fmt.Errorf("%s rejected: %w", r.CurId(), err))
+		}
+		if d, ok := obj.(*appsv1.DaemonSet); ok {
+			m.ds = d
+		}
+	}
+	return m, errors.Join(errs...)
 }
 
 func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
@@ -121,7 +161,7 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	}
 }
 
-// create creates RBAC objects for real and the rest as a server-side dry run.
+// create creates RBAC and admission objects for real and the rest as a server-side dry run.
 func create(ctx context.Context, client kubernetes.Interface, obj runtime.Object) error {
 	var err error
 	switch o := obj.(type) {
@@ -131,6 +171,10 @@ func create(ctx context.Context, client kubernetes.Interface, obj runtime.Object
 		_, err = client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
 	case *rbacv1.ClusterRoleBinding:
 		_, err = client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
+	case *admissionv1.ValidatingAdmissionPolicy:
+		_, err = client.AdmissionregistrationV1().ValidatingAdmissionPolicies().Create(ctx, o, metav1.CreateOptions{})
+	case *admissionv1.ValidatingAdmissionPolicyBinding:
+		_, err = client.AdmissionregistrationV1().ValidatingAdmissionPolicyBindings().Create(ctx, o, metav1.CreateOptions{})
 	case *appsv1.DaemonSet:
 		_, err = client.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	default:
