@@ -6,13 +6,18 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuctl/gpuctl/internal/cli"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/testcluster"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 const tenancyConfig = `version: v0.1
@@ -68,7 +73,8 @@ subjects: [{kind: ServiceAccount, name: default, namespace: e2e-tenant}]
 // namespace, marked as the tenant's and applied with its identity; a revision that adds a file
 // trying privileged pods, host namespaces, hostPath /, nodeName, blanket tolerations, a
 // system priority and a ClusterRoleBinding is refused whole with file:line and rule, and
-// changes nothing in the cluster — not even the edit that came with it.
+// changes nothing in the cluster — not even the edit that came with it. A team member who
+// bypasses Git is held by the admission policy that the sync applied.
 func TestTenantDirectoryCannotReachBeyondItsNamespace(t *testing.T) {
 	ctx := context.Background()
 	repo := t.TempDir()
@@ -104,6 +110,8 @@ func TestTenantDirectoryCannotReachBeyondItsNamespace(t *testing.T) {
 		t.Errorf("the tenant's identity was not rendered: %v", err)
 	}
 
+	teamMemberIsHeldByAdmission(t, kube)
+
 	write("teams/e2e-tenant/web.yaml", strings.Replace(tenancyWeb, "replicas: 1", "replicas: 2", 1))
 	write("teams/e2e-tenant/evil.yaml", tenancyEvil)
 	out, errOut, code := gpuctl(t, "sync", "--local", repo, "--prune=false", "--color", "never")
@@ -132,5 +140,50 @@ func TestTenantDirectoryCannotReachBeyondItsNamespace(t *testing.T) {
 	}
 	if _, err := kube.RbacV1().ClusterRoleBindings().Get(ctx, "evil-admin", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the ClusterRoleBinding exists: %v", err)
+	}
+}
+
+// teamMemberIsHeldByAdmission: the admission policy that the sync applied holds a team member
+// who bypasses Git (a user with the ClusterRole edit in the namespace, as kubectl would send):
+// a privileged pod is refused with the rule's name, a plain one is created.
+func teamMemberIsHeldByAdmission(t *testing.T, admin kubernetes.Interface) {
+	t.Helper()
+	ctx := context.Background()
+	ns, user := "e2e-tenant", "e2e-team-member"
+	_, err := admin.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: user},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
+	}, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		t.Fatal(err)
+	}
+	cfg := testcluster.Current().RESTConfig()
+	cfg.Impersonate = rest.ImpersonationConfig{UserName: user}
+	member, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := func(name string, privileged bool) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox",
+				SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{ // the namespace has a quota
+					corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}}}}}}
+	}
+	// the policy takes effect once the API server's policy informer has seen it
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err = member.CoreV1().Pods(ns).Create(ctx, pod("root", true), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if err == nil || !strings.Contains(err.Error(), "pod policy privileged") {
+		t.Fatalf("a team member's privileged pod was not refused by admission naming the rule: %v", err)
+	}
+	if _, err := member.CoreV1().Pods(ns).Create(ctx, pod("plain", false), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+		t.Errorf("a plain pod of the team member was refused: %v", err)
 	}
 }
