@@ -57,7 +57,7 @@ func TestDeployedRBACSuffices(t *testing.T) {
 			asTenant(object("v1", "Secret", ns, "token", map[string]any{"stringData": map[string]any{"k": "v"}}), ns))
 	}
 	plan := e.plan(objs())
-	checkFailures(t, plan, map[string]string{"Secret rbac-team/token": "the reconciler may not list secrets"})
+	checkFailures(t, plan, map[string]string{"Secret rbac-team/token": `get: secrets "token" is forbidden`})
 	if strings.Contains(failures(plan), "stringData") {
 		t.Errorf("an error quotes the Secret: %s", failures(plan))
 	}

@@ -24,4 +24,10 @@
 // create is never taken over unless an admin annotated it g8s.host/adopt=true, and never
 // force-applied. An object that cannot be planned fails alone (Change.Error, Plan.Failed):
 // it and what depends on it are skipped, the rest is applied.
+//
+// A plan of a path below the repository root is scoped (Options.Scope): it prunes only members
+// declared there (annotation g8s.host/source) and relabels only nodes of pools declared there.
+// With Options.LimitedCredentials (the CLI's; a team member's kubeconfig) a plan whose
+// inventory cannot be read is made without it — no prunes — and what the credentials may not
+// read is skipped as not checked, with Plan.Notes saying so.
 package reconciler

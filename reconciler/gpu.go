@@ -98,7 +98,7 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 		if c.Action != ActionDelete {
 			after := c.Desired
 			switch {
-			case c.Error != "" || c.Desired == nil: // not applied, or a prune skipped: stays as it is
+			case c.Error != "" || c.unchecked || c.Desired == nil: // not applied or not read, or a prune skipped: stays as it is
 				after = before
 			case c.Predicted != nil:
 				after = c.Predicted

@@ -87,14 +87,18 @@ func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*Ch
 			progress(done, total, *r)
 		}
 	}
+	// A plan made without the inventory (limited credentials) does not record it: these
+	// credentials may not, and the plan has no prunes.
 	gks, nss := m.members(plan, true)
-	if err := m.writeInventory(ctx, plan.inventory, gks, nss); err != nil {
-		return nil, fmt.Errorf("record inventory: %w", err)
+	if !plan.limited {
+		if err := m.writeInventory(ctx, plan.inventory, gks, nss); err != nil {
+			return nil, fmt.Errorf("record inventory: %w", err)
+		}
 	}
 	failed := m.runStages(ctx, plan, false, record)
 	if failed == 0 {
 		failed = m.runStages(ctx, plan, true, record)
-		if failed == 0 {
+		if failed == 0 && !plan.limited {
 			gks, nss = m.members(plan, false)
 			if err := m.writeInventory(ctx, plan.inventory, gks, nss); err != nil {
 				return nil, fmt.Errorf("record inventory: %w", err)
@@ -126,11 +130,21 @@ func countWrites(p *Plan) int {
 }
 
 // members returns the group-kinds and namespaces of the inventory: with pending, those of
-// everything desired or still to prune; without, those of what is left after the prune.
+// everything desired or still to prune; without, those of what is left after the prune. A
+// scoped plan keeps every group-kind and namespace the inventory had: it did not see the
+// members declared outside its scope.
 func (m *Manager) members(plan *Plan, pending bool) (map[schema.GroupKind]bool, map[string]bool) {
 	gks, nss := map[schema.GroupKind]bool{}, map[string]bool{}
 	for gk := range plan.unlisted { // members not seen are still members
 		gks[gk] = true
+	}
+	if len(plan.Scope) > 0 {
+		for gk := range plan.inventory.groupKinds {
+			gks[gk] = true
+		}
+		for ns := range plan.inventory.namespaces {
+			nss[ns] = true
+		}
 	}
 	for _, c := range plan.Changes {
 		if c.resource == nodeGVR || (!pending && c.Action == ActionDelete) {

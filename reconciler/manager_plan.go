@@ -22,11 +22,11 @@ import (
 // applied-hash and values match the live object are decided locally; the others are decided
 // by a server-side dry-run apply.
 func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured) (*Plan, error) {
-	inv, err := m.readInventory(ctx)
+	plan, err := m.newPlan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read inventory %s/%s: %w", m.opts.Namespace, m.opts.InventoryName, err)
+		return nil, err
 	}
-	plan := &Plan{inventory: inv}
+	inv := plan.inventory
 	var nodes []*unstructured.Unstructured
 	var changes []*Change
 	for _, d := range desired {
@@ -38,6 +38,7 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 		if err != nil {
 			return nil, err
 		}
+		c.limited = plan.limited
 		changes = append(changes, c)
 	}
 	plan.desiredN = len(changes)
@@ -49,12 +50,13 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	if err := m.decide(ctx, changes, live); err != nil {
 		return nil, err
 	}
-	plan.Changes = append(changes, m.prunes(live, changes)...)
-	nodeChanges, err := m.planNodes(ctx, nodes, &plan.Warnings)
+	plan.Changes = append(changes, m.prunes(plan, live, changes)...)
+	nodeChanges, err := m.planNodesLimited(ctx, plan, nodes, changes, live)
 	if err != nil {
 		return nil, err
 	}
 	plan.Changes = append(plan.Changes, nodeChanges...)
+	m.noteLimits(plan)
 	sortChanges(plan.Changes)
 	plan.GPUs = gpuDeltas(plan.Changes)
 	members := len(live) // the inventory's size: what was kept, and what was found up to date
@@ -115,8 +117,11 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 
 // listInventory lists the members of the inventory, one list per group-kind across all
 // namespaces, keyed by ObjectRef.key. Members that are up to date with their desired object
-// are marked unchanged and left out of the map. A group-kind that the reconciler may not list
-// fails its desired changes and is returned in unlisted; any other error fails the plan.
+// are marked unchanged and left out of the map. A group-kind that may not be listed across all
+// namespaces is returned in unlisted (its members are not pruned); its desired objects are
+// looked up in their namespaces like objects outside the inventory (lookup), where a read
+// refused again fails (or, with limited credentials, leaves unchecked) that object alone. Any
+// other error fails the plan.
 func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*Change) (map[string]*unstructured.Unstructured, map[schema.GroupKind]bool, error) {
 	desired := make(map[string]*Change, len(changes))
 	for _, c := range changes {
@@ -193,8 +198,8 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 	for _, c := range changes {
 		if c.Error == "" && unlisted[c.Object.GroupKind()] {
 			// A member seen on an earlier page is not trusted either: the list is incomplete.
+			// The object is looked up in its own namespace instead (lookup).
 			c.Action, c.liveSeen = "", false
-			c.fail("the reconciler may not list %s: it cannot tell what exists, so it writes nothing", c.resource.Resource)
 		}
 	}
 	return live, unlisted, nil
@@ -233,13 +238,15 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 		return err
 	}
 	for _, c := range unknown {
-		if c.Error != "" {
+		if c.Error != "" || c.unchecked {
 			continue
 		}
 		if c.Live = found[c.Object.key()]; c.Live == nil {
 			c.Action = ActionCreate
 		} else if err := m.adoptionError(c.Live, c.Desired); err != nil {
 			c.fail("%v", err)
+		} else if upToDate(c.Desired, c.Live) { // a member whose kind could not be listed
+			c.Action = ActionUnchanged
 		} else {
 			dryRun = append(dryRun, c)
 		}
@@ -308,7 +315,7 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 			l, err := ri.List(ctx, opts)
 			if readRefused(err) {
 				for _, c := range groups[k] { // each change is its own: no lock needed
-					c.fail("list %s in %q: %v", k.resource.Resource, k.namespace, err)
+					c.refusedRead("list", fmt.Sprintf("list %s in %q: %v", k.resource.Resource, k.namespace, err))
 				}
 				return nil
 			}
@@ -332,7 +339,7 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 		case apierrors.IsNotFound(err):
 			return nil
 		case apierrors.IsForbidden(err) || apierrors.IsMethodNotSupported(err):
-			c.fail("get: %v", err)
+			c.refusedRead("get", fmt.Sprintf("get: %v", err))
 			return nil
 		case err != nil:
 			return fmt.Errorf("%s: get: %w", c.Object, err)
@@ -373,6 +380,10 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 		return nil
 	case identityPending && apierrors.IsForbidden(err):
 		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: the tenant's identity is written by this sync"
+		c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
+		return nil
+	case c.limited && apierrors.IsForbidden(err):
+		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: these credentials may read the object but not write it"
 		c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
 	case ctx.Err() != nil:
@@ -439,8 +450,13 @@ func conflictsOf(err error) []Conflict {
 	return out
 }
 
-// prunes plans the deletes of live members that are not desired.
-func (m *Manager) prunes(live map[string]*unstructured.Unstructured, changes []*Change) []*Change {
+// prunes plans the deletes of live members that are not desired and were declared in the
+// plan's scope (see inScope). A plan without the inventory prunes nothing: it cannot know
+// what gpuctl applied.
+func (m *Manager) prunes(plan *Plan, live map[string]*unstructured.Unstructured, changes []*Change) []*Change {
+	if plan.limited {
+		return nil
+	}
 	desired := make(map[string]bool, len(changes))
 	for _, c := range changes {
 		desired[c.Object.key()] = true // failed changes too: they are still desired
@@ -448,7 +464,7 @@ func (m *Manager) prunes(live map[string]*unstructured.Unstructured, changes []*
 	// (up-to-date members are not in live: they were desired)
 	var out []*Change
 	for k, u := range live {
-		if desired[k] {
+		if desired[k] || !m.inScope(u.GetAnnotations()[keys.Source]) {
 			continue
 		}
 		rm, err := m.mapping(u.GroupVersionKind())

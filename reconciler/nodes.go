@@ -33,8 +33,13 @@ func nodeApply(name string, labels map[string]string) *unstructured.Unstructured
 
 // planNodes turns pool label intents into per-node label changes: labels to set, and labels
 // gpuctl set before that no pool asks for any more. Labels that the node labeler publishes
-// (gpu-type) are left to it.
-func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstructured, warnings *[]string) ([]*Change, error) {
+// (gpu-type) are left to it. pools scopes the removals (see scopedPools): a node that no
+// intent names loses gpuctl's labels only when its pool label is in pools (nil: every node);
+// with no intents and an empty pools, the nodes are not even listed.
+func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstructured, pools map[string]bool, warnings *[]string) ([]*Change, error) {
+	if len(intents) == 0 && pools != nil && len(pools) == 0 {
+		return nil, nil
+	}
 	list, err := m.dyn.Resource(nodeGVR).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
@@ -68,7 +73,7 @@ func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstruc
 		out = append(out, c)
 	}
 	for name, n := range live {
-		if !wanted[name] && len(labelsOwnedBy(n, m.opts.FieldManager, true)) > 0 {
+		if !wanted[name] && len(labelsOwnedBy(n, m.opts.FieldManager, true)) > 0 && (pools == nil || pools[n.GetLabels()[keys.Pool]]) {
 			c := &Change{Object: RefOf(nodeApply(name, nil)), resource: nodeGVR, stage: render.KindOrder("Node")}
 			m.nodeChange(c, n, nil)
 			c.Reason = "in no pool any more: removes the labels gpuctl gave it"

@@ -32,6 +32,19 @@ type Options struct {
 	// of its tenant's namespace, so that the API server holds it to the tenant ClusterRole;
 	// reads stay with the manager's own identity. On in DefaultOptions.
 	ImpersonateTenants bool
+	// Scope limits what a plan may take away to the part of the repository it was given: the
+	// directories (or files) below the repository root, slash-separated and relative to it, as
+	// in the annotation keys.Source ("teams/alice/"). Only inventory members declared there are
+	// prune candidates, and only nodes of pools declared there lose labels; every desired
+	// object is still planned. Empty: the whole repository.
+	Scope []string
+	// LimitedCredentials lets a plan run with credentials that may not read everything, such as
+	// a team member's bound to edit in one namespace: when the inventory cannot be read, the plan
+	// is made without it (no prunes; Apply prunes nothing and does not record the inventory),
+	// an object or the nodes these credentials may not read are left unchecked with a note
+	// (Plan.Notes) instead of failing, and tenant objects are checked and written with these
+	// credentials rather than as the tenant. Off for the daemon: its own identity must read all.
+	LimitedCredentials bool
 }
 
 // DefaultOptions returns the options of `gpuctl sync`: prune on, 25 % prune budget, no force,
@@ -66,5 +79,6 @@ func (o Options) withDefaults() Options {
 	if o.RecreateTimeout <= 0 {
 		o.RecreateTimeout = d.RecreateTimeout
 	}
+	o.Scope = normalizeScope(o.Scope)
 	return o
 }

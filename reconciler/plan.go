@@ -68,6 +68,11 @@ type Change struct {
 	// liveSeen: the live object was found up to date while listing and not kept (Live is
 	// nil; it equals Desired in every field gpuctl sets).
 	liveSeen bool
+	// limited: planned without the inventory (Plan.limited); a read these credentials may not
+	// make leaves the change unchecked instead of failing it, and the change is not impersonated.
+	limited bool
+	// unchecked: skipped because these credentials may not read the object (see limited).
+	unchecked bool
 }
 
 // fail marks the change as one that cannot be planned: it is skipped with the error.
@@ -98,12 +103,21 @@ type Plan struct {
 	// Warnings are facts found while planning that do not stop the sync, e.g. a pool that
 	// declares a GPU type the node labeler did not find on the node.
 	Warnings []string `json:"warnings,omitempty"`
+	// Scope is Options.Scope: the part of the repository whose removals the plan includes.
+	Scope []string `json:"scope,omitempty"`
+	// Notes say what the plan does not cover: a scope, and what the credentials could not
+	// read (the inventory and so prunes, nodes and so pool labels, objects left unchecked).
+	Notes []string `json:"notes,omitempty"`
 
 	inventory *inventory
 	desiredN  int
 	// unlisted are the group-kinds the reconciler may not list: their members were not seen,
 	// so the inventory keeps naming them.
 	unlisted map[schema.GroupKind]bool
+
+	// limited: the inventory could not be read with these credentials (Options.LimitedCredentials);
+	// the plan has no prunes, and Apply neither prunes nor records the inventory.
+	limited bool
 }
 
 // SafetyError is why a plan is refused: an empty desired state, or more deletes than the

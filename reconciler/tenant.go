@@ -69,8 +69,11 @@ func declaredIn(u *unstructured.Unstructured) string {
 	return ""
 }
 
-// impersonated reports whether a change is written as its tenant.
-func (m *Manager) impersonated(c *Change) bool { return c.tenant != "" && m.opts.ImpersonateTenants }
+// impersonated reports whether a change is written as its tenant: not in a plan made with
+// limited credentials without the inventory (they are not gpuctl's, and may not impersonate).
+func (m *Manager) impersonated(c *Change) bool {
+	return c.tenant != "" && m.opts.ImpersonateTenants && !c.limited
+}
 
 // tenantClient returns the client that acts as a tenant's ServiceAccount, one per namespace.
 func (m *Manager) tenantClient(namespace string) (dynamic.Interface, error) {

@@ -17,6 +17,12 @@ An object that cannot be planned (a kind the cluster does not serve or gpuctl ma
 tenant object outside its namespace, a live object gpuctl did not create) is printed with its
 error; the rest is planned.
 
+A PATH below the repository root (the directory of the .gpuctl.yaml found upwards) scopes the
+plan: only objects declared under PATH are pruned, only nodes of pools declared there lose
+labels. With credentials that may not read the inventory (a team member's), the plan shows no
+prunes, and what they may not read (nodes, other namespaces, the tenant's RoleBinding) is
+skipped as "not checked"; notes above the summary say what was not checked.
+
 Exit code 0: no changes; 1: changes; 2: error (invalid files, cluster unreachable, an object
 that cannot be planned).`,
 		Example: `  gpuctl diff examples/

@@ -46,6 +46,12 @@ type EngineOptions struct {
 	AllowEmpty bool
 	// ImpersonateTenants writes each tenant's objects as its ServiceAccount gpuctl-tenant.
 	ImpersonateTenants bool
+	// Scope is the part of the repository a PATH below its root names (reconciler.Options.Scope);
+	// set by diff and sync --local, not a flag.
+	Scope []string
+	// LimitedCredentials plans with what the credentials may read (reconciler.Options.LimitedCredentials);
+	// set by diff and sync --local, never by the daemon.
+	LimitedCredentials bool
 }
 
 // BindFlags adds the engine's flags.
@@ -62,6 +68,7 @@ func (o *EngineOptions) BindFlags(fs *pflag.FlagSet) {
 func (o *EngineOptions) Manager(cfg *rest.Config) (*reconciler.Manager, error) {
 	opts := reconciler.DefaultOptions()
 	opts.Force, opts.Prune, opts.AllowEmpty, opts.ImpersonateTenants = o.Force, o.Prune, o.AllowEmpty, o.ImpersonateTenants
+	opts.Scope, opts.LimitedCredentials = o.Scope, o.LimitedCredentials
 	if o.Namespace != "" {
 		opts.Namespace = o.Namespace
 	}

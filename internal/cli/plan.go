@@ -3,10 +3,13 @@ package cli
 import (
 	"context"
 	"encoding/json"
-	"io"
-
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
 	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/reconciler"
@@ -61,7 +64,9 @@ func (o *planOptions) renderPath(ctx context.Context, s Streams, path string) (*
 	return res, nil
 }
 
-// plan renders path and plans it against the cluster.
+// plan renders path and plans it against the cluster: scoped to path when it lies below the
+// repository root, with what the credentials may read (a team member's may not read the
+// inventory or the nodes).
 func (o *planOptions) plan(ctx context.Context, s Streams, path string) (*reconciler.Manager, *reconciler.Plan, error) {
 	res, err := o.renderPath(ctx, s, path)
 	if err != nil {
@@ -71,6 +76,7 @@ func (o *planOptions) plan(ctx context.Context, s Streams, path string) (*reconc
 	if err != nil {
 		return nil, nil, err
 	}
+	o.engine.Scope, o.engine.LimitedCredentials = scopeOf(res.Root, path), true
 	m, err := o.engine.Manager(cfg)
 	if err != nil {
 		return nil, nil, err
@@ -80,4 +86,23 @@ func (o *planOptions) plan(ctx context.Context, s Streams, path string) (*reconc
 		return nil, nil, &ExitError{Code: ExitTrouble, Err: fmt.Errorf("plan: %w", err)}
 	}
 	return m, plan, nil
+}
+
+// scopeOf is the part of the repository that path names when it lies below the root the
+// renderer found (render.Result.Root): relative to the root, slash-separated, with a trailing
+// slash for a directory ("teams/alice/"). nil for the root itself, or a path outside it.
+func scopeOf(root, path string) []string {
+	abs, err := filepath.Abs(path)
+	if err != nil || root == "" {
+		return nil
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == "." || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return nil
+	}
+	rel = filepath.ToSlash(rel)
+	if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+		rel += "/"
+	}
+	return []string{rel}
 }

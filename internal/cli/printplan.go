@@ -64,9 +64,18 @@ func printSummary(w io.Writer, plan *reconciler.Plan, p palette) {
 	for _, warn := range plan.Warnings {
 		fmt.Fprintln(w, p.yellow("warning: "+warn))
 	}
+	printNotes(w, plan, p)
 	fmt.Fprintln(w, p.bold(plan.Summary()))
 	if plan.Refused != nil {
 		fmt.Fprintln(w, p.red(plan.Refused.Error()))
+	}
+}
+
+// printNotes writes what the plan does not cover (its scope, what the credentials could not
+// read), one "note:" line each.
+func printNotes(w io.Writer, plan *reconciler.Plan, p palette) {
+	for _, n := range plan.Notes {
+		fmt.Fprintln(w, p.cyan("note: "+n))
 	}
 }
 

@@ -30,7 +30,9 @@ With --local PATH: render PATH, plan it against the cluster and apply the plan w
 apply (field manager gpuctl): Namespaces, PriorityClasses and quotas first, then workloads and
 node labels; then prune what gpuctl applied before and PATH no longer renders. A sync that would
 prune more than --max-prune of the inventory, or apply an empty render, is refused. An object
-that cannot be planned is reported and skipped; the others are applied. Exit code 0: synced;
+that cannot be planned is reported and skipped; the others are applied. A PATH below the
+repository root prunes only what was declared under it; credentials that may not read the
+inventory apply what they may and prune nothing. Exit code 0: synced;
 2: error (invalid files, refused, or an object failed).`,
 		Example: `  gpuctl sync
   gpuctl sync --timeout 5m
@@ -70,6 +72,7 @@ that cannot be planned is reported and skipped; the others are applied. Exit cod
 			if dryRun || plan.Refused != nil {
 				return finishPlanOnly(s, o.output, plan, pal, dryRun)
 			}
+			printNotes(s.Err, plan, newPalette(s.Err, o.color))
 			fmt.Fprintln(s.Err, plan.Summary())
 			cs, err := m.Apply(cmd.Context(), plan, progressLine(s.Err))
 			if cs == nil {

@@ -14,9 +14,15 @@ import (
 
 func gpuctl(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return gpuctlAs(t, testcluster.Current().Kubeconfig, args...)
+}
+
+// gpuctlAs runs the CLI with a kubeconfig of other credentials than the cluster's admin.
+func gpuctlAs(t *testing.T, kubeconfig string, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := cli.NewRootCommand(cli.Streams{Out: &out, Err: &errOut})
-	cmd.SetArgs(append(args, "--kubeconfig", testcluster.Current().Kubeconfig))
+	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
 	err := cmd.Execute()
 	if err != nil && err.Error() != "" {
 		errOut.WriteString("error: " + err.Error() + "\n")
