@@ -85,7 +85,7 @@ func TestPlanWithTeamCredentials(t *testing.T) {
 	notes := strings.Join(plan.Notes, "\n")
 	for _, want := range []string{"scoped to teams/scope-a/",
 		"the inventory gpuctl-system/" + opts.InventoryName + " is not readable with these credentials: prunes are not shown",
-		"objects not readable with these credentials, not checked (shown as skipped): 1"} {
+		"objects not readable with these credentials, not checked (shown as skipped): 3"} { // RoleBinding, admission policy and binding {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
@@ -128,7 +128,7 @@ func TestPlanWithTeamCredentials(t *testing.T) {
 	delete(files, "pools/b/pool.yaml")
 	admin.manager, _ = reconciler.NewManager(testcluster.Current().RESTConfig(), opts)
 	plan = admin.plan(renderDir(t, files, "teams/scope-a"))
-	if got := actions(plan); got != "delete ConfigMap scope-a/one" || len(plan.Notes) != 1 {
+	if got := actions(plan); got != "skipped ValidatingAdmissionPolicyBinding gpuctl-tenant-pod-policy\ndelete ConfigMap scope-a/one" || len(plan.Notes) != 1 {
 		t.Errorf("admin plan:\n%s\nnotes %q", got, plan.Notes)
 	}
 }

@@ -50,6 +50,7 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	if err := m.decide(ctx, changes, live); err != nil {
 		return nil, err
 	}
+	m.keepDeclaredElsewhere(changes)
 	plan.Changes = append(changes, m.prunes(plan, live, changes)...)
 	nodeChanges, err := m.planNodesLimited(ctx, plan, nodes, changes, live)
 	if err != nil {
@@ -313,6 +314,12 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 		opts := metav1.ListOptions{Limit: 500}
 		for {
 			l, err := ri.List(ctx, opts)
+			if readRefused(err) && opts.Continue == "" {
+				if tr := m.tenantReader(groups[k][0]); tr != nil && allTenant(groups[k]) {
+					ri = tr
+					l, err = ri.List(ctx, opts)
+				}
+			}
 			if readRefused(err) {
 				for _, c := range groups[k] { // each change is its own: no lock needed
 					c.refusedRead("list", fmt.Sprintf("list %s in %q: %v", k.resource.Resource, k.namespace, err))
@@ -335,6 +342,9 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 	}
 	err = parallel(ctx, m.opts.Concurrency, gets, func(ctx context.Context, c *Change) error {
 		u, err := m.resource(c).Get(ctx, c.Object.Name, metav1.GetOptions{})
+		if tr := m.tenantReader(c); readRefused(err) && !apierrors.IsNotFound(err) && tr != nil {
+			u, err = tr.Get(ctx, c.Object.Name, metav1.GetOptions{})
+		}
 		switch {
 		case apierrors.IsNotFound(err):
 			return nil

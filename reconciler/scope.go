@@ -22,6 +22,24 @@ import (
 // from nodes whose pool (label keys.Pool) is declared in the scope — by a pool file there now,
 // or by one there that was removed (its registry ConfigMap, a member, names the pool).
 
+// keepDeclaredElsewhere leaves alone, in a scoped plan, the existing objects declared outside
+// the scope (by the configuration: the admission policy's binding lists every tenant
+// namespace, and a path's render knows only its own): they are created when missing, never
+// changed; a plan of the whole repository updates them.
+func (m *Manager) keepDeclaredElsewhere(changes []*Change) {
+	if len(m.opts.Scope) == 0 {
+		return
+	}
+	for _, c := range changes {
+		src := c.Source
+		if c.Error != "" || src == "" || m.inScope(src) || (c.Action != ActionUpdate && c.Action != ActionRecreate) {
+			continue
+		}
+		c.Action, c.Reason = ActionSkipped, "declared outside the scope ("+src+"): a plan of the whole repository updates it"
+		c.Diff, c.Conflicts, c.Predicted = nil, nil, nil
+	}
+}
+
 // normalizeScope cleans scope entries: slash-separated, relative, without "./"; a trailing
 // slash (a directory, as the CLI writes it) is kept for display. An entry naming the root
 // ("", ".", "/") makes the scope the whole repository: nil.

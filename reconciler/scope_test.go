@@ -87,8 +87,14 @@ func TestScopedPlan(t *testing.T) {
 
 	delete(files, "teams/scope-a/one.yaml")
 	plan, _ = alice.sync(renderDir(t, files, "teams/scope-a"))
-	if got := actions(plan); got != "delete ConfigMap scope-a/one" {
+	// the admission binding, declared by .gpuctl.yaml, lists the tenants of the whole
+	// repository: a path's render knows only its own, so a scoped plan leaves it alone
+	const keptBinding = "skipped ValidatingAdmissionPolicyBinding gpuctl-tenant-pod-policy\n"
+	if got := actions(plan); got != keptBinding+"delete ConfigMap scope-a/one" {
 		t.Fatalf("scoped sync after removing a file:\n%s\nwant only: delete ConfigMap scope-a/one", got)
+	}
+	if c := find(plan, "ValidatingAdmissionPolicyBinding", "gpuctl-tenant-pod-policy"); c.Reason != "declared outside the scope (.gpuctl.yaml): a plan of the whole repository updates it" {
+		t.Errorf("the binding's reason: %q", c.Reason)
 	}
 	for ns, name := range map[string]string{"scope-a": "two", "scope-b": "b"} {
 		if _, err := alice.kube.CoreV1().ConfigMaps(ns).Get(alice.ctx, name, metav1.GetOptions{}); err != nil {

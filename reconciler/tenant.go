@@ -105,6 +105,33 @@ func (m *Manager) writer(c *Change) (dynamic.ResourceInterface, error) {
 	return scoped(d, c.resource, c.namespaced, c.Object.Namespace), nil
 }
 
+// tenantReader returns the client that reads a tenant's object as the tenant, for the reads
+// that the reconciler's own identity is refused (deploy/ grants it no access to Secrets; the
+// tenant ClusterRole does, in the tenant's namespace); nil for admin objects. Before the
+// tenant's identity exists (the first sync of a team), such a read fails the object until the
+// next sync.
+func (m *Manager) tenantReader(c *Change) dynamic.ResourceInterface {
+	if !m.impersonated(c) || c.limited {
+		return nil
+	}
+	w, err := m.writer(c)
+	if err != nil {
+		return nil
+	}
+	return w
+}
+
+// allTenant reports whether every change is a tenant object of one namespace (a list of them
+// may then be read as that tenant).
+func allTenant(cs []*Change) bool {
+	for _, c := range cs {
+		if c.tenant == "" || c.tenant != cs[0].tenant {
+			return false
+		}
+	}
+	return len(cs) > 0
+}
+
 // write runs one write of a change with its writer. A tenant's write refused as Forbidden is
 // retried with a short backoff for up to tenantRBACWait (the RoleBinding may be new).
 func (m *Manager) write(ctx context.Context, c *Change, fn func(dynamic.ResourceInterface) error) error {
