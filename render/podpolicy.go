@@ -196,7 +196,7 @@ func CheckPodPolicy(obj *unstructured.Unstructured, p PodPolicy) []Violation {
 		if v, ok := mapAt(m["spec"])["externalIPs"]; ok && (v != nil && !isEmptyList(v)) {
 			c.add(RuleExternalIPs, "spec.externalIPs", "a Service may not claim external IPs: it would take traffic for any address")
 		}
-		if t := mapAt(m["spec"])["type"]; t != nil && !stringIn(t, []string{string(corev1.ServiceTypeClusterIP),
+		if t := mapAt(m["spec"])["type"]; !stringIn(t, []string{"", string(corev1.ServiceTypeClusterIP),
 			string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeLoadBalancer)}) {
 			c.add(RuleExternalName, "spec.type", "a Service may only be of type ClusterIP, NodePort or LoadBalancer: an ExternalName makes proxies connect to any host")
 		}

@@ -94,6 +94,11 @@ func redTeamAttacks() map[string]tenancyCase {
 		"kustomize namespace: bob":        {want: []string{"/repo/teams/alice/kustomization.yaml: kustomize output ConfigMap bob/c is outside the directory's namespace \"alice\""}, files: map[string]string{"teams/alice/kustomization.yaml": "namespace: bob\nresources: [c.yaml]\n", "teams/alice/c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"}},
 		"a patch moving an object to bob": {want: []string{"/repo/teams/alice/kustomization.yaml: kustomize output ConfigMap bob/c is outside the directory's namespace \"alice\""}, files: map[string]string{"teams/alice/kustomization.yaml": "resources: [c.yaml]\npatches:\n- target: {kind: ConfigMap}\n  patch: |-\n    - {op: add, path: /metadata/namespace, value: bob}\n", "teams/alice/c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"}},
 		"a kustomized ExternalName":       {want: []string{"/repo/teams/alice/kustomization.yaml: spec.type: kustomize output Service alice/s: pod policy external-name: a Service may only be of type ClusterIP, NodePort or LoadBalancer: an ExternalName makes proxies connect to any host"}, files: map[string]string{"teams/alice/kustomization.yaml": "resources: [s.yaml]\npatches:\n- target: {kind: Service}\n  patch: |-\n    - {op: add, path: /spec/type, value: ExternalName}\n", "teams/alice/s.yaml": redService("ports: [{port: 80}]")}},
+		"a Service type written in lower case": {admin: true, files: one(redService("type: externalname, externalName: metadata.google.internal")),
+			want: []string{"/repo/teams/alice/evil.yaml:4:14: spec.type: pod policy external-name: a Service may only be of type ClusterIP, NodePort or LoadBalancer: an ExternalName makes proxies connect to any host"}},
+		"a reference that climbs back into bob's directory": {files: map[string]string{"teams/alice/kustomization.yaml": "resources: [../../teams/alice/../bob]\n",
+			"teams/bob/kustomization.yaml": "resources: [c.yaml]\n", "teams/bob/c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"},
+			want: []string{`/repo/teams/alice/kustomization.yaml:1:13: resources[0]: the path leaves the team directory teams/alice/ (namespace "alice"): a team's kustomization refers only to its own files, copy the files into teams/alice/, or move the kustomization out of the team directories`}},
 		"a second kustomization file with a remote base": {want: []string{"/repo/teams/alice/kustomization.yaml: kustomize build: Found multiple kustomization files under: /repo/teams/alice"}, files: map[string]string{"teams/alice/kustomization.yaml": "resources: [c.yaml]\n",
 			"teams/alice/Kustomization": "resources: ['https://example.com/x']\n", "teams/alice/c.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"}},
 		"an inline generator reading bob's file": {want: []string{"/repo/teams/alice/kustomization.yaml:2:3: generators[0].files: the path leaves the team directory teams/alice/ (namespace \"alice\"): a team's kustomization refers only to its own files, copy the files into teams/alice/, or move the kustomization out of the team directories"}, files: map[string]string{"teams/alice/kustomization.yaml": "generators:\n- |\n  apiVersion: builtin\n  kind: ConfigMapGenerator\n  metadata: {name: x}\n  files: [../bob/secret.txt]\n",
@@ -118,6 +123,33 @@ func TestRedTeamAttacks(t *testing.T) {
 				t.Errorf("a refused tree rendered %d objects (errors: %d)", len(res.Objects), len(got))
 			}
 		})
+	}
+}
+
+// TestRedTeamTenantMarksOverwritten: what a team writes of gpuctl's own marks (the tenant,
+// the source, the managed-by label) is overwritten, in plain manifests and kustomize output;
+// a Service of an unset or empty type passes.
+func TestRedTeamTenantMarksOverwritten(t *testing.T) {
+	marks := "  annotations: {g8s.host/tenant: bob, g8s.host/source: .gpuctl.yaml}\n  labels: {g8s.host/managed-by: someone-else}\n"
+	res, got := errorsOf(t, map[string]string{
+		"teams/alice/cm.yaml":              "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\n" + marks,
+		"teams/alice/svc.yaml":             redService("type: '', ports: [{port: 80}]"),
+		"teams/alice/k/kustomization.yaml": "resources: [cm.yaml]\ncommonAnnotations: {g8s.host/tenant: bob}\n",
+		"teams/alice/k/cm.yaml":            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: built\n" + marks,
+	})
+	if len(got) != 0 {
+		t.Fatalf("errors: %q", got)
+	}
+	for _, o := range res.Objects {
+		if o.GetNamespace() != "alice" || o.GetName() == "gpuctl-tenant" {
+			continue
+		}
+		if ann := o.GetAnnotations(); ann["g8s.host/tenant"] != "alice" || o.GetLabels()["g8s.host/managed-by"] != "gpuctl" {
+			t.Errorf("%s: tenant %q, managed-by %q", o.GetName(), ann["g8s.host/tenant"], o.GetLabels()["g8s.host/managed-by"])
+		}
+		if o.GetName() == "plain" && o.GetAnnotations()["g8s.host/source"] != "teams/alice/cm.yaml" {
+			t.Errorf("plain: source %q", o.GetAnnotations()["g8s.host/source"])
+		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -107,5 +108,27 @@ func TestRedTeamSnippetAddedByAnUpdate(t *testing.T) {
 		Ports: []corev1.ServicePort{{Port: 80}}}}
 	if _, err := e.dev.CoreV1().Services(alice).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		t.Errorf("a NodePort Service: %v", err)
+	}
+}
+
+// TestRedTeamFieldCaseIsNotTheField: render reads field names as written (HostPID is not
+// hostPID); the API server refuses such a field in a server-side apply, as gpuctl sends it,
+// so a spelling that render does not check never runs.
+func TestRedTeamFieldCaseIsNotTheField(t *testing.T) {
+	e := setup(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for field, body := range map[string]string{
+		".spec.HostPID":     `"HostPID":true,"containers":[{"name":"app","image":"busybox:1.36"}]`,
+		".spec.hostnetwork": `"hostnetwork":true,"containers":[{"name":"app","image":"busybox:1.36"}]`,
+		".spec.containers[name=\"app\"].SecurityContext": `"containers":[{"name":"app","image":"busybox:1.36","SecurityContext":{"privileged":true}}]`,
+	} {
+		data := []byte(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":"cased"},"spec":{` + body + `}}`)
+		force := true
+		_, err := e.dyn.Resource(corev1.SchemeGroupVersion.WithResource("pods")).Namespace(unlisted).Patch(ctx, "cased", types.ApplyPatchType, data,
+			metav1.PatchOptions{FieldManager: "redteam", Force: &force, DryRun: []string{metav1.DryRunAll}})
+		if err == nil || !strings.Contains(err.Error(), field+": field not declared in schema") {
+			t.Errorf("%s: %v, want refused as not declared in the schema", field, err)
+		}
 	}
 }
