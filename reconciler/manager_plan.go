@@ -41,6 +41,7 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 		c.limited = plan.limited
 		changes = append(changes, c)
 	}
+	refuseSecondDeclarations(changes)
 	plan.desiredN = len(changes)
 	live, unlisted, err := m.listInventory(ctx, inv, changes)
 	if err != nil {

@@ -207,3 +207,27 @@ func (m *Manager) skipDependents(changes []*Change) {
 		}
 	}
 }
+
+// refuseSecondDeclarations fails each desired change whose object (group, kind, namespace,
+// name) another change declares too, under another API version (render refuses two
+// identical objects, not two versions of one, such as an autoscaling/v1 and an
+// autoscaling/v2 HorizontalPodAutoscaler). The admin's declaration is kept and a tenant's
+// fails, so that a team never takes over an object that the platform declares in its
+// namespace; of two of the same side, the first is kept.
+func refuseSecondDeclarations(changes []*Change) {
+	kept := map[string]*Change{}
+	for _, c := range changes {
+		k := c.Object.key()
+		first, dup := kept[k]
+		if !dup {
+			kept[k] = c
+			continue
+		}
+		refused, keep := c, first
+		if first.tenant != "" && c.tenant == "" {
+			refused, keep = first, c
+			kept[k] = c
+		}
+		refused.fail("refused by rule declared-once: %s/%s %s is also declared%s", keep.Object.Group, keep.Object.Version, keep.Object, declaredIn(keep.Desired))
+	}
+}

@@ -34,6 +34,7 @@ var podPolicyResources = []struct{ group, resources []string }{
 	{[]string{""}, []string{"pods", "pods/ephemeralcontainers", "replicationcontrollers", "services", "persistentvolumeclaims"}},
 	{[]string{"apps"}, []string{"deployments", "statefulsets", "replicasets", "daemonsets"}},
 	{[]string{"batch"}, []string{"jobs", "cronjobs"}},
+	{[]string{"networking.k8s.io"}, []string{"ingresses"}},
 }
 
 // appendAdmissionPolicy adds the pod policy's admission objects for the run's tenant
@@ -105,12 +106,12 @@ func (c *Config) admission() bool {
 	return c == nil || c.Tenancy.Admission == nil || *c.Tenancy.Admission
 }
 
-// changesSpec skips an UPDATE that leaves the spec (and a Pod's annotations) as it was: the
+// changesSpec skips an UPDATE that leaves the spec (and a Pod's or an Ingress's annotations) as it was: the
 // finalizers, labels and owner references that controllers and the garbage collector write
 // on existing objects, as Pod Security admission does. Everything a pod runs with is in the
 // spec, so nothing new runs without the policy's check.
 const changesSpec = "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec" +
-	" || (request.resource.resource == 'pods' && (has(object.metadata.annotations) ? object.metadata.annotations : {}) != (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}))"
+	" || (request.resource.resource in ['pods', 'ingresses'] && (has(object.metadata.annotations) ? object.metadata.annotations : {}) != (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}))"
 
 // podPolicy builds the variables and validations of the policy for one configuration. Most
 // rules are a variable listing the rule's offenders in the request (e.g. "container app") and
@@ -158,7 +159,7 @@ func (p *podPolicy) validation(expr, msg, msgExpr string) {
 func (p *podPolicy) podSpec() {
 	p.variable("resource", "request.resource.resource")
 	p.variable("pod", "variables.resource == 'pods' ? object : variables.resource == 'cronjobs' ? object.spec.jobTemplate.spec.template"+
-		" : variables.resource in ['services', 'persistentvolumeclaims'] ? {} : object.spec.template")
+		" : variables.resource in ['services', 'persistentvolumeclaims', 'ingresses'] ? {} : object.spec.template")
 	p.variable("spec", "has(variables.pod.spec) ? variables.pod.spec : {}")
 	p.variable("annotations", "has(variables.pod.metadata) && has(variables.pod.metadata.annotations) ? variables.pod.metadata.annotations : {}")
 	p.variable("containers", "(has(variables.spec.containers) ? variables.spec.containers : [])"+
@@ -184,6 +185,8 @@ func (p *podPolicy) securityRules() {
 	// Probes and lifecycle handlers that name a host: the kubelet would connect to it from the node.
 	handlers := "(['livenessProbe', 'readinessProbe', 'startupProbe'].filter(h, h in c).map(h, c[h])" +
 		" + (has(c.lifecycle) ? ['postStart', 'preStop'].filter(h, h in c.lifecycle).map(h, c.lifecycle[h]) : []))"
+	p.offenders(RuleGPUDevices, "gpuDevices", containers("has(c.env) && c.env.exists(e, e.name == "+celQuote(NvidiaVisibleDevices)+")",
+		"'container ' + c.name"), ": "+NvidiaVisibleDevices+" must not be set; request GPUs as "+keys.ResourceGPU+" resources")
 	p.offenders(RuleHostProbes, "hostProbes", containers(handlers+".exists(x, ['httpGet', 'tcpSocket'].exists(a, a in x && has(x[a].host) && x[a].host != ''))",
 		"'container ' + c.name"), ": probes and lifecycle handlers may not name a host")
 	p.offenders(RuleAppArmor, "appArmorAnnotations", annotations("k.startsWith("+celQuote(AppArmorAnnotationPrefix)+")",
@@ -212,6 +215,9 @@ func (p *podPolicy) securityRules() {
 // cannot reach a socket or device, mounted readOnly unless at or below a writable prefix.
 func (p *podPolicy) hostPath() {
 	prefixes, writable := p.cfg.hostPathPrefixes(), p.cfg.writableHostPathPrefixes()
+	refused := celList(RefusedVolumeTypes())
+	p.offenders(RuleVolumeTypes, "volumeTypes", "variables.volumes.filter(v, "+refused+".exists(t, t in v)).map(v, 'volume ' + v.name + ' of type ' + "+
+		refused+".filter(t, t in v).join(', '))", ": only volumes of the types "+strings.Join(AllowedVolumeTypes(), ", ")+" are allowed")
 	p.variable("hostPathVolumes", "variables.volumes.filter(v, has(v.hostPath))")
 	p.offenders(RuleHostPath, "hostPathsOutside", "variables.hostPathVolumes.filter(v, !"+under("v.hostPath.path", prefixes)+
 		" || v.hostPath.path.contains('/../') || v.hostPath.path.endsWith('/..')).map(v, 'volume ' + v.name + ' path ' + v.hostPath.path)",
@@ -255,7 +261,8 @@ func (p *podPolicy) gpuctlRules() {
 		" must not be "+keys.TenantServiceAccount+", the identity that applies the namespace")
 }
 
-// serviceAndClaimRules refuse a Service's externalIPs, and claims that pick their
+// serviceAndClaimRules refuse a Service's externalIPs and type ExternalName, an Ingress's
+// configuration snippets, and claims that pick their
 // PersistentVolume: a PVC's volumeName (set only by the volume binder when it binds an
 // unbound claim), and the claim templates of generic ephemeral volumes and StatefulSets, whose
 // claims would be refused when their controller creates them.
@@ -263,6 +270,12 @@ func (p *podPolicy) serviceAndClaimRules() {
 	p.validation("variables.resource != 'services' || !has(object.spec.externalIPs) || size(object.spec.externalIPs) == 0",
 		"pod policy external-ips: a Service's spec.externalIPs must be empty",
 		"'pod policy external-ips: spec.externalIPs ' + object.spec.externalIPs.join(', ') + ' must be empty'")
+	p.validation("variables.resource != 'services' || !has(object.spec.type) || object.spec.type != 'ExternalName'",
+		"pod policy external-name: a Service may not be of type ExternalName",
+		"'pod policy external-name: a Service may not be of type ExternalName (' + object.spec.externalName + ')'")
+	p.offenders(RuleIngressSnippets, "snippets", "variables.resource == 'ingresses' && has(object.metadata.annotations) ? "+
+		"object.metadata.annotations.filter(k, k.endsWith('-snippet') || k.endsWith('-snippets')).map(k, 'annotation ' + k) : []",
+		": ingress configuration snippets are not allowed")
 	named := func(spec string) string { return "has(" + spec + ".volumeName) && " + spec + ".volumeName != ''" }
 	p.validation("variables.resource != 'persistentvolumeclaims' || !("+named("object.spec")+")"+
 		" || (request.operation == 'UPDATE' && ((has(oldObject.spec.volumeName) && oldObject.spec.volumeName == object.spec.volumeName)"+

@@ -16,7 +16,8 @@ import (
 // must name in a message.
 var podPolicyRules = []string{RuleHostNamespaces, RulePrivileged, RuleCapabilities, RuleHostPath, RuleHostPorts,
 	RuleHostProbes, RuleAppArmor, RuleSELinux, RuleProcMount, RuleSeccomp, RuleSysctls, RuleHostProcess, RuleNodeName,
-	RuleTolerations, RulePriorityClass, RuleServiceAccount, RuleExternalIPs, RuleVolumeName}
+	RuleTolerations, RulePriorityClass, RuleServiceAccount, RuleExternalIPs, RuleVolumeName,
+	RuleVolumeTypes, RuleExternalName, RuleGPUDevices, RuleIngressSnippets}
 
 func policyObjects(t *testing.T, cfg *Config, tenants ...string) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()

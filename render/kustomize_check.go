@@ -1,6 +1,9 @@
 package render
 
 import (
+	"errors"
+	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -104,6 +107,10 @@ func (st *run) readKustomization(kfile string, c *kcheck) (*types.Kustomization,
 		st.ds.errorf(c.file, Pos{}, "", "the kustomization file is a symbolic link, which is refused; commit the file itself")
 		return nil, false
 	}
+	if problem := st.fileProblem(kfile); problem != "" {
+		st.ds.errorf(c.file, Pos{}, "", "%s", problem)
+		return nil, false
+	}
 	data, err := st.fsys.ReadFile(kfile)
 	if err != nil {
 		st.ds.errorf(c.file, Pos{}, "", "cannot read the kustomization file")
@@ -145,7 +152,7 @@ func (st *run) checkRef(c *kcheck, r kref) (string, bool) {
 		return "", false // kustomize reports it
 	case (r.kind == refPlugin || r.kind == refPatch) && inline(r.raw):
 		if r.kind == refPlugin {
-			st.checkPluginConfig(c.file, c.pos(r), r.field, []byte(r.raw))
+			st.checkPluginConfig(c, r, c.file, c.pos(r), r.field, []byte(r.raw))
 		}
 		return "", false
 	case remote(r.raw) || remote(r.value):
@@ -170,6 +177,12 @@ func (st *run) checkRef(c *kcheck, r kref) (string, bool) {
 		}
 	}
 	isDir := st.fsys.IsDir(p)
+	if !isDir {
+		if problem := st.fileProblem(p); problem != "" {
+			errorf("%s", problem)
+			return "", false
+		}
+	}
 	switch {
 	case r.kind == refComponent && !isDir:
 		errorf("a component must be a directory")
@@ -183,15 +196,16 @@ func (st *run) checkRef(c *kcheck, r kref) (string, bool) {
 			return "", false
 		}
 		if data, err := st.fsys.ReadFile(p); err == nil && len(data) <= MaxFileSize {
-			st.checkPluginConfig(st.kdisplay(p), Pos{}, "", data)
+			st.checkPluginConfig(c, r, st.kdisplay(p), Pos{}, "", data)
 		}
 	}
 	return p, true
 }
 
 // checkPluginConfig refuses the built-in plugin configurations (generators, transformers,
-// validators) that would fetch: any URL in any value, and the Helm generator.
-func (st *run) checkPluginConfig(file string, at Pos, field string, data []byte) {
+// validators) that would fetch: any URL in any value, and the Helm generator. The files they
+// name are checked as references of the kustomization r is written in.
+func (st *run) checkPluginConfig(c *kcheck, r kref, file string, at Pos, field string, data []byte) {
 	nodes, err := decodeAll(data)
 	if err != nil {
 		syntaxError(file, err, st.ds, data)
@@ -224,7 +238,82 @@ func (st *run) checkPluginConfig(file string, at Pos, field string, data []byte)
 	}
 	for _, n := range nodes {
 		walk(n, "")
+		for _, f := range pluginFiles(n) {
+			st.checkRef(c, kref{field: r.field + "." + f.field, at: r.at, value: f.value, raw: f.value, kind: refFile})
+		}
 	}
+}
+
+// pluginFile is a file that a built-in plugin configuration names.
+type pluginFile struct{ field, value string }
+
+// pluginFiles lists the files that a built-in plugin configuration (one YAML document) makes
+// kustomize read, relative to the kustomization: a generator's files (after key=), envs and
+// env; a patch transformer's path or paths; a replacement transformer's replacements' paths.
+func pluginFiles(doc *yaml.Node) []pluginFile {
+	var m struct {
+		Kind         string
+		Files, Envs  []string
+		Env, Path    string
+		Paths        []string
+		Replacements []struct{ Path string }
+	}
+	if doc.Decode(&m) != nil {
+		return nil // kustomize reports a configuration it cannot read
+	}
+	var out []pluginFile
+	add := func(field string, vals ...string) {
+		for _, v := range vals {
+			if v != "" {
+				out = append(out, pluginFile{field, v})
+			}
+		}
+	}
+	switch m.Kind {
+	case "ConfigMapGenerator", "SecretGenerator":
+		for _, f := range m.Files {
+			_, after, found := strings.Cut(f, "=")
+			if !found {
+				after = f
+			}
+			add("files", after)
+		}
+		add("envs", m.Envs...)
+		add("env", m.Env)
+	case "PatchTransformer", "PatchJson6902Transformer", "PatchStrategicMergeTransformer":
+		add("path", m.Path)
+		add("paths", m.Paths...)
+	case "ReplacementTransformer":
+		for _, r := range m.Replacements {
+			add("replacements.path", r.Path)
+		}
+	}
+	return out
+}
+
+// errStat ends the walk of statFile.
+var errStat = errors.New("stat")
+
+// fileProblem says why kustomize must not read the file p: it is not a regular file (a
+// FIFO or a device would block or never end), or it is larger than MaxFileSize (a sparse
+// file of a gigabyte costs the reconciler its memory). It never opens the file.
+func (st *run) fileProblem(p string) string {
+	var info os.FileInfo
+	err := st.fsys.Walk(realPath(st.fsys, p), func(_ string, i os.FileInfo, err error) error {
+		if err == nil {
+			info = i
+		}
+		return errStat
+	})
+	switch {
+	case info == nil || !errors.Is(err, errStat):
+		return "" // kustomize reports a file it cannot read
+	case !info.Mode().IsRegular():
+		return "not a regular file (a device, pipe or socket); only files are read"
+	case info.Size() > MaxFileSize:
+		return fmt.Sprintf("file is too large (%s, the limit is %s)", humanBytes(int(info.Size())), humanBytes(MaxFileSize))
+	}
+	return ""
 }
 
 // hasKustomization reports whether a directory holds a kustomization file.

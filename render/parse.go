@@ -229,7 +229,18 @@ func parseManifest(doc *Document, n *yaml.Node, ds *diagnostics) *Document {
 	doc.Kind = KindManifest
 	var v any
 	if err := n.Decode(&v); err != nil {
-		ds.errorf(doc.File, doc.Pos, "", "invalid Kubernetes manifest: %s", redactYAML(strings.TrimPrefix(err.Error(), "yaml: ")))
+		// A key written twice is refused: parsers disagree on which value wins, and the
+		// API server must see what was checked.
+		at, msg := doc.Pos, strings.TrimPrefix(err.Error(), "yaml: ")
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			msg = te.Errors[0]
+			if m := yamlLine.FindStringSubmatch("yaml: " + msg); m != nil && m[1] != "" {
+				at.Line, _ = strconv.Atoi(m[1])
+				at.Column, msg = 0, m[2]
+			}
+		}
+		ds.errorf(doc.File, at, "", "invalid Kubernetes manifest: %s", redactYAML(msg))
 		return nil
 	}
 	js, err := json.Marshal(v)

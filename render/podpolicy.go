@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"path"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -59,7 +60,28 @@ const (
 	RuleExternalIPs = "external-ips"
 	// RuleVolumeName: a PersistentVolumeClaim never binds a named PersistentVolume.
 	RuleVolumeName = "volume-name"
+	// RuleVolumeTypes: pod volumes only of AllowedVolumeTypes. The others make the node mount
+	// what the tenant names (an NFS export, an iSCSI target, a cloud disk by its ID, another
+	// team's Ceph share) or run a program there (gitRepo clones on the node, flexVolume runs a
+	// driver binary), beside the host-path prefixes.
+	RuleVolumeTypes = "volume-types"
+	// RuleExternalName: a Service is never of type ExternalName, which makes every proxy that
+	// follows it (an ingress controller, a service mesh) connect to a host the tenant names,
+	// such as a cloud metadata endpoint or the API server.
+	RuleExternalName = "external-name"
+	// RuleGPUDevices: no container sets NVIDIA_VISIBLE_DEVICES: the NVIDIA container runtime
+	// would hand it the node's GPUs without a nvidia.com/gpu request, outside quota and the
+	// device plugin.
+	RuleGPUDevices = "gpu-devices"
+	// RuleIngressSnippets: an Ingress carries no configuration-snippet annotation (any key
+	// ending in -snippet or -snippets): ingress controllers paste it into their own
+	// configuration, which can read every Secret the controller can (CVE-2021-25742).
+	RuleIngressSnippets = "ingress-snippets"
 )
+
+// NvidiaVisibleDevices is the environment variable of the NVIDIA container runtime that
+// selects the GPUs of a container (RuleGPUDevices).
+const NvidiaVisibleDevices = "NVIDIA_VISIBLE_DEVICES"
 
 // AppArmorAnnotationPrefix starts the pod annotations that set a container's AppArmor profile.
 const AppArmorAnnotationPrefix = "container.apparmor.security.beta.kubernetes.io/"
@@ -81,6 +103,30 @@ func AllowedSysctls() []string {
 // AllowedSELinuxTypes are the SELinux types a tenant's pod may ask for (Pod Security baseline).
 func AllowedSELinuxTypes() []string {
 	return []string{"", "container_t", "container_init_t", "container_kvm_t", "container_engine_t"}
+}
+
+// AllowedVolumeTypes are the pod volume types a tenant's pod may use (Pod Security
+// restricted's list, plus hostPath under the host-path rule): all that reach the node are
+// the admin's (PersistentVolumes, CSI drivers).
+func AllowedVolumeTypes() []string {
+	return []string{"configMap", "csi", "downwardAPI", "emptyDir", "ephemeral", "hostPath", "image",
+		"persistentVolumeClaim", "projected", "secret"}
+}
+
+// RefusedVolumeTypes are the volume types of the Kubernetes API that AllowedVolumeTypes
+// leaves out (nfs, iscsi, gitRepo, gcePersistentDisk, ...): the admission policy refuses
+// these by name, render every key but the allowed ones.
+func RefusedVolumeTypes() []string {
+	var out []string
+	t := reflect.TypeOf(corev1.VolumeSource{})
+	for i := 0; i < t.NumField(); i++ {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		if name != "" && !slices.Contains(AllowedVolumeTypes(), name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // AllowedHostPathTypes are the hostPath volume types a tenant's pod may use.
@@ -150,6 +196,14 @@ func CheckPodPolicy(obj *unstructured.Unstructured, p PodPolicy) []Violation {
 		if v, ok := mapAt(m["spec"])["externalIPs"]; ok && (v != nil && !isEmptyList(v)) {
 			c.add(RuleExternalIPs, "spec.externalIPs", "a Service may not claim external IPs: it would take traffic for any address")
 		}
+		if t := mapAt(m["spec"])["type"]; !stringIn(t, []string{"", string(corev1.ServiceTypeClusterIP),
+			string(corev1.ServiceTypeNodePort), string(corev1.ServiceTypeLoadBalancer)}) {
+			c.add(RuleExternalName, "spec.type", "a Service may only be of type ClusterIP, NodePort or LoadBalancer: an ExternalName makes proxies connect to any host")
+		}
+	case "Ingress":
+		c.snippets(mapAt(mapAt(m["metadata"])["annotations"]), "metadata.annotations")
+	case "Secret":
+		c.tokenSecret(m)
 	case "PersistentVolumeClaim":
 		c.volumeName(m, "")
 	case "StatefulSet":
@@ -224,13 +278,50 @@ func (c *policyCheck) volumeName(pvc map[string]any, base string) {
 	}
 }
 
-func (c *policyCheck) podAnnotations(ann map[string]any, base string) {
-	names := make([]string, 0, len(ann))
-	for k := range ann {
+// snippets refuses the configuration-snippet annotations of an Ingress.
+func (c *policyCheck) snippets(ann map[string]any, base string) {
+	for _, k := range sortedKeys(ann) {
+		if IsSnippetAnnotation(k) {
+			c.add(RuleIngressSnippets, base+"["+k+"]", "ingress controllers paste a snippet into their own configuration; it is not allowed in a tenant directory")
+		}
+	}
+}
+
+// IsSnippetAnnotation reports whether an annotation key is an ingress controller's
+// configuration snippet (RuleIngressSnippets): its name ends in -snippet or -snippets, as
+// nginx.ingress.kubernetes.io/configuration-snippet and nginx.org/server-snippets do.
+func IsSnippetAnnotation(key string) bool {
+	return strings.HasSuffix(key, "-snippet") || strings.HasSuffix(key, "-snippets")
+}
+
+// tokenSecret holds a ServiceAccount token Secret to the service-account rule: the token
+// controller would fill it with a token of the named ServiceAccount, which must be one a pod
+// of the tenant may run as.
+func (c *policyCheck) tokenSecret(m map[string]any) {
+	if m["type"] != string(corev1.SecretTypeServiceAccountToken) {
+		return
+	}
+	field := "metadata.annotations[" + corev1.ServiceAccountNameKey + "]"
+	switch s, _ := mapAt(mapAt(m["metadata"])["annotations"])[corev1.ServiceAccountNameKey].(string); {
+	case s == keys.TenantServiceAccount:
+		c.add(RuleServiceAccount, field, "a token Secret of %s would hand the namespace's applying identity to its pods", keys.TenantServiceAccount)
+	case s == "default" || c.p.ServiceAccounts == nil || c.p.ServiceAccounts[s]:
+	default:
+		c.add(RuleServiceAccount, field, "a token Secret of ServiceAccount %q, which the tenant's directories do not declare: only their own ServiceAccounts and default", s)
+	}
+}
+
+func sortedKeys(m map[string]any) []string {
+	names := make([]string, 0, len(m))
+	for k := range m {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	for _, k := range names {
+	return names
+}
+
+func (c *policyCheck) podAnnotations(ann map[string]any, base string) {
+	for _, k := range sortedKeys(ann) {
 		if !strings.HasPrefix(k, AppArmorAnnotationPrefix) {
 			continue
 		}
@@ -364,6 +455,11 @@ func (c *policyCheck) container(ct map[string]any, base string) {
 		}
 		c.securityContext(scm, scBase)
 	}
+	for i, e := range listAt(ct["env"]) {
+		if mapAt(e)["name"] == NvidiaVisibleDevices {
+			c.add(RuleGPUDevices, fmt.Sprintf("%s.env[%d].name", base, i), "%s would give the container GPUs without a %s request; request GPUs as resources", NvidiaVisibleDevices, keys.ResourceGPU)
+		}
+	}
 	for i, p := range listAt(ct["ports"]) {
 		if isSet(mapAt(p)["hostPort"]) {
 			c.add(RuleHostPorts, fmt.Sprintf("%s.ports[%d].hostPort", base, i), "host ports are not allowed in a tenant directory")
@@ -388,6 +484,11 @@ func (c *policyCheck) volumes(spec map[string]any, base string) {
 	readOnly := map[string]string{} // hostPath volume name -> path, for those that must be read-only
 	for i, v := range listAt(spec["volumes"]) {
 		vm, field := mapAt(v), fmt.Sprintf("%s.volumes[%d]", base, i)
+		for _, k := range sortedKeys(vm) {
+			if k != "name" && !slices.Contains(AllowedVolumeTypes(), k) {
+				c.add(RuleVolumeTypes, field+"."+k, "%s volumes mount or run what the tenant names on the node; allowed: %s", k, strings.Join(AllowedVolumeTypes(), ", "))
+			}
+		}
 		if eph := mapAt(mapAt(vm["ephemeral"])["volumeClaimTemplate"]); eph != nil {
 			c.volumeName(eph, field+".ephemeral.volumeClaimTemplate")
 		}

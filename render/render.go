@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -215,21 +216,69 @@ func (st *run) loadConfig(given *Config, abs string) {
 	}
 	for d := dir; ; d = filepath.Dir(d) {
 		if f := filepath.Join(d, keys.ConfigFile); st.fsys.Exists(f) {
+			if outer := st.outerConfig(d); outer != "" {
+				d, f = filepath.Dir(outer), outer
+			}
 			st.repo = d
 			done := st.doing("reading %s", f)
 			st.cfg = st.readConfig(f)
 			done()
 			return
 		}
-		if st.fsys.Exists(filepath.Join(d, ".git")) || filepath.Dir(d) == d {
+		if st.atTop(d) {
 			return
 		}
 	}
 }
 
+// atTop reports whether the lookup of the configuration stops at d: a directory holding
+// .git, or the filesystem's root.
+func (st *run) atTop(d string) bool {
+	return st.fsys.Exists(filepath.Join(d, ".git")) || filepath.Dir(d) == d
+}
+
+// outerConfig returns the configuration file of a directory above dir that maps dir to a
+// namespace, or "": a .gpuctl.yaml in a tenant directory is the tenant's file, and it never
+// configures a render, even of that directory alone (it is an error, see collect).
+func (st *run) outerConfig(dir string) string {
+	for d := dir; !st.atTop(d); {
+		d = filepath.Dir(d)
+		f := filepath.Join(d, keys.ConfigFile)
+		if !st.fsys.Exists(f) {
+			continue
+		}
+		data, err := st.fsys.ReadFile(f)
+		if err != nil || len(data) > MaxFileSize {
+			return "" // reported when it is read for its own directory
+		}
+		cfg, _ := ParseConfig(f, data)
+		if _, ok := cfg.NamespaceFor(filepath.ToSlash(relTo(d, dir))); ok {
+			return f
+		}
+		return ""
+	}
+	return ""
+}
+
+// adminFile is the error on an admin's file (.gpuctl.yaml, gpuctl-policy.yaml) found in a
+// tenant directory, where the tenant wrote it; "" when rel (relative to the root) is not one.
+func (st *run) adminFile(rel string) string {
+	name := path.Base(rel)
+	if (name != keys.ConfigFile && name != PolicyFileName) || path.Dir(rel) == "." {
+		return ""
+	}
+	if _, ok := st.cfg.NamespaceFor(path.Dir(rel)); !ok {
+		return ""
+	}
+	return tenancyProblem(ruleAdminFile, "%s is the admin's file and a tenant directory (%s/) may not hold one; it is not read", name, path.Dir(rel))
+}
+
+// PolicyFileName is the review policy file (gpuctl-policy.yaml), which render never reads.
+const PolicyFileName = "gpuctl-policy.yaml"
+
 // isSourceFile reports whether a file name is read as gpuctl or Kubernetes YAML.
 func isSourceFile(name string) bool {
-	if strings.HasPrefix(name, ".") || isKustomization(name) || name == "gpuctl-policy.yaml" {
+	if strings.HasPrefix(name, ".") || isKustomization(name) || name == PolicyFileName {
 		return false
 	}
 	ext := filepath.Ext(name)
@@ -263,6 +312,10 @@ func (st *run) collect(path, abs string) error {
 					break
 				}
 			}
+			return nil
+		}
+		if msg := st.adminFile(filepath.ToSlash(relTo(st.repo, pAbs))); msg != "" {
+			st.ds.errorf(p, Pos{}, "", "%s", msg)
 			return nil
 		}
 		if p != path && !isSourceFile(name) {

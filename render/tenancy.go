@@ -25,6 +25,7 @@ const (
 	ruleKinds              = "kinds"
 	ruleReservedName       = "reserved-name"
 	ruleReservedAnnotation = "reserved-annotation"
+	ruleAdminFile          = "admin-file"
 )
 
 // clusterScopedKinds are well-known cluster-scoped kinds (Kind.group): tenancy.kinds may not

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/render"
 )
 
 // MaxFileSize is the largest file read from a revision; larger files are skipped and listed
@@ -23,7 +24,7 @@ import (
 const MaxFileSize = 1 << 20
 
 // PolicyFile is the name of the policy file, looked up from the compared path upwards.
-const PolicyFile = "gpuctl-policy.yaml"
+const PolicyFile = render.PolicyFileName
 
 // WorkingTree names the head side when no head revision is given.
 const WorkingTree = "working tree"
