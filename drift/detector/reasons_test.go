@@ -2,6 +2,7 @@ package detector_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/gpuctl/gpuctl/drift"
@@ -32,7 +33,10 @@ func TestResolvedReasons(t *testing.T) {
 	if _, err := h.kube.BatchV1().Jobs(ns).Create(h.ctx, job, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatal(err)
 	}
-	h.waitReport("the shadow job", has(drift.Shadow, "Job", "quick"))
+	r, _ := h.waitReport("the shadow job", has(drift.Shadow, "Job", "quick"))
+	if it := item(r, drift.Shadow, "Job", "quick"); !strings.HasPrefix(it.Message, "requests 1 GPU in namespace") {
+		t.Errorf("shadow message %q, want one GPU in the singular", it.Message)
+	}
 	if _, err := h.kube.BatchV1().Jobs(ns).Patch(h.ctx, "quick", types.MergePatchType, []byte(`{"spec":{"suspend":false}}`),
 		metav1.PatchOptions{FieldManager: "kubectl-patch"}); err != nil {
 		t.Fatal(err)

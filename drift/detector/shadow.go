@@ -2,11 +2,11 @@ package detector
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -128,7 +128,7 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 		return nil
 	}
 	it := drift.Item{Object: ref, Category: drift.Shadow, GPUs: gpus,
-		Message: fmt.Sprintf("requests %d GPUs %s and is not in Git", gpus, why)}
+		Message: "requests " + humanize.Plural(gpus, "GPU") + " " + why + " and is not in Git"}
 	if mf := m.GetManagedFields(); len(mf) > 0 {
 		it.Manager = mf[0].Manager
 		if mf[0].Time != nil {

@@ -133,7 +133,7 @@ func requestSync(ctx context.Context, s Streams, store *daemon.Store, timeout ti
 		}
 		if waited := time.Since(start); waited-lastNote >= 5*time.Second {
 			lastNote = waited
-			fmt.Fprintf(s.Err, "waiting for gpuctl-reconciler to handle the request (%s)\n", waited.Round(time.Second))
+			fmt.Fprintf(s.Err, "waiting for gpuctl-reconciler to handle the request (%s)\n", humanize.Duration(waited))
 		}
 		select {
 		case <-ctx.Done():
