@@ -26,6 +26,18 @@ type Entry struct {
 	Change Change    `json:"change"`
 	// Item is the item as it was at that time (for resolved: as it was last seen).
 	Item Item `json:"item"`
+	// Reason says why a resolved item resolved, in a few words: "completed", "deleted",
+	// "matches Git again", "no longer in Git", "now in Git", ... (empty for other changes).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Text is the change as a person reads it: "detected", or for a resolved entry with its
+// reason "resolved: completed".
+func (e Entry) Text() string {
+	if e.Reason == "" {
+		return string(e.Change)
+	}
+	return string(e.Change) + ": " + e.Reason
 }
 
 // DefaultHistory is the number of entries a history keeps by default.

@@ -10,9 +10,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	md "github.com/gpuctl/gpuctl/internal/markdown"
 	"github.com/gpuctl/gpuctl/sources"
-	"k8s.io/apimachinery/pkg/util/duration"
 )
 
 // Renderings of a report. Each shows the items and, when the report carries one (see Since),
@@ -44,15 +44,15 @@ func WriteText(w io.Writer, r Report, now time.Time) error {
 		textItems(&buf, r, now)
 	}
 	if r.Truncated > 0 {
-		fmt.Fprintf(&buf, "\n%d more %s not listed: a stored report keeps at most %d.\n",
-			r.Truncated, plural(r.Truncated, "item", "items"), MaxItems)
+		fmt.Fprintf(&buf, "\n%s not listed: a stored report keeps at most %d.\n",
+			humanize.Plural(r.Truncated, "more item"), MaxItems)
 	}
 	if len(r.History) > 0 {
-		fmt.Fprintf(&buf, "\nHistory (%d %s):\n", len(r.History), plural(len(r.History), "change", "changes"))
+		fmt.Fprintf(&buf, "\nHistory (%s):\n", humanize.Plural(len(r.History), "change"))
 		tw := tabwriter.NewWriter(&buf, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "TIME (UTC)\tCHANGE\tCATEGORY\tOBJECT\tBY")
 		for _, e := range r.History {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format(timeLayout), e.Change, e.Item.Category,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", e.Time.UTC().Format(timeLayout), oneLine(e.Text()), e.Item.Category,
 				oneLine(e.Item.Object.String()), orDash(oneLine(by(e.Item))))
 		}
 		if err := tw.Flush(); err != nil {
@@ -153,7 +153,7 @@ func detailLines(it Item, f format) []string {
 		}
 		return []string{f.text("deleted; Git declares it in ") + f.value(it.Source, 0)}
 	case Shadow:
-		return []string{f.text(fmt.Sprintf("%d %s, not in Git", it.GPUs, plural(int(it.GPUs), "GPU", "GPUs")))}
+		return []string{f.text(humanize.Plural(it.GPUs, "GPU") + ", not in Git")}
 	case Modified:
 		if len(it.Fields) == 0 {
 			break
@@ -239,11 +239,7 @@ func age(now, t time.Time) string {
 	if t.IsZero() {
 		return "-"
 	}
-	d := now.Sub(t)
-	if d < 0 {
-		d = 0
-	}
-	return duration.ShortHumanDuration(d)
+	return humanize.Age(now.Sub(t))
 }
 
 // compact formats a value compactly: strings unquoted, numbers and booleans as they are,
@@ -298,22 +294,38 @@ func orDash(s string) string {
 	return s
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
+// Document is the JSON (and YAML) form of a report: the one shape in which gpuctl drift -o
+// json|yaml and GET /api/v1/drift answer. It is the report's fields with its summary line
+// first and the history entries that Since attached last, oldest first; items and history
+// are [] when empty, never null or missing.
+type Document struct {
+	// Summary is Report.Summary: "3 drifted: 1 modified, ..." or "no drift".
+	Summary string `json:"summary"`
+	Report
+	// History shadows the report's field, to be present when empty.
+	History []Entry `json:"history"`
 }
 
-// WriteJSON writes the report, history included, as indented JSON.
-func WriteJSON(w io.Writer, r Report) error {
-	if r.Items == nil {
-		r.Items = []Item{}
+// NewDocument is the document of a report.
+func NewDocument(r Report) Document {
+	d := Document{Summary: r.Summary(), Report: r, History: r.History}
+	if d.Items == nil {
+		d.Items = []Item{}
 	}
+	if d.History == nil {
+		d.History = []Entry{}
+	}
+	d.Report.History = nil
+	return d
+}
+
+// WriteJSON writes the report's Document, history included, as indented JSON: what gpuctl
+// drift -o json prints and GET /api/v1/drift answers.
+func WriteJSON(w io.Writer, r Report) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(r)
+	return enc.Encode(NewDocument(r))
 }
 
 // WriteMarkdown writes the report for a pull-request comment, an issue or a wiki page: a
@@ -352,8 +364,8 @@ func markdown(r Report, now time.Time, limit int) string {
 	history := mdHistoryRows(r)
 	const detailsHead = "\n<details><summary>Field values: Git and live</summary>\n\n"
 	const detailsTail = "</details>\n"
-	historyHead := fmt.Sprintf("\n<details><summary>History (%d %s)</summary>\n\n| Time (UTC) | Change | Category | Object | By |\n|---|---|---|---|---|\n",
-		len(r.History), plural(len(r.History), "change", "changes"))
+	historyHead := fmt.Sprintf("\n<details><summary>History (%s)</summary>\n\n| Time (UTC) | Change | Category | Object | By |\n|---|---|---|---|---|\n",
+		humanize.Plural(len(r.History), "change"))
 	const historyTail = "\n</details>\n"
 
 	// Share the room: the items first, then the field values, then the history; a section
@@ -377,8 +389,8 @@ func markdown(r Report, now time.Time, limit int) string {
 		}
 	}
 	if r.Truncated > 0 {
-		fmt.Fprintf(&sb, "\n> %d more %s not in the report: a stored report keeps at most %d.\n",
-			r.Truncated, plural(r.Truncated, "item is", "items are"), MaxItems)
+		fmt.Fprintf(&sb, "\n> %s not in the report: a stored report keeps at most %d.\n",
+			humanize.Plural(r.Truncated, "more item is", "more items are"), MaxItems)
 	}
 	writeBounded(&sb, details, nDetails, detailsHead, detailsTail,
 		"> ✂️ The field values of %d more objects are left out (size limit).\n\n",
@@ -516,7 +528,7 @@ func mdHistoryRows(r Report) []string {
 	rows := make([]string, 0, len(r.History))
 	for i := len(r.History) - 1; i >= 0; i-- {
 		e := r.History[i]
-		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |\n", e.Time.UTC().Format(timeLayout), mdText(string(e.Change)),
+		rows = append(rows, fmt.Sprintf("| %s | %s | %s | %s | %s |\n", e.Time.UTC().Format(timeLayout), mdText(e.Text()),
 			mdText(string(e.Item.Category)), mdCode(e.Item.Object.String(), 0), mdCodeOrDash(by(e.Item))))
 	}
 	return rows

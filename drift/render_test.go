@@ -93,6 +93,8 @@ func fullReport() drift.Report {
 		{Time: now.Add(-2 * time.Hour), Change: drift.Corrected, Item: drift.Item{Object: drift.Ref{Kind: "Deployment", Namespace: "team-a", Name: "old"}, Category: drift.Modified, Manager: "kubectl-scale"}},
 		{Time: now.Add(-4 * time.Minute), Change: drift.Detected, Item: items[0]},
 		{Time: now.Add(-3 * time.Minute), Change: drift.ShadowDeleted, Item: drift.Item{Object: drift.Ref{Kind: "Pod", Namespace: "team-b", Name: "debug"}, Category: drift.Shadow, GPUs: 1, Manager: "kubectl-run"}},
+		{Time: now.Add(-90 * time.Second), Change: drift.Detected, Item: drift.Item{Object: drift.Ref{Kind: "Job", Namespace: "team-b", Name: "quick"}, Category: drift.Shadow, GPUs: 1, Manager: "kubectl-create"}},
+		{Time: now.Add(-60 * time.Second), Change: drift.Resolved, Reason: "completed", Item: drift.Item{Object: drift.Ref{Kind: "Job", Namespace: "team-b", Name: "quick"}, Category: drift.Shadow, GPUs: 1, Manager: "kubectl-create"}},
 		{Time: now.Add(-30 * time.Second), Change: drift.Detected, Item: items[6]},
 	}
 	drift.Sort(r.Items)
@@ -175,7 +177,8 @@ func TestTextDetails(t *testing.T) {
 		"pool a100 names node gpu-node-9, which does not exist",
 		"re-apply 1 field (failed, see below)",
 		"ConfigMap team-a/web-config: apply: Apply failed with 1 conflict",
-		"2025-06-01 11:56:00  detected        modified    Deployment team-a/web        kubectl-edit",
+		"2025-06-01 11:56:00  detected             modified    Deployment team-a/web        kubectl-edit",
+		"2025-06-01 11:59:00  resolved: completed  shadow      Job team-b/quick             kubectl-create",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("text lacks %q:\n%s", want, out)

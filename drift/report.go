@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"github.com/gpuctl/gpuctl/internal/humanize"
 )
 
 // Category is what kind of difference an item is.
@@ -159,7 +161,7 @@ func (r *Report) Summary() string {
 		}
 		s += fmt.Sprintf("%s%d %s", sep, c[cat], cat)
 		if cat == Shadow {
-			s += fmt.Sprintf(" (%d GPUs)", r.ShadowGPUs())
+			s += " (" + humanize.Plural(r.ShadowGPUs(), "GPU") + ")"
 		}
 		sep = ", "
 	}

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
@@ -199,7 +200,7 @@ func (c *checker) checkQuotas() {
 			continue
 		}
 		file, pos := c.quotaPos(ns)
-		if v := c.add(RuleQuota, "quota/"+ns, file, pos, "team %s requests %d GPUs, above its quota of %d", ns, used[ns], quotas[ns]); v != nil {
+		if v := c.add(RuleQuota, "quota/"+ns, file, pos, "team %s requests %s, above its quota of %d", ns, humanize.Plural(used[ns], "GPU"), quotas[ns]); v != nil {
 			v.amount = used[ns]
 		}
 	}

@@ -3,6 +3,8 @@ package review
 import (
 	"fmt"
 	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/humanize"
 )
 
 // actionSymbols mark each action, as terraform and kubectl diff users expect.
@@ -23,18 +25,11 @@ func gpuLine(b Budget) string {
 
 // violationsLine is "2 errors, 1 warning, 3 already in base".
 func violationsLine(s Summary) string {
-	parts := []string{plural(s.Errors, "error"), plural(s.Warnings, "warning")}
+	parts := []string{humanize.Plural(s.Errors, "error"), humanize.Plural(s.Warnings, "warning")}
 	if s.Preexisting > 0 {
 		parts = append(parts, fmt.Sprintf("%d already in base", s.Preexisting))
 	}
 	return strings.Join(parts, ", ")
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // delta is "+8", "-2" or "0".

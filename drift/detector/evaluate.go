@@ -35,7 +35,7 @@ func (d *Detector) evaluateAll(ctx context.Context, ds *desiredState, full bool)
 		}
 	}
 	for _, key := range d.staleKeys(ds) {
-		d.resolve(key, "")
+		d.resolve(key, "", whyNotInGit)
 	}
 	for name := range ds.nodes {
 		d.queue.Add("n:" + name)
@@ -92,8 +92,12 @@ func (d *Detector) listObjects(ctx context.Context, ds *desiredState) error {
 				if err != nil {
 					return err
 				}
-				if live.GetDeletionTimestamp() == nil && (ignored(live.GetAnnotations()) || reconciler.Contains(desired, live)) {
-					d.resolveObject(o.ref, "")
+				if live.GetDeletionTimestamp() == nil && ignored(live.GetAnnotations()) {
+					d.resolveObject(o.ref, "", whyIgnored)
+					continue
+				}
+				if live.GetDeletionTimestamp() == nil && reconciler.Contains(desired, live) {
+					d.resolveObject(o.ref, "", whyMatches)
 					continue
 				}
 				d.queue.Add("o:" + key)
@@ -149,7 +153,7 @@ func (d *Detector) evalObject(ctx context.Context, ds *desiredState, key string)
 		return err
 	}
 	if live != nil && ignored(live.GetAnnotations()) {
-		d.resolveObject(o.ref, "")
+		d.resolveObject(o.ref, "", whyIgnored)
 		return nil
 	}
 	if live == nil || live.GetDeletionTimestamp() != nil {
@@ -159,7 +163,7 @@ func (d *Detector) evalObject(ctx context.Context, ds *desiredState, key string)
 			it.Message = "being deleted (since " + live.GetDeletionTimestamp().UTC().Format(time.RFC3339) + "); Git declares it in " + orUnknown(o.source)
 			it.Changed = timePtr(live.GetDeletionTimestamp().Time)
 		}
-		d.resolve(itemKey(drift.Modified, o.ref), "")
+		d.resolve(itemKey(drift.Modified, o.ref), "", "object deleted")
 		return d.found(ctx, "o:"+key, it, func(ctx context.Context) error {
 			if live != nil {
 				return errRetry // recreate once it is gone
@@ -172,9 +176,9 @@ func (d *Detector) evalObject(ctx context.Context, ds *desiredState, key string)
 		return err
 	}
 	fields := d.attribute(diffs, managedfields.Owners(live.GetManagedFields(), live.Object))
-	d.resolve(itemKey(drift.Deleted, o.ref), "")
+	d.resolve(itemKey(drift.Deleted, o.ref), "", "recreated")
 	if len(fields) == 0 {
-		d.resolveObject(o.ref, "")
+		d.resolveObject(o.ref, "", whyMatches)
 		return nil
 	}
 	it := drift.Item{Object: o.ref, Category: drift.Modified, Source: o.source, Fields: fields,
@@ -220,17 +224,17 @@ func (d *Detector) evalNode(ctx context.Context, ds *desiredState, name string) 
 		return err
 	}
 	if !found {
-		d.resolve(itemKey(drift.NodeLabel, ref), "")
-		d.resolve(itemKey(drift.GPUType, ref), "")
+		d.resolve(itemKey(drift.NodeLabel, ref), "", "node deleted")
+		d.resolve(itemKey(drift.GPUType, ref), "", "node deleted")
 		if !inPool {
-			d.resolve(itemKey(drift.NodeMissing, ref), "")
+			d.resolve(itemKey(drift.NodeMissing, ref), "", "no longer in a pool")
 			return nil
 		}
 		d.set(drift.Item{Object: ref, Category: drift.NodeMissing, Source: intent.source,
 			Message: fmt.Sprintf("pool %s names node %s, which does not exist", intent.pool, name)})
 		return nil
 	}
-	d.resolve(itemKey(drift.NodeMissing, ref), "")
+	d.resolve(itemKey(drift.NodeMissing, ref), "", "node exists")
 	node := obj.(*corev1.Node)
 	self := d.opts.Engine.Options().FieldManager
 	labelerType := managedfields.Labels(node.ManagedFields, keys.NodeLabelerFieldManager, false)[keys.GPUType]
@@ -257,10 +261,10 @@ func (d *Detector) evalNode(ctx context.Context, ds *desiredState, name string) 
 			Fields: []drift.Field{d.labelField(owners, keys.GPUType, declared, node.Labels[keys.GPUType], true)}}
 		d.set(it)
 	} else {
-		d.resolve(itemKey(drift.GPUType, ref), "")
+		d.resolve(itemKey(drift.GPUType, ref), "", whyMatches)
 	}
 	if len(fields) == 0 {
-		d.resolve(itemKey(drift.NodeLabel, ref), "")
+		d.resolve(itemKey(drift.NodeLabel, ref), "", whyMatches)
 		return nil
 	}
 	slices.SortFunc(fields, func(a, b drift.Field) int { return strings.Compare(a.Path, b.Path) })
@@ -314,10 +318,17 @@ func itemKey(c drift.Category, ref drift.Ref) string {
 }
 
 // resolveObject resolves the modified and deleted items of an object.
-func (d *Detector) resolveObject(ref drift.Ref, how drift.Change) {
-	d.resolve(itemKey(drift.Modified, ref), how)
-	d.resolve(itemKey(drift.Deleted, ref), how)
+func (d *Detector) resolveObject(ref drift.Ref, how drift.Change, why string) {
+	d.resolve(itemKey(drift.Modified, ref), how, why)
+	d.resolve(itemKey(drift.Deleted, ref), how, why)
 }
+
+// Reasons a resolved history entry gives that several places share.
+const (
+	whyMatches  = "matches Git again"
+	whyNotInGit = "no longer in Git"
+	whyIgnored  = "marked " + keys.Drift + ": " + keys.DriftIgnore
+)
 
 func modifiedMessage(fields []drift.Field) string {
 	paths := make([]string, 0, len(fields))

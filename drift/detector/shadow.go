@@ -2,11 +2,11 @@ package detector
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -34,21 +34,43 @@ func replicas(p *int32) int64 {
 	return int64(*p)
 }
 
+// workloadFinished says how a pod or a Job ended ("completed" or "failed"), or "" while it
+// runs (and for other kinds).
+func workloadFinished(obj any) string {
+	switch o := obj.(type) {
+	case *corev1.Pod:
+		switch o.Status.Phase {
+		case corev1.PodSucceeded:
+			return "completed"
+		case corev1.PodFailed:
+			return "failed"
+		}
+	case *batchv1.Job:
+		for _, c := range o.Status.Conditions {
+			if c.Status != corev1.ConditionTrue {
+				continue
+			}
+			switch c.Type {
+			case batchv1.JobComplete:
+				return "completed"
+			case batchv1.JobFailed:
+				return "failed"
+			}
+		}
+	}
+	return ""
+}
+
 // workloadGPUs is the number of GPUs a workload holds or will hold: pods that have not
 // terminated, jobs that have not finished, deployments and statefulsets by their replicas.
 func workloadGPUs(obj any) int64 {
+	if workloadFinished(obj) != "" {
+		return 0
+	}
 	switch o := obj.(type) {
 	case *corev1.Pod:
-		if o.Status.Phase == corev1.PodSucceeded || o.Status.Phase == corev1.PodFailed {
-			return 0
-		}
 		return podGPUs(o.Spec.Containers)
 	case *batchv1.Job:
-		for _, c := range o.Status.Conditions {
-			if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
-				return 0
-			}
-		}
 		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Parallelism)
 	case *appsv1.Deployment:
 		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Replicas)
@@ -92,7 +114,7 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 		return err
 	}
 	if !found {
-		d.resolve(itemKey, "")
+		d.resolve(itemKey, "", "deleted")
 		return nil
 	}
 	m, err := metaOf(obj)
@@ -102,11 +124,11 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 	gpus := gpusOf(obj)
 	why, shadow := d.isShadow(ds, kind, m, obj, gpus)
 	if !shadow {
-		d.resolve(itemKey, "")
+		d.resolve(itemKey, "", why)
 		return nil
 	}
 	it := drift.Item{Object: ref, Category: drift.Shadow, GPUs: gpus,
-		Message: fmt.Sprintf("requests %d GPUs %s and is not in Git", gpus, why)}
+		Message: "requests " + humanize.Plural(gpus, "GPU") + " " + why + " and is not in Git"}
 	if mf := m.GetManagedFields(); len(mf) > 0 {
 		it.Manager = mf[0].Manager
 		if mf[0].Time != nil {
@@ -127,25 +149,38 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 	return nil
 }
 
-// isShadow applies the shadow rules to a workload and says where it runs.
+// isShadow applies the shadow rules to a workload and says where it runs, or, when it is not
+// a shadow, why not (the reason a resolved entry gives: "completed", "now in Git", ...).
 func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj any, gpus int64) (string, bool) {
-	if gpus == 0 || ignored(m.GetAnnotations()) || (ds.partOf != "" && m.GetLabels()[keys.ApplySetPartOf] == ds.partOf) {
-		return "", false
+	switch {
+	case gpus == 0:
+		if f := m.GetAnnotations()[finishedKey]; f != "" {
+			return f, false
+		}
+		return "no longer requests GPUs", false
+	case ignored(m.GetAnnotations()):
+		return whyIgnored, false
+	case ds.partOf != "" && m.GetLabels()[keys.ApplySetPartOf] == ds.partOf:
+		return "now in Git", false
 	}
 	owner := metav1.GetControllerOf(m)
 	if owner != nil && d.w.managedUID(string(owner.UID)) {
-		return "", false // made by something gpuctl applied
+		return "now in Git (made by " + owner.Kind + " " + owner.Name + ")", false
 	}
 	inManaged := ds.namespaces[m.GetNamespace()]
+	notManaged := "namespace " + m.GetNamespace() + " no longer managed"
 	if kind != "Pod" {
-		return "in namespace " + m.GetNamespace() + ", which gpuctl manages", inManaged
+		if !inManaged {
+			return notManaged, false
+		}
+		return "in namespace " + m.GetNamespace() + ", which gpuctl manages", true
 	}
 	// A pod made by a Job, ReplicaSet or StatefulSet of a managed namespace is judged
 	// through its workload.
 	if owner != nil && inManaged {
 		switch owner.Kind {
 		case "Job", "ReplicaSet", "StatefulSet":
-			return "", false
+			return "judged through its " + owner.Kind, false
 		}
 	}
 	node := m.GetAnnotations()[nodeKey]
@@ -156,7 +191,10 @@ func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj 
 		}
 		return where, true
 	}
-	return "in namespace " + m.GetNamespace() + ", which gpuctl manages", inManaged
+	if !inManaged {
+		return notManaged, false
+	}
+	return "in namespace " + m.GetNamespace() + ", which gpuctl manages", true
 }
 
 func (d *Detector) hasShadow(key string) bool {

@@ -46,8 +46,9 @@ func (d *Detector) set(it drift.Item) {
 }
 
 // resolve removes an item. how is Corrected or ShadowDeleted when gpuctl did it, else the
-// change is Resolved, unless a correction of the item is pending.
-func (d *Detector) resolve(key string, how drift.Change) {
+// change is Resolved, unless a correction of the item is pending; why is the reason a
+// Resolved entry records.
+func (d *Detector) resolve(key string, how drift.Change, why string) {
 	now := time.Now().UTC()
 	d.mu.Lock()
 	it, had := d.items[key]
@@ -64,12 +65,15 @@ func (d *Detector) resolve(key string, how drift.Change) {
 	if how == "" {
 		how = drift.Resolved
 	}
+	if how != drift.Resolved {
+		why = ""
+	}
 	delete(d.items, key)
 	d.dirty = true
 	d.evalAt = now
-	d.history.Add(drift.Entry{Time: now, Change: how, Item: it})
+	d.history.Add(drift.Entry{Time: now, Change: how, Item: it, Reason: why})
 	d.mu.Unlock()
-	d.opts.Log.Info("drift "+string(how), "category", it.Category, "object", it.Object.String())
+	d.opts.Log.Info("drift "+string(how), "category", it.Category, "object", it.Object.String(), "reason", why)
 	switch how {
 	case drift.Corrected:
 		d.event(it, corev1.EventTypeNormal, "DriftCorrected", "gpuctl re-applied what Git declares: "+it.Message)

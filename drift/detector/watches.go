@@ -256,8 +256,9 @@ func labelsOf(obj any) map[string]string {
 
 // Annotations that slim records on the cached workloads (never written to the cluster).
 const (
-	gpusKey = "gpuctl.internal/gpus"
-	nodeKey = "gpuctl.internal/node"
+	gpusKey     = "gpuctl.internal/gpus"
+	nodeKey     = "gpuctl.internal/node"
+	finishedKey = "gpuctl.internal/finished" // how a pod or Job ended: completed, failed
 )
 
 // slim reduces the typed informers' workloads to their metadata and the GPUs they request (a
@@ -272,6 +273,12 @@ func slim(obj any) (any, error) {
 	case *corev1.Pod, *batchv1.Job, *appsv1.Deployment, *appsv1.StatefulSet:
 		m, _ := metaOf(o)
 		om := slimMeta(m)
+		if f := workloadFinished(o); f != "" {
+			if om.Annotations == nil {
+				om.Annotations = map[string]string{}
+			}
+			om.Annotations[finishedKey] = f
+		}
 		if n := workloadGPUs(o); n > 0 {
 			if om.Annotations == nil {
 				om.Annotations = map[string]string{}

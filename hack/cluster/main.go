@@ -95,7 +95,7 @@ func defaultDir() string {
 // up starts serve as a detached process and returns once the cluster is ready.
 func up(dir, nodesFile string) error {
 	if pid := runningPid(dir); pid != 0 {
-		fmt.Fprintf(os.Stderr, "cluster already running (pid %d)\n", pid)
+		fmt.Fprintf(os.Stderr, "cluster already running (pid %d); stop it with: %s\n", pid, stopCommand(dir))
 		printExport(dir)
 		return nil
 	}
@@ -123,7 +123,7 @@ func up(dir, nodesFile string) error {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "cluster up (pid %d, logs in %s); stop it with: go run ./hack/cluster down\n", cmd.Process.Pid, dir)
+	fmt.Fprintln(os.Stderr, upMessage(cmd.Process.Pid, dir))
 	printExport(dir)
 	return nil
 }
@@ -189,7 +189,31 @@ func echoNew(path string, offset int64) int64 {
 }
 
 func printExport(dir string) {
-	fmt.Printf("export KUBECONFIG=%s\n", filepath.Join(dir, "kubeconfig"))
+	fmt.Printf("export KUBECONFIG=%s\n", shellQuote(filepath.Join(dir, "kubeconfig")))
+}
+
+// upMessage is what up says once the cluster is ready: its pid, its logs, and the exact
+// command that stops it.
+func upMessage(pid int, dir string) string {
+	return fmt.Sprintf("cluster up (pid %d, logs in %s); stop it with: %s", pid, dir, stopCommand(dir))
+}
+
+// stopCommand is the command that stops the cluster of dir (an absolute path), to paste in a
+// shell at the repository root.
+func stopCommand(dir string) string {
+	return "go run ./hack/cluster down --dir " + shellQuote(dir)
+}
+
+// shellQuote quotes s for a POSIX shell when it holds anything but letters, digits and
+// -_./:=@%+,
+func shellQuote(s string) string {
+	safe := func(r rune) bool {
+		return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./:=@%+,", r)
+	}
+	if s != "" && strings.IndexFunc(s, func(r rune) bool { return !safe(r) }) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // serve runs the cluster until SIGTERM, SIGINT or SIGHUP, or until a component dies.

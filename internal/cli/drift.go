@@ -144,10 +144,7 @@ func printDrift(w io.Writer, r drift.Report, hist []drift.Entry, output string, 
 	case "json":
 		return drift.WriteJSON(w, rep)
 	case "yaml":
-		if rep.Items == nil {
-			rep.Items = []drift.Item{}
-		}
-		b, err := sigsyaml.Marshal(rep)
+		b, err := sigsyaml.Marshal(drift.NewDocument(rep))
 		if err != nil {
 			return err
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -93,7 +94,7 @@ func printChangeError(w io.Writer, c *reconciler.Change, p palette) bool {
 // with the plan, and the command exits with ExitTrouble.
 func planFailed(plan *reconciler.Plan) error {
 	if n := len(plan.Failed()); n > 0 {
-		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("%s could not be planned", plural(n, "object"))}
+		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("%s could not be planned", humanize.Plural(n, "object"))}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources"
@@ -96,7 +97,7 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 	row("Result:", result)
 	if !st.LastAttempt.IsZero() {
 		row("Last sync:", fmt.Sprintf("%s (%s ago), took %s", st.LastAttempt.UTC().Format(time.RFC3339),
-			time.Since(st.LastAttempt).Round(time.Second), st.Duration.Round(time.Millisecond)))
+			humanize.Age(time.Since(st.LastAttempt)), humanize.Duration(st.Duration)))
 	}
 	if !st.LastSuccess.IsZero() {
 		row("Last success:", st.LastSuccess.UTC().Format(time.RFC3339))
@@ -132,7 +133,7 @@ func requestSync(ctx context.Context, s Streams, store *daemon.Store, timeout ti
 		}
 		if waited := time.Since(start); waited-lastNote >= 5*time.Second {
 			lastNote = waited
-			fmt.Fprintf(s.Err, "waiting for gpuctl-reconciler to handle the request (%s)\n", waited.Round(time.Second))
+			fmt.Fprintf(s.Err, "waiting for gpuctl-reconciler to handle the request (%s)\n", humanize.Duration(waited))
 		}
 		select {
 		case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/spf13/cobra"
 )
@@ -77,15 +78,8 @@ func printValidateText(s Streams, rep validateReport) {
 	summary := fmt.Sprintf("%d files, %d documents", rep.Files, rep.Documents)
 	switch {
 	case !rep.Valid:
-		fmt.Fprintf(s.Out, "invalid: %s: %s, %s\n", summary, plural(len(rep.Errors), "error"), plural(len(rep.Warnings), "warning"))
+		fmt.Fprintf(s.Out, "invalid: %s: %s, %s\n", summary, humanize.Plural(len(rep.Errors), "error"), humanize.Plural(len(rep.Warnings), "warning"))
 	default:
-		fmt.Fprintf(s.Out, "valid: %s, %s rendered, %s\n", summary, plural(rep.Objects, "object"), plural(len(rep.Warnings), "warning"))
+		fmt.Fprintf(s.Out, "valid: %s, %s rendered, %s\n", summary, humanize.Plural(rep.Objects, "object"), humanize.Plural(len(rep.Warnings), "warning"))
 	}
-}
-
-func plural(n int, noun string) string {
-	if n == 1 {
-		return fmt.Sprintf("1 %s", noun)
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }

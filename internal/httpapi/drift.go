@@ -13,13 +13,9 @@ import (
 const defaultDriftSince = 24 * time.Hour
 
 // DriftResponse is the answer of GET /api/v1/drift: the current report, its summary line and
-// the history entries of the asked period, oldest first ([] when there are none).
-type DriftResponse struct {
-	Summary string `json:"summary"`
-	drift.Report
-	// History shadows the report's field to always be present.
-	History []drift.Entry `json:"history"`
-}
+// the history entries of the asked period, oldest first ([] when there are none). It is the
+// document that gpuctl drift -o json prints, written by the same function (drift.WriteJSON).
+type DriftResponse = drift.Document
 
 // getDrift serves GET /api/v1/drift?since=24h: the drift report with the history entries of
 // the last since (a Go duration; 0 for the whole history).
@@ -37,15 +33,8 @@ func (s *server) getDrift(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
-	resp := DriftResponse{Summary: rep.Summary(), Report: rep, History: rep.History}
-	if resp.Items == nil {
-		resp.Items = []drift.Item{}
-	}
-	if resp.History == nil {
-		resp.History = []drift.Entry{}
-	}
-	resp.Report.History = nil
-	writeJSON(w, http.StatusOK, resp)
+	startJSON(w, http.StatusOK)
+	_ = drift.WriteJSON(w, rep) // the client went away; nothing to tell it
 	return nil
 }
 

@@ -53,14 +53,19 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // writeJSON writes v as the JSON body of an answer with the status code.
 func writeJSON(w http.ResponseWriter, code int, v any) {
+	startJSON(w, code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v) // the client went away; nothing to tell it
+}
+
+// startJSON writes the headers of a JSON answer; the body follows.
+func startJSON(w http.ResponseWriter, code int) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v) // the client went away; nothing to tell it
 }
 
 // Paging defaults and limits of list endpoints (seeds/001 §7.2: page 1, pageSize 20).

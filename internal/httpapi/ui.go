@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,9 +30,11 @@ var uiFiles embed.FS
 
 var (
 	uiTemplate = htmltmpl.Must(htmltmpl.New("index.html.tmpl").Funcs(htmltmpl.FuncMap{
-		"when":  uiWhen,
-		"stamp": uiStamp,
-		"dict":  uiDict,
+		"when":     uiWhen,
+		"stamp":    uiStamp,
+		"dict":     uiDict,
+		"duration": humanize.Duration,
+		"plural":   uiPlural,
 	}).ParseFS(uiFiles, "ui/index.html.tmpl"))
 	uiCSS = func() string {
 		b, err := uiFiles.ReadFile("ui/style.css")
@@ -95,6 +98,7 @@ type uiStatus struct {
 type uiDrift struct {
 	Err         string
 	Summary     string
+	Revision    string // the report's revision, short (its title has it whole)
 	Clean       bool
 	Report      drift.Report
 	Items       []uiItem
@@ -119,6 +123,7 @@ type uiItem struct {
 type uiEntry struct {
 	Time     time.Time
 	Change   string
+	Reason   string // why a resolved item resolved
 	Category string
 	Object   string
 	Manager  string
@@ -251,7 +256,8 @@ func (s *server) uiDrift(ctx context.Context, now time.Time) uiDrift {
 	if err != nil {
 		return uiDrift{Err: s.sectionError("drift", err)}
 	}
-	out := uiDrift{Summary: rep.Summary(), Report: rep, Clean: len(rep.Items) == 0 && rep.Truncated == 0}
+	out := uiDrift{Summary: rep.Summary(), Report: rep, Revision: shortRevision(rep.Revision),
+		Clean: len(rep.Items) == 0 && rep.Truncated == 0}
 	for _, it := range rep.Items {
 		ui := uiItem{Category: string(it.Category), Object: it.Object.String(), Source: it.Source,
 			Manager: it.Manager, Message: it.Message, GPUs: it.GPUs, Correction: it.Correction, Error: it.Error,
@@ -273,7 +279,7 @@ func (s *server) uiDrift(ctx context.Context, now time.Time) uiDrift {
 		hist, out.OlderHidden = hist[:uiHistoryRows], len(hist)-uiHistoryRows
 	}
 	for _, e := range hist {
-		out.History = append(out.History, uiEntry{Time: e.Time, Change: string(e.Change),
+		out.History = append(out.History, uiEntry{Time: e.Time, Change: string(e.Change), Reason: e.Reason,
 			Category: string(e.Item.Category), Object: e.Item.Object.String(), Manager: e.Item.Manager,
 			Message: e.Item.Message})
 	}
@@ -323,7 +329,7 @@ func (s *server) uiQuotas(ctx context.Context) uiChart {
 	case len(qs) == 0:
 		c.Note = "No gpuctl quotas in the cluster."
 	case noGPU > 0:
-		c.Note = fmt.Sprintf("%d quota(s) without a GPU limit not shown.", noGPU)
+		c.Note = humanize.Plural(noGPU, "quota") + " without a GPU limit not shown."
 	}
 	return c
 }
@@ -334,7 +340,12 @@ func (s *server) uiPools(ctx context.Context) uiChart {
 		return uiChart{Err: s.sectionError("pools", err)}
 	}
 	var rows []uiBar
+	var empty []string
 	for _, p := range ps {
+		if p.NodeCount == 0 && p.GPUUsed == 0 {
+			empty = append(empty, p.Name) // nothing to draw: no nodes and nothing running
+			continue
+		}
 		title := p.Name
 		if p.Description != "" {
 			title += ": " + p.Description
@@ -345,8 +356,11 @@ func (s *server) uiPools(ctx context.Context) uiChart {
 		rows = append(rows, uiBar{Name: p.Name, Title: title, Used: p.GPUUsed, Limit: p.GPUTotal})
 	}
 	c := newChart(rows)
-	if len(ps) == 0 {
+	switch {
+	case len(ps) == 0:
 		c.Note = "No pools and no nodes."
+	case len(empty) > 0:
+		c.Note = humanize.Plural(len(empty), "pool") + " without nodes not shown: " + strings.Join(empty, ", ") + "."
 	}
 	return c
 }
@@ -375,10 +389,21 @@ func newChart(rows []uiBar) uiChart {
 		if n := []rune(r.Name); len(n) > chartName {
 			r.Short = string(n[:chartName-1]) + "…"
 		}
-		r.Label = fmt.Sprintf("%d / %d GPUs", r.Used, r.Limit)
+		r.Label = fmt.Sprintf("%d / %s", r.Used, humanize.Plural(r.Limit, "GPU"))
 		c.Rows = append(c.Rows, r)
 	}
 	return c
+}
+
+// uiPlural is humanize.Plural for the template, whose numbers are ints and int64s.
+func uiPlural(n any, noun string, plural ...string) (string, error) {
+	switch n := n.(type) {
+	case int:
+		return humanize.Plural(n, noun, plural...), nil
+	case int64:
+		return humanize.Plural(n, noun, plural...), nil
+	}
+	return "", fmt.Errorf("plural: %v is not a count", n)
 }
 
 // uiDict builds a map from key, value pairs, to pass several values to a template.
@@ -405,37 +430,12 @@ func uiStamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
-// uiWhen is a <time> element that shows how long ago t was, with the date as its title.
+// uiWhen is a <time> element that shows how long ago t was (37s ago, 5m ago, as kubectl
+// prints ages), with the date as its title.
 func uiWhen(now, t time.Time) htmltmpl.HTML {
 	if t.IsZero() {
 		return `<span class="muted">never</span>`
 	}
-	return htmltmpl.HTML(fmt.Sprintf(`<time datetime="%s" title="%s">%s</time>`,
-		t.UTC().Format(time.RFC3339), uiStamp(t), htmltmpl.HTMLEscapeString(ago(now.Sub(t)))))
-}
-
-// ago is a rough age: "just now", "5m ago", "3h 10m ago", "2d ago" ("in 5m" for the future).
-func ago(d time.Duration) string {
-	future := d < 0
-	if future {
-		d = -d
-	}
-	var s string
-	switch {
-	case d < 30*time.Second:
-		return "just now"
-	case d < time.Hour:
-		s = fmt.Sprintf("%dm", max(1, int(d/time.Minute)))
-	case d < 48*time.Hour:
-		s = fmt.Sprintf("%dh", int(d/time.Hour))
-		if m := int(d % time.Hour / time.Minute); m > 0 {
-			s += fmt.Sprintf(" %dm", m)
-		}
-	default:
-		s = fmt.Sprintf("%dd", int(d/(24*time.Hour)))
-	}
-	if future {
-		return "in " + s
-	}
-	return s + " ago"
+	return htmltmpl.HTML(fmt.Sprintf(`<time datetime="%s" title="%s">%s ago</time>`,
+		t.UTC().Format(time.RFC3339), uiStamp(t), htmltmpl.HTMLEscapeString(humanize.Age(now.Sub(t)))))
 }

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -42,8 +43,9 @@ func TestPageInBrowser(t *testing.T) {
 	b.drift, b.hist = testDrift(now)
 	b.status.AppliedRevision = "main@4f9c2a71d0e8b3c5a6f7e8d9c0b1a2f3e4d5c6b7"
 	b.status.Revision = b.status.AppliedRevision
-	b.status.LastAttempt, b.status.LastSuccess = now.Add(-2*time.Minute), now.Add(-2*time.Minute)
-	b.status.Duration = 1800 * time.Millisecond
+	b.status.LastAttempt, b.status.LastSuccess = now.Add(-37*time.Second), now.Add(-2*time.Minute)
+	b.status.Duration = 312475106 * time.Nanosecond
+	b.drift.Revision = "main@4f9c2a71d0e8b3c5a6f7e8d9c0b1a2f3e4d5c6b7"
 	b.status.Summary = "12 unchanged, 1 to update"
 	b.status.Mode = "report"
 	srv := httptest.NewServer(h)
@@ -181,9 +183,45 @@ func TestPageInBrowser(t *testing.T) {
 			t.Errorf("quota bar %s drawn %.1f px of %.1f px, want %.0f%%", got.Name, got.Drawn, got.DrawnTrack, 100*frac)
 		}
 	}
-	poolBars, err := chromedp.Run(ctx, chromedp.Evaluate[int](`document.querySelectorAll("#pool-chart rect.bar").length`))
-	if err != nil || poolBars != 3 {
-		t.Errorf("pool chart bars: %d, %v; want 3", poolBars, err)
+	// The pool without nodes and without use is not drawn; the note names it.
+	pools, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll("#pool-chart g.row")].map(g => g.dataset.name)`))
+	if err != nil || strings.Join(pools, ",") != "default,training-pool" {
+		t.Errorf("pool chart rows: %v, %v; want default and training-pool", pools, err)
+	}
+
+	// What a person reads: rounded durations, ages as kubectl prints them, short revisions,
+	// plurals.
+	texts, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]string](`({
+		sync: document.querySelector("#sync").innerText,
+		revision: document.querySelector("#drift-revision").innerText,
+		revisionTitle: document.querySelector("#drift-revision").title,
+		shadow: [...document.querySelectorAll("#drift-items .badge-bad")].map(b => b.innerText).join("|"),
+		pools: document.querySelector("#pools").innerText,
+		page: document.body.innerText,
+	})`))
+	if err != nil {
+		t.Fatalf("read the page's text: %v", err)
+	}
+	for _, c := range []struct{ what, in, want string }{
+		{"the sync's duration", texts["sync"], "took 312ms"},
+		{"the applied revision", texts["sync"], "main@4f9c2a71d0e8"},
+		{"the drift's revision", texts["revision"], "main@4f9c2a71d0e8"},
+		{"the drift revision's title", texts["revisionTitle"], b.drift.Revision},
+		{"the shadow's GPUs", texts["shadow"], "8 GPUs"},
+		{"the pool note", texts["pools"], "1 pool without nodes not shown: inference-pool."},
+	} {
+		if !strings.Contains(c.in, c.want) {
+			t.Errorf("%s: %q lacks %q", c.what, c.in, c.want)
+		}
+	}
+	// 37 s before the page was asked for, plus the browser's start.
+	if !regexp.MustCompile(`Last attempt\n\d\ds ago · took 312ms\n`).MatchString(texts["sync"]) {
+		t.Errorf("the last attempt: %q, want an age in seconds and the rounded duration", texts["sync"])
+	}
+	for _, bad := range []string{"312.475106ms", "1 GPUs", "4f9c2a71d0e8b3c5a6f7e8d9c0b1a2f3e4d5c6b7", "0 / 0 GPUs"} {
+		if strings.Contains(texts["page"], bad) {
+			t.Errorf("the page shows %q", bad)
+		}
 	}
 	// The inline stylesheet applied (the Content-Security-Policy allows it by its digest).
 	bg, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))

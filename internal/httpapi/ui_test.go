@@ -134,8 +134,11 @@ func TestPage(t *testing.T) {
 
 	// alice uses her 4 GPUs of 4 (red), bob 1 of 2.
 	wantBars(t, body, "quota-chart", []bar{{"alice", 4, 4, true}, {"bob", 1, 2, false}})
-	wantBars(t, body, "pool-chart", []bar{{"default", 1, 4, false}, {"inference-pool", 0, 0, false},
-		{"training-pool", 6, 16, false}})
+	// inference-pool has no nodes and nothing running: not drawn, named in the note.
+	wantBars(t, body, "pool-chart", []bar{{"default", 1, 4, false}, {"training-pool", 6, 16, false}})
+	if !strings.Contains(body, "1 pool without nodes not shown: inference-pool.") {
+		t.Error("the pool chart does not name the pool it leaves out")
+	}
 }
 
 // bar is what a chart row shows.
@@ -254,19 +257,71 @@ func TestShortRevision(t *testing.T) {
 	}
 }
 
-func TestAgo(t *testing.T) {
-	for d, want := range map[time.Duration]string{
-		10 * time.Second:            "just now",
-		-10 * time.Second:           "just now",
-		90 * time.Second:            "1m ago",
-		40 * time.Minute:            "40m ago",
-		3 * time.Hour:               "3h ago",
-		3*time.Hour + 5*time.Minute: "3h 5m ago",
-		-5 * time.Minute:            "in 5m",
-		72 * time.Hour:              "3d ago",
+// TestPageReadsAsAPersonWrites: the page says "1 GPU", rounds durations ("took 312ms"),
+// prints ages as kubectl does ("37s ago"), shortens every revision to 12 digits (the whole one
+// in the title), and says why a resolved drift item resolved.
+func TestPageReadsAsAPersonWrites(t *testing.T) {
+	h, b := testServer(t)
+	now := time.Now()
+	full := "main@0123456789abcdef0123456789abcdef01234567"
+	b.status.AppliedRevision, b.status.Revision = full, full
+	b.status.LastAttempt, b.status.LastSuccess = now.Add(-37*time.Second), now.Add(-5*time.Minute-10*time.Second)
+	b.status.Duration = 312475106 * time.Nanosecond
+	shadow := drift.Item{Object: drift.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "bob", Name: "quick"},
+		Category: drift.Shadow, Message: "requests 1 GPU in namespace bob, which gpuctl manages, and is not in Git", GPUs: 1, Manager: "kubectl-create",
+		Detected: now.Add(-3 * time.Hour)}
+	b.drift = drift.Report{Generated: now.Add(-2 * 24 * time.Hour), Mode: "report", Revision: full, Items: []drift.Item{shadow}}
+	done := shadow
+	done.Object.Name = "done"
+	b.hist = []drift.Entry{
+		{Time: now.Add(-3 * time.Hour), Change: drift.Detected, Item: shadow},
+		{Time: now.Add(-90 * time.Second), Change: drift.Detected, Item: done},
+		{Time: now.Add(-80 * time.Second), Change: drift.Resolved, Item: done, Reason: "completed"},
+	}
+	body := okPage(t, h)
+	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(body, ""))
+
+	for _, want := range []string{
+		"1 drifted: 1 shadow (1 GPU)",
+		`<span class="badge badge-bad">1 GPU</span>`,
+		`· took 312ms</span>`,
+		`>37s ago</time>`,
+		`>5m ago</time>`,
+		`>2d ago</time>`,
+		`<code title="` + full + `">main@0123456789ab</code>`,
+		`<code id="drift-revision" title="` + full + `">main@0123456789ab</code>`,
+		`<span class="badge change-resolved">resolved</span> <span class="reason">completed</span>`,
 	} {
-		if got := ago(d); got != want {
-			t.Errorf("ago(%v) = %q, want %q", d, got, want)
+		if !strings.Contains(body, want) {
+			t.Errorf("page lacks %s", want)
 		}
+	}
+	for _, bad := range []string{"1 GPUs", "312.475106ms", "0123456789abcdef0123456789abcdef01234567", "just now"} {
+		if strings.Contains(text, bad) {
+			t.Errorf("the page's text shows %q", bad)
+		}
+	}
+	// The resolved row comes first (newest) and says why.
+	hist := regexp.MustCompile(`(?s)<tr class="history-row".*?</tr>`).FindAllString(body, -1)
+	if len(hist) != 3 || !strings.Contains(hist[0], "bob/done") || !strings.Contains(hist[0], "completed") {
+		t.Errorf("history rows:\n%s", strings.Join(hist, "\n"))
+	}
+}
+
+func TestUIWhen(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	for d, want := range map[time.Duration]string{
+		37 * time.Second:               ">37s ago</time>",
+		5*time.Minute + 10*time.Second: ">5m ago</time>",
+		3*time.Hour + 5*time.Minute:    ">3h ago</time>",
+		50 * time.Hour:                 ">2d ago</time>",
+		-10 * time.Second:              ">0s ago</time>",
+	} {
+		if got := string(uiWhen(now, now.Add(-d))); !strings.Contains(got, want) {
+			t.Errorf("uiWhen(-%v) = %s, want %s", d, got, want)
+		}
+	}
+	if got := string(uiWhen(now, time.Time{})); !strings.Contains(got, "never") {
+		t.Errorf("uiWhen(zero) = %s", got)
 	}
 }

@@ -5,12 +5,12 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/sources"
@@ -22,15 +22,18 @@ const MaxWebhookBody = 1 << 20
 // WebhookKind names the signature scheme of a webhook sender.
 type WebhookKind string
 
-// Webhook kinds.
+// Webhook kinds. Each route triggers a fetch only for a push (see pushEvents) to the ref
+// the source follows; other events are acknowledged with 202 "ignored: event X".
 const (
-	// WebhookGitHub checks X-Hub-Signature-256 (sha256=HMAC-SHA256 of the body) and answers
-	// the ping event with 200.
+	// WebhookGitHub checks X-Hub-Signature-256 (sha256=HMAC-SHA256 of the body), reads the
+	// event from X-GitHub-Event and answers the ping event with 200.
 	WebhookGitHub WebhookKind = "github"
-	// WebhookGitLab checks that X-Gitlab-Token equals the secret.
+	// WebhookGitLab checks that X-Gitlab-Token equals the secret and reads the event from
+	// X-Gitlab-Event (Push Hook, Tag Push Hook).
 	WebhookGitLab WebhookKind = "gitlab"
-	// WebhookGeneric checks X-Signature-256 or X-Hub-Signature-256: the hex HMAC-SHA256 of
-	// the body, with or without a "sha256=" prefix.
+	// WebhookGeneric checks the first of genericSignatures present: the hex HMAC-SHA256 of
+	// the body as GitHub, Gitea, Gogs and Bitbucket send it. It reads the event from the
+	// first of their event headers present, and a body without one as a push.
 	WebhookGeneric WebhookKind = "generic"
 )
 
@@ -63,9 +66,9 @@ type webhook struct {
 // an empty or unreadable secret fails every request with 500, never accepts it.
 //
 // Responses: 405 for a method other than POST, 413 for a body over MaxWebhookBody, 401 for
-// a missing or wrong signature (and no trigger), 200 for GitHub's ping, 202 "ignored" for a
-// push to a ref that src (when it is a RefMatcher) does not follow, 202 "triggered"
-// otherwise. NewWebhookHandler panics on an unknown kind: check flags with
+// a missing or wrong signature (and no trigger), 200 "pong" for GitHub's ping, 202 "ignored"
+// for an event other than a push or for a push to refs that src (when it is a RefMatcher)
+// does not follow, 202 "triggered" otherwise. NewWebhookHandler panics on an unknown kind: check flags with
 // ParseWebhookKind.
 func NewWebhookHandler(kind WebhookKind, secretFile string, src sources.Trigger,
 	log *slog.Logger) http.Handler {
@@ -108,40 +111,62 @@ func (h *webhook) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.handle(w, r, body)
 }
 
-// handle answers an authentic request.
+// handle answers an authentic request: a ping, an event other than a push, a push to refs
+// the source does not follow, or a push that triggers a fetch.
 func (h *webhook) handle(w http.ResponseWriter, r *http.Request, body []byte) {
-	if h.kind == WebhookGitHub && r.Header.Get("X-GitHub-Event") == "ping" {
+	event, named := h.event(r)
+	switch {
+	case event == "ping":
 		fmt.Fprintln(w, "pong")
 		return
+	case named && !pushEvents[event]:
+		h.log.Debug("ignored event", "event", event)
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, "ignored: event %q\n", event)
+		return
 	}
-	if ref := payloadRef(body); ref != "" {
-		if m, ok := h.src.(RefMatcher); ok && !m.MatchesRef(ref) {
-			h.log.Debug("ignored push to another ref", "ref", ref)
-			w.WriteHeader(http.StatusAccepted)
-			fmt.Fprintf(w, "ignored: ref %s is not followed\n", ref)
-			return
-		}
+	if refs := payloadRefs(body); len(refs) > 0 && !h.follows(refs) {
+		h.log.Debug("ignored push to another ref", "refs", refs)
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintf(w, "ignored: ref %s is not followed\n", strings.Join(refs, ", "))
+		return
 	}
 	h.src.Trigger()
-	h.log.Info("webhook triggered a fetch", "remote", r.RemoteAddr)
+	h.log.Info("webhook triggered a fetch", "event", event, "remote", r.RemoteAddr)
 	w.WriteHeader(http.StatusAccepted)
 	fmt.Fprintln(w, "triggered")
 }
 
+// event returns the event the request announces and whether it names one. The GitHub and
+// GitLab routes always name one (a request without their header is an unnamed event, which
+// is not a push); the generic route reads the first event header of any forge.
+func (h *webhook) event(r *http.Request) (string, bool) {
+	for _, name := range eventHeaders[h.kind] {
+		if v := r.Header.Get(name); v != "" {
+			return v, true
+		}
+	}
+	return "", h.kind != WebhookGeneric
+}
+
+// follows reports whether a push to one of refs concerns the source; a source that is not
+// a RefMatcher follows every ref.
+func (h *webhook) follows(refs []string) bool {
+	m, ok := h.src.(RefMatcher)
+	return !ok || slices.ContainsFunc(refs, m.MatchesRef)
+}
+
 // authentic checks the request's signature or token against secret.
 func (h *webhook) authentic(r *http.Request, body []byte, secret string) bool {
-	switch h.kind {
-	case WebhookGitHub:
-		sig, ok := strings.CutPrefix(r.Header.Get("X-Hub-Signature-256"), "sha256=")
-		return ok && validHMAC(body, secret, sig)
-	case WebhookGitLab:
+	if h.kind == WebhookGitLab {
 		return equalSecret(r.Header.Get("X-Gitlab-Token"), secret)
 	}
-	sig := r.Header.Get("X-Signature-256")
-	if sig == "" {
-		sig = r.Header.Get("X-Hub-Signature-256")
+	for _, s := range signatures[h.kind] {
+		if v := r.Header.Get(s.header); v != "" {
+			return s.valid(v, body, secret) // the first header present decides
+		}
 	}
-	return validHMAC(body, secret, strings.TrimPrefix(sig, "sha256="))
+	return false
 }
 
 // validHMAC reports whether sigHex is the HMAC-SHA256 of body under secret.
@@ -162,16 +187,4 @@ func equalSecret(got, secret string) bool {
 	}
 	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(secret))
 	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
-}
-
-// payloadRef returns the "ref" field of a JSON push payload (GitHub, GitLab, Gitea), or ""
-// when the body does not name one.
-func payloadRef(body []byte) string {
-	var p struct {
-		Ref string `json:"ref"`
-	}
-	if json.Unmarshal(body, &p) != nil {
-		return ""
-	}
-	return p.Ref
 }

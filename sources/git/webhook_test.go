@@ -1,6 +1,7 @@
 package git
 
 import (
+	"cmp"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,11 +12,16 @@ import (
 	"testing"
 )
 
-// fakeTrigger counts triggers and follows refs/heads/main.
-type fakeTrigger struct{ n atomic.Int32 }
+// fakeTrigger counts triggers and follows one ref (refs/heads/main when follow is "").
+type fakeTrigger struct {
+	n      atomic.Int32
+	follow string
+}
 
-func (f *fakeTrigger) Trigger()                   { f.n.Add(1) }
-func (f *fakeTrigger) MatchesRef(ref string) bool { return ref == "refs/heads/main" }
+func (f *fakeTrigger) Trigger() { f.n.Add(1) }
+func (f *fakeTrigger) MatchesRef(ref string) bool {
+	return ref == cmp.Or(f.follow, "refs/heads/main")
+}
 
 func sign(secret, body string) string {
 	mac := hmac.New(sha256.New, []byte(secret))
@@ -52,18 +58,23 @@ func TestWebhook(t *testing.T) {
 			header{"X-Hub-Signature-256": "sha256=" + sign(secret, `{"zen":"hi"}`), "X-GitHub-Event": "ping"},
 			http.StatusOK, false, "pong"},
 		"github other branch": {WebhookGitHub, "POST", push("refs/heads/dev"),
-			header{"X-Hub-Signature-256": "sha256=" + sign(secret, push("refs/heads/dev"))},
+			header{"X-Hub-Signature-256": "sha256=" + sign(secret, push("refs/heads/dev")), "X-GitHub-Event": "push"},
 			http.StatusAccepted, false, "ignored"},
 		"github GET": {WebhookGitHub, "GET", "", header{}, http.StatusMethodNotAllowed, false, ""},
 		"github too large": {WebhookGitHub, "POST", strings.Repeat("x", MaxWebhookBody+1),
 			header{"X-Hub-Signature-256": "sha256=" + sign(secret, strings.Repeat("x", MaxWebhookBody+1))},
 			http.StatusRequestEntityTooLarge, false, ""},
-		"gitlab right token": {WebhookGitLab, "POST", mainPush, header{"X-Gitlab-Token": secret},
-			http.StatusAccepted, true, "triggered"},
+		"gitlab right token": {WebhookGitLab, "POST", mainPush,
+			header{"X-Gitlab-Token": secret, "X-Gitlab-Event": "Push Hook"}, http.StatusAccepted, true, "triggered"},
+		"gitlab no event header": {WebhookGitLab, "POST", mainPush, header{"X-Gitlab-Token": secret},
+			http.StatusAccepted, false, "ignored: event"},
+		"github no event header": {WebhookGitHub, "POST", mainPush,
+			header{"X-Hub-Signature-256": "sha256=" + sign(secret, mainPush)}, http.StatusAccepted, false, "ignored: event"},
 		"gitlab wrong token": {WebhookGitLab, "POST", mainPush, header{"X-Gitlab-Token": "guess"},
 			http.StatusUnauthorized, false, ""},
 		"gitlab missing token": {WebhookGitLab, "POST", mainPush, header{}, http.StatusUnauthorized, false, ""},
-		"gitlab other branch": {WebhookGitLab, "POST", push("refs/heads/dev"), header{"X-Gitlab-Token": secret},
+		"gitlab other branch": {WebhookGitLab, "POST", push("refs/heads/dev"),
+			header{"X-Gitlab-Token": secret, "X-Gitlab-Event": "Push Hook"},
 			http.StatusAccepted, false, "ignored"},
 		"generic X-Signature-256": {WebhookGeneric, "POST", "not json",
 			header{"X-Signature-256": sign(secret, "not json")}, http.StatusAccepted, true, "triggered"},
@@ -119,6 +130,7 @@ func TestWebhookTriggersSource(t *testing.T) {
 	for ref, want := range map[string]bool{"refs/heads/dev": false, "refs/heads/main": true} {
 		req := httptest.NewRequest("POST", "/hook", strings.NewReader(`{"ref":"`+ref+`"}`))
 		req.Header.Set("X-Gitlab-Token", "tok")
+		req.Header.Set("X-Gitlab-Event", "Push Hook")
 		h.ServeHTTP(httptest.NewRecorder(), req)
 		if got := waitSignal(s.Changes(), 0); got != want {
 			t.Errorf("push to %s: signalled = %v, want %v", ref, got, want)

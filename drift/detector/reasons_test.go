@@ -1,0 +1,86 @@
+package detector_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/drift/detector"
+	"github.com/gpuctl/gpuctl/internal/keys"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// TestResolvedReasons: each resolved history entry says why the item resolved: a shadow Job
+// that ran to completion "completed", a deleted one "deleted", an edit put back by hand
+// "matches Git again", an object marked to be ignored "marked g8s.host/drift: ignore".
+func TestResolvedReasons(t *testing.T) {
+	run := uniq()
+	ns := "drift-reasons-" + run
+	h := newHarness(t, "reasons-"+run, detector.Options{Mode: detector.ModeReport}, files(ns, "reasons-pool", "gpu-t4-1"))
+	h.unlabel("gpu-t4-1")
+
+	// A Job created suspended is seen as a shadow before it runs; resumed, it completes.
+	rl := corev1.ResourceList{keys.ResourceGPU: *resource.NewQuantity(1, resource.DecimalSI), // the quota wants all three
+		corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "quick", Namespace: ns},
+		Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}}}
+	if _, err := h.kube.BatchV1().Jobs(ns).Create(h.ctx, job, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatal(err)
+	}
+	r, _ := h.waitReport("the shadow job", has(drift.Shadow, "Job", "quick"))
+	if it := item(r, drift.Shadow, "Job", "quick"); !strings.HasPrefix(it.Message, "requests 1 GPU in namespace") {
+		t.Errorf("shadow message %q, want one GPU in the singular", it.Message)
+	}
+	if _, err := h.kube.BatchV1().Jobs(ns).Patch(h.ctx, "quick", types.MergePatchType, []byte(`{"spec":{"suspend":false}}`),
+		metav1.PatchOptions{FieldManager: "kubectl-patch"}); err != nil {
+		t.Fatal(err)
+	}
+	h.shadowJob(ns, "gone", 1)
+	h.waitReport("the second shadow job", has(drift.Shadow, "Job", "gone"))
+	if err := h.kube.BatchV1().Jobs(ns).Delete(h.ctx, "gone", metav1.DeleteOptions{PropagationPolicy: ptr(metav1.DeletePropagationBackground)}); err != nil {
+		t.Fatal(err)
+	}
+	h.edit("resourcequotas", ns, "team", `{"spec":{"hard":{"requests.nvidia.com/gpu":"64"}}}`)
+	h.waitReport("the edited quota", has(drift.Modified, "ResourceQuota", "team"))
+	h.edit("resourcequotas", ns, "team", `{"spec":{"hard":{"requests.nvidia.com/gpu":"8"}}}`)
+	h.edit("deployments", ns, "web", `{"spec":{"replicas":3}}`)
+	h.waitReport("the edited Deployment", has(drift.Modified, "Deployment", "web"))
+	h.edit("deployments", ns, "web", `{"metadata":{"annotations":{"g8s.host/drift":"ignore"}}}`)
+
+	want := map[string]string{
+		"Job " + ns + "/quick":          "completed",
+		"Job " + ns + "/gone":           "deleted",
+		"ResourceQuota " + ns + "/team": "matches Git again",
+		"Deployment " + ns + "/web":     "marked g8s.host/drift: ignore",
+	}
+	h.poll("a reason on each resolved entry", func() (bool, string) {
+		_, hist, _ := h.det.Current()
+		got := map[string]string{}
+		for _, e := range hist {
+			if e.Change == drift.Resolved {
+				got[e.Item.Object.String()] = e.Reason
+			}
+		}
+		for obj, reason := range want {
+			if got[obj] != reason {
+				j, _ := h.kube.BatchV1().Jobs(ns).Get(h.ctx, "quick", metav1.GetOptions{})
+				return false, fmt.Sprintf("resolved entries (object: reason): %s; quick: %+v", format(got), j.Status)
+			}
+		}
+		return true, ""
+	})
+}
+
+func format(m map[string]string) string {
+	s := ""
+	for k, v := range m {
+		s += k + ": " + v + "; "
+	}
+	return s
+}

@@ -1,0 +1,48 @@
+// Package humanize is how gpuctl writes counts, durations and ages for a person: on the web
+// page, in the CLI's text output and in drift and review reports. Each exists once, so that
+// "1 GPU", "312ms" and "37s" read the same everywhere.
+//
+//	humanize.Plural(1, "GPU")                   // "1 GPU"
+//	humanize.Plural(3, "item is", "items are")  // "3 items are"
+//	humanize.Duration(312475106 * time.Nanosecond) // "312ms"
+//	humanize.Age(37 * time.Second)              // "37s", as kubectl's AGE column
+package humanize
+
+import (
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+)
+
+// Plural is n followed by noun, in the plural unless n is 1: the plural adds "s", or is the
+// one given after the noun for an irregular one (Plural(2, "item is", "items are")).
+func Plural[N ~int | ~int32 | ~int64](n N, noun string, plural ...string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	if len(plural) > 0 {
+		return fmt.Sprintf("%d %s", n, plural[0])
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// Duration is how long something took, rounded to what a person reads: milliseconds under
+// a second (312ms), tenths of a second under a minute (2.3s), seconds above (1m5s).
+func Duration(d time.Duration) string {
+	switch a := d.Abs(); {
+	case a < time.Millisecond:
+		return d.Round(time.Microsecond).String()
+	case a < time.Second:
+		return d.Round(time.Millisecond).String()
+	case a < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return d.Round(time.Second).String()
+}
+
+// Age is how long ago something happened, as kubectl prints an AGE: 37s, 5m, 3h, 2d, 1y. A
+// time in the future (a clock ahead of this one) is 0s.
+func Age(d time.Duration) string {
+	return duration.ShortHumanDuration(max(d, 0))
+}
