@@ -82,6 +82,7 @@ func (st *run) checkKustomization(dir string, top kscope, seen map[string]bool) 
 	if !ok {
 		return
 	}
+	st.warnDeprecated(c, kz)
 	refs, helm := kustomizationRefs(kz)
 	for _, h := range helm {
 		st.ds.errorf(c.file, c.pos(h), h.field, "Helm charts are refused: gpuctl never runs helm or fetches charts").Hint =
@@ -91,6 +92,12 @@ func (st *run) checkKustomization(dir string, top kscope, seen map[string]bool) 
 		p, ok := st.checkRef(c, r)
 		if !ok {
 			continue
+		}
+		switch {
+		case r.kind == refResource:
+			st.kresources[p] = true
+		case r.kind != refComponent:
+			st.kinputs[p] = true
 		}
 		if (r.kind == refResource || r.kind == refComponent) && st.fsys.IsDir(p) && st.hasKustomization(p) {
 			st.checkKustomization(p, top, seen)
