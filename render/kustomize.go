@@ -174,7 +174,7 @@ func (st *run) kustomize(dir string, files map[string][]byte) []*unstructured.Un
 		maps = append(maps, m)
 	}
 	st.checkApplySetOutput(kfile, display, maps)
-	st.fixSources(maps, filepath.ToSlash(relTo(st.repo, kfile)))
+	st.fixSources(maps, dir)
 	st.checkNamespaces(display, filepath.ToSlash(relTo(st.repo, dir)), maps)
 	out := make([]*unstructured.Unstructured, len(maps))
 	for i, m := range maps {
@@ -183,20 +183,24 @@ func (st *run) kustomize(dir string, files map[string][]byte) []*unstructured.Un
 	return out
 }
 
-// fixSources makes the source annotation of every object that kustomize built name a file
-// of the tree: the gpuctl file or plain manifest it came from, or the kustomization that
-// generated it. A value that a patch or commonAnnotations wrote, or none, becomes the
-// kustomization built (kfile, relative to the root).
-func (st *run) fixSources(objs []map[string]any, kfile string) {
+// fixSources makes the source annotation of every object that the kustomization in dir built
+// name a file of the tree that it may read: the gpuctl file or plain manifest the object came
+// from, or the kustomization that generated it. A value that a patch or commonAnnotations
+// wrote, or none, becomes the kustomization built.
+func (st *run) fixSources(objs []map[string]any, dir string) {
+	scope := st.scopeOf(dir)
 	known := map[string]bool{}
 	for _, s := range st.sources {
-		if s.kustom && !s.input {
+		if s.kustom && !s.input && scope.contains(s.abs) {
 			known[s.rel] = true
 		}
 	}
 	for _, k := range st.kdirs {
-		known[filepath.ToSlash(relTo(st.repo, st.kustomizationFile(k)))] = true
+		if f := st.kustomizationFile(k); scope.contains(f) {
+			known[filepath.ToSlash(relTo(st.repo, f))] = true
+		}
 	}
+	kfile := filepath.ToSlash(relTo(st.repo, st.kustomizationFile(dir)))
 	for _, o := range objs {
 		u := unstructured.Unstructured{Object: o}
 		ann := u.GetAnnotations()

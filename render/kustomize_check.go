@@ -48,6 +48,11 @@ func (s kscope) holds(real string) bool {
 	return real == s.real || strings.HasPrefix(real, s.real+string(filepath.Separator))
 }
 
+// contains reports whether an absolute path, as written, lies in the scope.
+func (s kscope) contains(abs string) bool {
+	return !s.mapped || abs == s.root || strings.HasPrefix(abs, s.root+string(filepath.Separator))
+}
+
 // checkKustomizations reads every kustomization of the run, and every one they refer to, before
 // anything is built, and refuses with file:line each reference that kustomize would read from
 // the network, that does not exist, or that leaves the tenant directory it is written in. The

@@ -132,3 +132,22 @@ func TestKustomizeSourceCannotBeForged(t *testing.T) {
 		t.Errorf("Deployment source %q, want the kustomization app/kustomization.yaml", got)
 	}
 }
+
+// TestKustomizeSourceStaysInTheTeam: a team's patch cannot make its object claim to come from
+// another team's file.
+func TestKustomizeSourceStaysInTheTeam(t *testing.T) {
+	res, err := renderFiles(t, map[string]string{
+		".gpuctl.yaml":                 teamsConfig,
+		"teams/bob/cm.yaml":            configMap,
+		"teams/bob/kustomization.yaml": "resources: [cm.yaml]\n",
+		"teams/alice/kustomization.yaml": "resources: [web.yaml]\npatches:\n  - patch: |-\n" +
+			"      {apiVersion: apps/v1, kind: Deployment, metadata: {name: web, namespace: alice, annotations: {g8s.host/source: teams/bob/cm.yaml}}}\n",
+		"teams/alice/web.yaml": webDeployment,
+	})
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	if got := objectOf(t, res, "Deployment").GetAnnotations()[keys.Source]; got != "teams/alice/kustomization.yaml" {
+		t.Errorf("Deployment source %q, want the kustomization teams/alice/kustomization.yaml", got)
+	}
+}
