@@ -13,6 +13,7 @@ import (
 // build renders every valid document; kustomization directories are built by kustomize.
 func (st *run) build() []*unstructured.Unstructured {
 	var objs []*unstructured.Unstructured
+	origins := map[*unstructured.Unstructured]origin{}
 	anyWorkload := false
 	for _, s := range st.sources {
 		ns, tenant := st.cfg.NamespaceFor(path.Dir(s.rel))
@@ -26,6 +27,7 @@ func (st *run) build() []*unstructured.Unstructured {
 					st.tenantRendered(o, doc, ns)
 				}
 				objs = st.add(objs, o, doc.File, doc.Pos)
+				origins[o] = origin{s: s, doc: doc}
 			}
 		}
 	}
@@ -62,6 +64,7 @@ func (st *run) build() []*unstructured.Unstructured {
 		o.SetLabels(labels)
 	}
 	sortObjects(objs)
+	st.checkQuotaRequests(objs, origins)
 	return objs
 }
 

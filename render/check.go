@@ -133,14 +133,14 @@ func poolHasType(p *Pool, t string) bool {
 	return false
 }
 
-// checkManifest checks the names of a plain manifest, and holds one of a tenant directory to
-// its namespace and the tenant rules.
+// checkManifest checks the names and ApplySet keys of a plain manifest, and holds one of a
+// tenant directory to its namespace and the tenant rules.
 func (st *run) checkManifest(tc *tenancyCheck, doc *Document, s *source, mapped string, isMapped bool) {
 	if field, problem := nameProblem(doc.Manifest); problem != "" {
 		st.ds.errorf(doc.File, tc.fieldPos(s, doc, field), field, "%s", problem)
 		return
 	}
-	if !isMapped {
+	if st.checkApplySetKeys(tc, doc, s) || !isMapped {
 		return
 	}
 	meta, _ := doc.Manifest["metadata"].(map[string]any)

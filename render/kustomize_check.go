@@ -51,6 +51,11 @@ func (s kscope) holds(real string) bool {
 	return real == s.real || strings.HasPrefix(real, s.real+string(filepath.Separator))
 }
 
+// contains reports whether an absolute path, as written, lies in the scope.
+func (s kscope) contains(abs string) bool {
+	return !s.mapped || abs == s.root || strings.HasPrefix(abs, s.root+string(filepath.Separator))
+}
+
 // checkKustomizations reads every kustomization of the run, and every one they refer to, before
 // anything is built, and refuses with file:line each reference that kustomize would read from
 // the network, that does not exist, or that leaves the tenant directory it is written in. The
@@ -85,6 +90,7 @@ func (st *run) checkKustomization(dir string, top kscope, seen map[string]bool) 
 	if !ok {
 		return
 	}
+	st.warnDeprecated(c, kz)
 	refs, helm := kustomizationRefs(kz)
 	for _, h := range helm {
 		st.ds.errorf(c.file, c.pos(h), h.field, "Helm charts are refused: gpuctl never runs helm or fetches charts").Hint =
@@ -94,6 +100,12 @@ func (st *run) checkKustomization(dir string, top kscope, seen map[string]bool) 
 		p, ok := st.checkRef(c, r)
 		if !ok {
 			continue
+		}
+		switch {
+		case r.kind == refResource:
+			st.kresources[p] = true
+		case r.kind != refComponent:
+			st.kinputs[p] = true
 		}
 		if (r.kind == refResource || r.kind == refComponent) && st.fsys.IsDir(p) && st.hasKustomization(p) {
 			st.checkKustomization(p, top, seen)

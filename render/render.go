@@ -63,6 +63,9 @@ type source struct {
 	abs     string
 	docs    []*Document
 	kustom  bool // below a kustomization directory: built by kustomize, not on its own
+	// input: a kustomization names the file as a patch, generator file, configuration or
+	// plugin configuration, and not as a resource: kustomize reads it, the renderer does not.
+	input bool
 }
 
 // run is the state of one Render call.
@@ -87,6 +90,10 @@ type run struct {
 	// of a render that runs out of time.
 	busy   map[string]int
 	busyMu sync.Mutex
+
+	// kinputs and kresources are the absolute paths of files that kustomizations name as
+	// their inputs (patches, generator files, ...) and as resources.
+	kinputs, kresources map[string]bool
 }
 
 // doing records that the render does something until the returned function is called.
@@ -137,7 +144,7 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 		return nil, fmt.Errorf("render %s: %w", path, context.Cause(ctx))
 	}
 	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[string]string{},
-		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}}
+		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{}}
 	type outcome struct {
 		res *Result
 		err error
@@ -178,9 +185,9 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 	if err := st.collect(path, abs); err != nil {
 		return nil, err
 	}
+	st.checkKustomizations() // first: it finds the files that are kustomize's inputs
 	st.parseAll()
 	st.validateAll()
-	st.checkKustomizations()
 	if err := st.ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -362,6 +369,9 @@ func (st *run) parseAll() {
 			if s.abs == k || strings.HasPrefix(s.abs, k+string(filepath.Separator)) {
 				s.kustom = true
 			}
+		}
+		if s.input = st.kinputs[s.abs] && !st.kresources[s.abs]; s.input {
+			return
 		}
 		data, err := st.fsys.ReadFile(s.abs)
 		if err != nil {

@@ -131,6 +131,9 @@ const (
 	// AppliedHash is the hash of the configuration gpuctl last applied to an object; it lets a
 	// sync decide "unchanged" without asking the API server.
 	AppliedHash = Prefix + "applied-hash"
+	// ApplySetPrefix starts every label and annotation key of kubectl ApplySets (KEP-3659);
+	// gpuctl writes them itself, and a file may not.
+	ApplySetPrefix = "applyset.kubernetes.io/"
 	// ApplySetPartOf labels every member of gpuctl's inventory (kubectl ApplySet).
 	ApplySetPartOf = "applyset.kubernetes.io/part-of"
 	// ApplySetID labels the inventory's parent object.

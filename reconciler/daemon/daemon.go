@@ -302,6 +302,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	if d.opts.Drift != nil {
 		d.opts.Drift.BeginSync()
 	}
+	applied := time.Now()
 	cs, err := d.opts.Engine.Apply(ctx, plan, nil)
 	if d.opts.Drift != nil {
 		if cs == nil || cs.WriteFailed() {
@@ -312,6 +313,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 			d.opts.Drift.EndSync(rev.ID, accepted, pending)
 		}
 	}
+	jobErrors := d.jobStartErrors(ctx, cs, applied)
 	if err != nil {
 		st.Result, st.Message = ResultFailed, fmt.Sprintf("%d objects failed", len(failed(cs)))
 		for _, r := range failed(cs) {
@@ -320,10 +322,12 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		if cs == nil {
 			st.Message = err.Error()
 		}
+		reportJobErrors(st, jobErrors)
 		return
 	}
 	st.Result, st.Message = ResultSucceeded, "applied revision "+sources.ShortID(rev.ID)
 	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
+	reportJobErrors(st, jobErrors)
 }
 
 // render renders a revision within the render timeout (and ctx).

@@ -1,0 +1,151 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/gpuctl/gpuctl/reconciler"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+)
+
+// A Job whose pods the API server refuses is created, reported as applied, and never runs: a
+// namespace's quota on cpu or memory refuses every pod whose containers do not request them
+// ("failed quota: team-quota: must specify requests.cpu"). The Job has no condition for it;
+// the Job controller records a FailedCreate event on the Job and retries with backoff. So,
+// after an apply, the daemon looks at the events of the Jobs that this sync created, and
+// reports as errors those that the quota refused.
+//
+// It costs one LIST of events per namespace of those Jobs (field selector: the Jobs' events),
+// repeated every jobStartPoll until each Job has a SuccessfulCreate or a refusal, or
+// jobStartWait has passed; nothing when the sync created no Job. The drift detector's
+// informers watch the managed objects, not their events, so they cannot answer it.
+const (
+	jobStartWait = 3 * time.Second
+	jobStartPoll = 250 * time.Millisecond
+)
+
+// jobStartErrors returns, for each Job that cs created (or recreated) since applied and that
+// the quota keeps from starting, "Job ns/name: cannot start: <the API server's reason>".
+func (d *Daemon) jobStartErrors(ctx context.Context, cs *reconciler.ChangeSet, applied time.Time) []string {
+	jobs := createdJobs(cs)
+	if len(jobs) == 0 || d.opts.Store == nil || d.opts.Store.Kube == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, jobStartWait)
+	defer cancel()
+	refused := map[reconciler.ObjectRef]string{}
+	for {
+		settled := 0
+		for ns, names := range jobs {
+			evs, err := d.opts.Store.Kube.CoreV1().Events(ns).List(ctx, metav1.ListOptions{
+				FieldSelector: fields.OneTermEqualSelector("involvedObject.kind", "Job").String()})
+			if err != nil {
+				d.opts.Log.Warn("list the events of created Jobs", "namespace", ns, "err", err)
+				return sortedErrors(refused)
+			}
+			settled += settle(evs.Items, ns, names, applied.Add(-time.Second), refused)
+		}
+		if settled == countJobs(jobs) {
+			return sortedErrors(refused)
+		}
+		select {
+		case <-ctx.Done():
+			return sortedErrors(refused)
+		case <-time.After(jobStartPoll):
+		}
+	}
+}
+
+// reportJobErrors adds the Jobs that cannot start to a sync's status: errors, and a note in
+// the message. The result stays what the apply was: the revision is applied.
+func reportJobErrors(st *Status, jobErrors []string) {
+	for _, e := range jobErrors {
+		st.Errors = appendBounded(st.Errors, e)
+	}
+	switch n := len(jobErrors); {
+	case n == 1:
+		st.Message += "; 1 Job it created cannot start"
+	case n > 1:
+		st.Message += fmt.Sprintf("; %d Jobs it created cannot start", n)
+	}
+}
+
+// createdJobs returns the Jobs that a change set created or recreated: namespace -> names.
+func createdJobs(cs *reconciler.ChangeSet) map[string]map[string]bool {
+	out := map[string]map[string]bool{}
+	if cs == nil {
+		return out
+	}
+	for _, r := range cs.Results {
+		o := r.Object
+		if r.Error != "" || o.Group != "batch" || o.Kind != "Job" ||
+			(r.Action != reconciler.ActionCreate && r.Action != reconciler.ActionRecreate) {
+			continue
+		}
+		if out[o.Namespace] == nil {
+			out[o.Namespace] = map[string]bool{}
+		}
+		out[o.Namespace][o.Name] = true
+	}
+	return out
+}
+
+func countJobs(jobs map[string]map[string]bool) int {
+	n := 0
+	for _, names := range jobs {
+		n += len(names)
+	}
+	return n
+}
+
+// settle reads the events of a namespace's Jobs since a time: a Job is settled once it has
+// created a pod or been refused by the quota (recorded in refused). It returns how many of
+// names are settled.
+func settle(evs []corev1.Event, ns string, names map[string]bool, since time.Time, refused map[reconciler.ObjectRef]string) int {
+	settled := map[string]bool{}
+	for _, ev := range evs {
+		name := ev.InvolvedObject.Name
+		if !names[name] || eventTime(ev).Before(since) {
+			continue
+		}
+		switch {
+		case ev.Reason == "SuccessfulCreate":
+			settled[name] = true
+		case ev.Reason == "FailedCreate" && strings.Contains(ev.Message, "failed quota:"):
+			settled[name] = true
+			ref := reconciler.ObjectRef{Group: "batch", Version: "v1", Kind: "Job", Namespace: ns, Name: name}
+			msg := ev.Message
+			if _, after, ok := strings.Cut(msg, "is forbidden: "); ok {
+				msg = after // the pod's generated name says nothing
+			}
+			refused[ref] = msg
+		}
+	}
+	return len(settled)
+}
+
+// eventTime is when an event last happened.
+func eventTime(ev corev1.Event) time.Time {
+	t := ev.LastTimestamp.Time
+	if ev.Series != nil && ev.Series.LastObservedTime.After(t) {
+		t = ev.Series.LastObservedTime.Time
+	}
+	if ev.EventTime.After(t) {
+		t = ev.EventTime.Time
+	}
+	return t
+}
+
+func sortedErrors(refused map[reconciler.ObjectRef]string) []string {
+	out := make([]string, 0, len(refused))
+	for ref, msg := range refused {
+		out = append(out, fmt.Sprintf("%s: cannot start: %s", ref, msg))
+	}
+	sort.Strings(out)
+	return out
+}

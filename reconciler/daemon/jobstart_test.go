@@ -1,0 +1,52 @@
+package daemon_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// quotaJob is a plain Job in namespace qjobs; resources is its container's resources block.
+func quotaJob(name, resources string) string {
+	return "apiVersion: batch/v1\nkind: Job\nmetadata: {name: " + name + ", namespace: qjobs}\nspec:\n  template:\n    spec:\n" +
+		"      restartPolicy: Never\n      containers:\n        - name: main\n          image: busybox\n" + resources
+}
+
+// TestJobRefusedByQuotaInStatus: a plain Job without requests in a namespace whose quota counts
+// cpu and memory is applied, and then never gets a pod (failed quota: must specify ...). The
+// sync's status names it as an error, with the API server's reason; a Job with requests
+// created in the same sync is not reported.
+func TestJobRefusedByQuotaInStatus(t *testing.T) {
+	h := newHarness(t, "jobquota", map[string]string{
+		"quota.yaml": "kind: quota\nversion: v0.1\nmetadata: {name: team-quota}\nusers:\n  qjobs: {cpu: 4, memory: 8Gi}\n",
+	})
+	h.start()
+	first := h.waitStatus("the quota's sync", func(s daemon.Status) bool { return s.Result == daemon.ResultSucceeded })
+	// The API server enforces a quota once its controller has computed its status.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		q, err := h.kube.CoreV1().ResourceQuotas("qjobs").Get(h.ctx, "team-quota", metav1.GetOptions{})
+		if err == nil && len(q.Status.Hard) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the quota has no status: %v", err)
+		}
+	}
+	h.write("jobs.yaml", quotaJob("bare", "")+"---\n"+
+		quotaJob("sized", "          resources: {requests: {cpu: 100m, memory: 64Mi}}\n"))
+	st := h.waitStatus("the Jobs' sync", func(s daemon.Status) bool {
+		return s.Revision != first.Revision && s.Result != daemon.ResultPending && s.Counts["create"] == 2
+	})
+	want := "Job qjobs/bare: cannot start: failed quota: team-quota: must specify "
+	if len(st.Errors) != 1 || !strings.HasPrefix(st.Errors[0], want) ||
+		!strings.Contains(st.Errors[0], "requests.cpu") || !strings.Contains(st.Errors[0], "requests.memory") {
+		t.Fatalf("status errors %q, want one starting %q", st.Errors, want)
+	}
+	if st.Result != daemon.ResultSucceeded || !strings.HasSuffix(st.Message, "; 1 Job it created cannot start") {
+		t.Fatalf("status: result %s, message %q", st.Result, st.Message)
+	}
+	t.Logf("status error: %s", st.Errors[0])
+}
