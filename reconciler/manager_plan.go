@@ -46,10 +46,13 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 		return nil, err
 	}
 	plan.unlisted = unlisted
+	members := inventorySize(live, changes)
 	if err := m.decide(ctx, changes, live); err != nil {
 		return nil, err
 	}
-	plan.Changes = append(changes, m.prunes(live, changes)...)
+	prunes := m.prunes(live, changes)
+	// A new slice: sorting it must not reorder changes (they would share a backing array).
+	plan.Changes = append(append(make([]*Change, 0, len(changes)+len(prunes)), changes...), prunes...)
 	nodeChanges, err := m.planNodes(ctx, nodes, &plan.Warnings)
 	if err != nil {
 		return nil, err
@@ -57,14 +60,20 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	plan.Changes = append(plan.Changes, nodeChanges...)
 	sortChanges(plan.Changes)
 	plan.GPUs = gpuDeltas(plan.Changes)
-	members := len(live) // the inventory's size: what was kept, and what was found up to date
-	for _, c := range changes {
-		if c.liveSeen {
-			members++
-		}
-	}
 	plan.Refused = m.safety(plan, members)
 	return plan, nil
+}
+
+// inventorySize is the number of members the inventory lists hold: those kept in live, and
+// those found up to date while listing (marked liveSeen on their desired change).
+func inventorySize(live map[string]*unstructured.Unstructured, changes []*Change) int {
+	n := len(live)
+	for _, c := range changes {
+		if c.liveSeen {
+			n++
+		}
+	}
+	return n
 }
 
 // prepare resolves a desired object's resource and marks it as a member of the inventory. It
