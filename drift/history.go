@@ -18,6 +18,9 @@ const (
 	Corrected Change = "corrected"
 	// ShadowDeleted: gpuctl deleted a shadow workload (--drift-delete-shadow).
 	ShadowDeleted Change = "shadow-deleted"
+	// TakenBack: a sync of a revision that changes the object took back the fields another
+	// manager had taken (Git wins on the fields it declares), in either mode.
+	TakenBack Change = "taken-back"
 )
 
 // Entry is one change to the report.

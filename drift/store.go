@@ -3,6 +3,7 @@ package drift
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/gpuctl/gpuctl/internal/configmap"
@@ -75,4 +76,19 @@ func (s *Store) Write(ctx context.Context, r Report, history []Entry) error {
 	}
 	data := map[string]string{keys.DriftReportKey: string(rb), keys.DriftHistoryKey: string(hb)}
 	return configmap.WriteData(ctx, s.Kube, s.Namespace, s.Name, data, nil)
+}
+
+// AddHistory appends entries to the stored history (bounded to max entries, DefaultHistory
+// when 0), keeping the stored report; without a ConfigMap it starts an empty one. It serves a
+// daemon that runs no detector (the detector owns the history when there is one).
+func (s *Store) AddHistory(ctx context.Context, entries []Entry, max int) error {
+	r, hist, err := s.Read(ctx)
+	if err != nil && !errors.Is(err, ErrNoReport) {
+		return err
+	}
+	h := History{Max: max, Entries: hist}
+	for _, e := range entries {
+		h.Add(e)
+	}
+	return s.Write(ctx, r, h.Entries)
 }

@@ -118,27 +118,38 @@ func scheduledNode(t *testing.T, e *env, ns, job string) string {
 }
 
 // TestConflictReported: a field changed by another manager (kubectl edit) is reported with
-// that manager's name and not overwritten, unless forced.
+// that manager's name and not overwritten while the revision leaves the object unchanged,
+// unless forced; a revision that changes the object takes it back (Git wins).
 func TestConflictReported(t *testing.T) {
 	e := newEnv(t, reconciler.DefaultOptions())
 	files := func(replicas int) map[string]string {
 		return map[string]string{"svc.yaml": "kind: compute\nversion: v0.1\njob: {name: web, namespace: default}\nenvironment: {image: nginx}\nservice: {replicas: " + itoa(replicas) + "}\n"}
 	}
 	e.sync(renderFiles(t, files(1)))
-	five := int32(5)
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // as kubectl edit does
+	edit := func(replicas int32) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // as kubectl edit does
+			d, err := e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			d.Spec.Replicas = &replicas
+			_, err = e.kube.AppsV1().Deployments("default").Update(e.ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	replicas := func() int32 {
 		d, err := e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{})
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		d.Spec.Replicas = &five
-		_, err = e.kube.AppsV1().Deployments("default").Update(e.ctx, d, metav1.UpdateOptions{FieldManager: "kubectl-edit"})
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
+		return *d.Spec.Replicas
 	}
-	plan, err := e.manager.Plan(e.ctx, renderFiles(t, files(2)))
+	edit(5)
+	plan, err := e.manager.Plan(e.ctx, renderFiles(t, files(1)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,14 +161,24 @@ func TestConflictReported(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `.spec.replicas is owned by "kubectl-edit"`) || len(cs.Failed()) != 1 {
 		t.Fatalf("apply of a conflict: %v", err)
 	}
-	if d, _ := e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 5 {
-		t.Fatalf("the conflicting field was overwritten: %d", *d.Spec.Replicas)
+	if n := replicas(); n != 5 {
+		t.Fatalf("the conflicting field was overwritten: %d", n)
 	}
+	// a revision that changes the object: Git wins on the fields it declares
+	plan, _ = e.sync(renderFiles(t, files(2)))
+	if c := find(plan, "Deployment", "web"); len(c.TakeBack) != 1 || c.TakeBack[0].Manager != "kubectl-edit" {
+		t.Fatalf("take back %+v", c.TakeBack)
+	}
+	if n := replicas(); n != 2 {
+		t.Fatalf("a revision that changes replicas left them at %d", n)
+	}
+	// forced: taken back on an unchanged revision too
+	edit(5)
 	e.opts.Force = true
 	e = newEnvSame(t, e)
 	e.sync(renderFiles(t, files(2)))
-	if d, _ := e.kube.AppsV1().Deployments("default").Get(e.ctx, "web", metav1.GetOptions{}); *d.Spec.Replicas != 2 {
-		t.Fatalf("forced apply left replicas at %d", *d.Spec.Replicas)
+	if n := replicas(); n != 2 {
+		t.Fatalf("forced apply left replicas at %d", n)
 	}
 }
 

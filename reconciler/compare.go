@@ -173,6 +173,15 @@ func walkDiff(path string, a, b, scope any, out *[]FieldDiff) {
 	if ignoredFields[path] || (scope == nil && b != nil) {
 		return
 	}
+	if bm, ok := b.(map[string]any); ok && a == nil {
+		if sm, scoped := scope.(map[string]any); scoped {
+			// A map that appears: only the keys gpuctl sets are its change (a controller may
+			// have added the others meanwhile, e.g. a Deployment's revision annotation).
+			if b = pick(bm, sm); b == nil {
+				return
+			}
+		}
+	}
 	am, aIsMap := a.(map[string]any)
 	bm, bIsMap := b.(map[string]any)
 	if aIsMap && bIsMap {
@@ -216,6 +225,20 @@ func child(scope, sub any) any {
 		return scope
 	}
 	return sub
+}
+
+// pick returns the entries of m whose keys keys has, or nil when there are none.
+func pick(m, keys map[string]any) any {
+	out := map[string]any{}
+	for k, v := range m {
+		if _, ok := keys[k]; ok {
+			out[k] = v
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 func union(a, b map[string]any) map[string]bool {

@@ -1,6 +1,7 @@
 package reconciler
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 
@@ -122,5 +123,14 @@ func TestDiffOwned(t *testing.T) {
 	}
 	if want := "spec.env[1],spec.replicas"; strings.Join(paths, ",") != want {
 		t.Fatalf("paths %v, want %s", paths, want)
+	}
+
+	// The annotations map appears (the live one held only the applied-hash, dropped for
+	// display) with a controller's key beside gpuctl's: only gpuctl's key is its change.
+	desired["metadata"].(map[string]any)["annotations"] = map[string]any{"team": "a"}
+	next["metadata"].(map[string]any)["annotations"].(map[string]any)["team"] = "a"
+	got = diffOwned(live, next, desired)
+	if len(got) != 3 || got[0].Path != "metadata.annotations" || !reflect.DeepEqual(got[0].New, map[string]any{"team": "a"}) {
+		t.Fatalf("diff %+v, want metadata.annotations with gpuctl's key only", got)
 	}
 }

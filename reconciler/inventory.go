@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -15,7 +17,11 @@ import (
 )
 
 // Tooling is the applyset.kubernetes.io/tooling value of gpuctl's inventory.
-const Tooling = "gpuctl/v0.1"
+const Tooling = toolingName + "/v0.1"
+
+// toolingName is the name part of Tooling: a parent whose tooling is gpuctl/<any version> is
+// gpuctl's.
+const toolingName = "gpuctl"
 
 var configMapGVR = schema.GroupVersionResource{Version: "v1", Resource: "configmaps"}
 var namespaceGVR = schema.GroupVersionResource{Version: "v1", Resource: "namespaces"}
@@ -89,6 +95,9 @@ func (m *Manager) readInventory(ctx context.Context) (*inventory, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := inv.checkParent(u); err != nil {
+		return nil, err
+	}
 	inv.exists = true
 	ann := u.GetAnnotations()
 	inv.groupKinds = parseGroupKinds(ann[keys.ApplySetGroupKinds])
@@ -98,6 +107,34 @@ func (m *Manager) readInventory(ctx context.Context) (*inventory, error) {
 		}
 	}
 	return inv, nil
+}
+
+// ErrForeignInventory is matched by errors.Is when the inventory's parent exists but is not
+// gpuctl's ApplySet: another tool's (kubectl's ApplySet), one with another id, or a plain
+// ConfigMap. gpuctl refuses to sync rather than take it over (KEP-3659).
+var ErrForeignInventory = errors.New("is not gpuctl's inventory")
+
+// checkParent verifies a live parent as KEP-3659 asks of a tool: its id label is the id
+// computed from its name and namespace, and its tooling is gpuctl's (any version).
+func (inv *inventory) checkParent(u *unstructured.Unstructured) error {
+	tooling := u.GetAnnotations()[keys.ApplySetTooling]
+	id, hasID := u.GetLabels()[keys.ApplySetID]
+	what := fmt.Sprintf("ConfigMap %s/%s", inv.namespace, inv.name)
+	switch {
+	case !hasID:
+		return fmt.Errorf("%s %w: it has no %s label (not an ApplySet parent); gpuctl does not take it over, and wrote nothing",
+			what, ErrForeignInventory, keys.ApplySetID)
+	case id != inv.id:
+		return fmt.Errorf("%s %w: its %s label is %q, not %q as computed from its name and namespace; gpuctl does not take it over, and wrote nothing",
+			what, ErrForeignInventory, keys.ApplySetID, id, inv.id)
+	case !strings.HasPrefix(tooling, toolingName+"/"):
+		if tooling == "" {
+			tooling = "none"
+		}
+		return fmt.Errorf("%s %w: it is the ApplySet parent of another tool (%s: %s); gpuctl does not take it over, and wrote nothing",
+			what, ErrForeignInventory, keys.ApplySetTooling, tooling)
+	}
+	return nil
 }
 
 // parent is the ConfigMap that records the inventory.
@@ -128,7 +165,7 @@ func (m *Manager) writeInventory(ctx context.Context, inv *inventory, gks map[sc
 		}
 	}
 	_, err := m.dyn.Resource(configMapGVR).Namespace(inv.namespace).Apply(ctx, inv.name, inv.parent(gks, namespaces),
-		metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: true})
+		metav1.ApplyOptions{FieldManager: m.opts.FieldManager}) // no force: a conflict is an error, not a takeover
 	if err != nil {
 		return err
 	}

@@ -21,8 +21,11 @@ type Result struct {
 	Action Action    `json:"action"`
 	Reason string    `json:"reason,omitempty"`
 	// Error is why the action failed; empty on success.
-	Error    string        `json:"error,omitempty"`
-	Duration time.Duration `json:"duration"`
+	Error string `json:"error,omitempty"`
+	// TakenBack are the fields that the apply took back from other managers (Change.TakeBack),
+	// set once the apply succeeded.
+	TakenBack []Conflict    `json:"takenBack,omitempty"`
+	Duration  time.Duration `json:"duration"`
 }
 
 // ChangeSet is the outcome of applying a plan, one Result a change, in plan order.
@@ -59,8 +62,10 @@ type Progress func(done, total int, r Result)
 // Apply carries out a plan: it records the inventory, applies creates, updates and recreates
 // stage by stage (Namespaces, PriorityClasses, quotas, configuration, Services, workloads,
 // node labels, then tenant objects) with bounded concurrency, then prunes in reverse order.
-// Nothing is pruned when any apply failed. Changes that failed at plan time are results with
-// their error, and do not stop the others. A refused plan is not applied.
+// A failed apply (a conflict, any per-object error) does not stop the prune of other objects;
+// only the failure of a Namespace or of a tenant's identity keeps what depends on it from
+// being pruned (see pruneBlocks). Changes that failed at plan time are results with their
+// error, and do not stop the others. A refused plan is not applied.
 func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*ChangeSet, error) {
 	if plan.Refused != nil {
 		return nil, plan.Refused
@@ -81,6 +86,8 @@ func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*Ch
 		r.Duration = d
 		if err != nil {
 			r.Error = err.Error()
+		} else {
+			r.TakenBack = c.TakeBack
 		}
 		done++
 		if progress != nil {
@@ -95,20 +102,17 @@ func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*Ch
 			return nil, fmt.Errorf("record inventory: %w", err)
 		}
 	}
-	failed := m.runStages(ctx, plan, false, record)
-	if failed == 0 {
-		failed = m.runStages(ctx, plan, true, record)
-		if failed == 0 && !plan.limited {
-			gks, nss = m.members(plan, false)
-			if err := m.writeInventory(ctx, plan.inventory, gks, nss); err != nil {
-				return nil, fmt.Errorf("record inventory: %w", err)
-			}
+	blocks := pruneBlocks(m.runStages(ctx, plan, false, record))
+	for i, c := range plan.Changes {
+		if why := blocks(c); why != "" && c.Action == ActionDelete {
+			c.Action, c.Reason = ActionSkipped, why // a member still: the inventory keeps its kind
+			results[i].Action, results[i].Reason = c.Action, c.Reason
 		}
-	} else {
-		for i, c := range plan.Changes {
-			if c.Action == ActionDelete {
-				results[i].Action, results[i].Reason = ActionSkipped, "not pruned: an apply of this sync failed"
-			}
+	}
+	if len(m.runStages(ctx, plan, true, record)) == 0 && !plan.limited {
+		gks, nss = m.members(plan, false)
+		if err := m.writeInventory(ctx, plan.inventory, gks, nss); err != nil {
+			return nil, fmt.Errorf("record inventory: %w", err)
 		}
 	}
 	cs := &ChangeSet{Results: results, Duration: time.Since(start)}
@@ -122,11 +126,42 @@ func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*Ch
 func countWrites(p *Plan) int {
 	n := 0
 	for _, c := range p.Changes {
-		if c.Writes() || len(c.Conflicts) > 0 {
+		if attempted(c) {
 			n++
 		}
 	}
 	return n
+}
+
+// attempted reports whether Apply tries a change: a write, or a conflict that it reports as
+// failed (a conflict left as drift is skipped, see Plan.LeaveDrift).
+func attempted(c *Change) bool {
+	return c.Writes() || (len(c.Conflicts) > 0 && c.Error == "" && c.Action != ActionSkipped)
+}
+
+// pruneBlocks returns, for the applies that failed, why a delete may not run: a prune in a
+// Namespace whose apply failed, or of a tenant object (pruned as the tenant) whose tenant's
+// identity failed, waits for a sync where they succeed. Other prunes go ahead: a conflict or a
+// failure of one object never stops the prune of unrelated objects.
+func pruneBlocks(failed []*Change) func(*Change) string {
+	ns, identity := map[string]string{}, map[string]string{}
+	for _, c := range failed {
+		switch {
+		case c.Object.Group == "" && c.Object.Kind == "Namespace":
+			ns[c.Object.Name] = c.Object.String()
+		case isTenantIdentity(c):
+			identity[c.Object.Namespace] = c.Object.String()
+		}
+	}
+	return func(c *Change) string {
+		if what, ok := ns[c.Object.Namespace]; ok && c.namespaced {
+			return "not pruned: the apply of " + what + " failed in this sync"
+		}
+		if what, ok := identity[c.tenant]; ok {
+			return "not pruned: the apply of the tenant's identity " + what + " failed in this sync"
+		}
+		return ""
+	}
 }
 
 // members returns the group-kinds and namespaces of the inventory: with pending, those of
@@ -159,12 +194,12 @@ func (m *Manager) members(plan *Plan, pending bool) (map[schema.GroupKind]bool, 
 }
 
 // runStages applies (deletes=false, stages in order) or prunes (deletes=true, in reverse
-// order) and returns how many changes failed.
-func (m *Manager) runStages(ctx context.Context, plan *Plan, deletes bool, record func(*Change, time.Duration, error)) int {
+// order) and returns the changes that failed.
+func (m *Manager) runStages(ctx context.Context, plan *Plan, deletes bool, record func(*Change, time.Duration, error)) []*Change {
 	stages := map[int][]*Change{}
 	for _, c := range plan.Changes {
 		isDelete := c.Action == ActionDelete
-		if (c.Writes() || len(c.Conflicts) > 0) && isDelete == deletes {
+		if attempted(c) && isDelete == deletes {
 			stages[c.stage] = append(stages[c.stage], c)
 		}
 	}
@@ -176,7 +211,7 @@ func (m *Manager) runStages(ctx context.Context, plan *Plan, deletes bool, recor
 	if deletes {
 		sort.Sort(sort.Reverse(sort.IntSlice(order)))
 	}
-	var failed int
+	var failed []*Change
 	var mu sync.Mutex
 	for _, s := range order {
 		_ = parallel(ctx, m.opts.Concurrency, stages[s], func(ctx context.Context, c *Change) error {
@@ -184,7 +219,7 @@ func (m *Manager) runStages(ctx context.Context, plan *Plan, deletes bool, recor
 			err := m.applyOne(ctx, c)
 			if err != nil {
 				mu.Lock()
-				failed++
+				failed = append(failed, c)
 				mu.Unlock()
 			}
 			record(c, time.Since(begin), err)

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 )
 
 // Plan pairs the desired objects with the live ones and decides an action for each, plus the
@@ -48,11 +49,14 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 		return nil, err
 	}
 	plan.unlisted = unlisted
+	members := inventorySize(live, changes)
 	if err := m.decide(ctx, changes, live); err != nil {
 		return nil, err
 	}
 	m.keepDeclaredElsewhere(changes)
-	plan.Changes = append(changes, m.prunes(plan, live, changes)...)
+	prunes := m.prunes(plan, live, changes)
+	// A new slice: sorting it must not reorder changes (they would share a backing array).
+	plan.Changes = append(append(make([]*Change, 0, len(changes)+len(prunes)), changes...), prunes...)
 	nodeChanges, err := m.planNodesLimited(ctx, plan, nodes, changes, live)
 	if err != nil {
 		return nil, err
@@ -61,14 +65,20 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	m.noteLimits(plan)
 	sortChanges(plan.Changes)
 	plan.GPUs = gpuDeltas(plan.Changes)
-	members := len(live) // the inventory's size: what was kept, and what was found up to date
-	for _, c := range changes {
-		if c.liveSeen {
-			members++
-		}
-	}
 	plan.Refused = m.safety(plan, members)
 	return plan, nil
+}
+
+// inventorySize is the number of members the inventory lists hold: those kept in live, and
+// those found up to date while listing (marked liveSeen on their desired change).
+func inventorySize(live map[string]*unstructured.Unstructured, changes []*Change) int {
+	n := len(live)
+	for _, c := range changes {
+		if c.liveSeen {
+			n++
+		}
+	}
+	return n
 }
 
 // prepare resolves a desired object's resource and marks it as a member of the inventory. It
@@ -365,26 +375,41 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 // will apply it. Its refusal fails the change; so does a tenant's Forbidden, unless the
 // tenant's identity is written by this very plan (identityPending): then the change is planned
 // from the live object alone and checked when applied.
+//
+// Fields that another manager owns: when the revision changes the object and it is a member of
+// this inventory (or Force is on), Git wins — the change takes them back with force (TakeBack);
+// otherwise they are Conflicts, not applied. Either way the diff is that of a forced dry-run
+// (nothing is written), so it shows only the fields gpuctl sets, never server defaults.
 func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) error {
 	if c.Error != "" {
 		return nil // a dependency failed meanwhile
 	}
-	c.force = m.mayForce(c.Live, m.opts.Force)
+	c.force = m.mayForce(c.Live, m.opts.Force) // for the apply; the first dry-run finds the conflicts
 	ri, err := m.writer(c)
 	if err != nil {
 		return err
 	}
-	res, err := ri.Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{
-		FieldManager: m.opts.FieldManager, Force: c.force, DryRun: []string{metav1.DryRunAll}})
+	res, err := dryRunApply(ctx, ri, c, false, m.opts.FieldManager)
+	if apierrors.IsConflict(err) {
+		conflicts := conflictsOf(err)
+		if m.mayForce(c.Live, m.opts.Force || c.revisionChanges()) {
+			c.force, c.TakeBack = true, conflicts
+			c.Reason = "takes back fields from other managers: the revision changes this object, and Git wins on the fields it declares"
+		} else {
+			c.Conflicts = conflicts
+			c.Reason = "fields owned by another manager; not applied without --force-conflicts"
+			if m.opts.Force {
+				c.Reason = "fields owned by another manager; gpuctl forces fields only on objects it created"
+			}
+		}
+		res, err = dryRunApply(ctx, ri, c, true, m.opts.FieldManager)
+		if err != nil && len(c.Conflicts) > 0 && ctx.Err() == nil {
+			c.Action = ActionUpdate // the conflict stands; only the diff is unknown
+			return nil
+		}
+	}
 	switch {
 	case err == nil:
-	case apierrors.IsConflict(err):
-		c.Action, c.Conflicts = ActionUpdate, conflictsOf(err)
-		c.Reason = "fields owned by another manager; not applied without --force-conflicts"
-		if m.opts.Force {
-			c.Reason = "fields owned by another manager; gpuctl forces fields only on objects it created"
-		}
-		return nil
 	case isImmutable(err):
 		c.Action, c.Reason = ActionRecreate, immutableReason(err)
 		c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
@@ -406,7 +431,7 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 	c.Predicted = res
 	c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(res).Object, c.Desired.Object)
 	switch {
-	case len(c.Diff) > 0:
+	case len(c.Diff) > 0 || len(c.Conflicts) > 0 || len(c.TakeBack) > 0:
 		c.Action = ActionUpdate
 	case c.Live.GetAnnotations()[keys.AppliedHash] != c.Desired.GetAnnotations()[keys.AppliedHash]:
 		c.Action = ActionUpdate
@@ -415,6 +440,12 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 		c.Action = ActionUnchanged
 	}
 	return nil
+}
+
+// dryRunApply is a server-side dry-run apply of a change's object with its writer ri.
+func dryRunApply(ctx context.Context, ri dynamic.ResourceInterface, c *Change, force bool, manager string) (*unstructured.Unstructured, error) {
+	return ri.Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{
+		FieldManager: manager, Force: force, DryRun: []string{metav1.DryRunAll}})
 }
 
 // isImmutable tells an apply rejected because it changes an immutable field.

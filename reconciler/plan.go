@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -29,6 +30,16 @@ type Conflict struct {
 	Field   string `json:"field"`
 }
 
+// TakenBackText lists fields taken back from other managers, as the sync's results and the
+// daemon's status print them: `.spec.replicas from "kubectl", ...`.
+func TakenBackText(cs []Conflict) string {
+	parts := make([]string, len(cs))
+	for i, c := range cs {
+		parts[i] = fmt.Sprintf("%s from %q", c.Field, c.Manager)
+	}
+	return strings.Join(parts, ", ")
+}
+
 // Change is the planned action for one object.
 //
 // A change that cannot be planned — a kind the cluster does not serve or the reconciler cannot
@@ -47,6 +58,9 @@ type Change struct {
 	Diff []FieldDiff `json:"diff,omitempty"`
 	// Conflicts are fields another manager owns; the change is not applied without Force.
 	Conflicts []Conflict `json:"conflicts,omitempty"`
+	// TakeBack are fields another manager owns that the apply takes back with force: the
+	// revision changes this object (its applied-hash), and Git wins on the fields it declares.
+	TakeBack []Conflict `json:"takeBack,omitempty"`
 	// Source is the file the object was rendered from.
 	Source string `json:"source,omitempty"`
 
@@ -78,7 +92,30 @@ type Change struct {
 // fail marks the change as one that cannot be planned: it is skipped with the error.
 func (c *Change) fail(format string, args ...any) {
 	c.Action, c.Error = ActionSkipped, fmt.Sprintf(format, args...)
-	c.Conflicts, c.Diff, c.Predicted = nil, nil, nil
+	c.Conflicts, c.TakeBack, c.Diff, c.Predicted = nil, nil, nil, nil
+}
+
+// revisionChanges reports whether the desired object's applied-hash differs from the live
+// one's: the revision changes what gpuctl applies to the object.
+func (c *Change) revisionChanges() bool {
+	return c.Live == nil || c.Desired == nil ||
+		c.Live.GetAnnotations()[keys.AppliedHash] != c.Desired.GetAnnotations()[keys.AppliedHash]
+}
+
+// LeaveDrift is report mode's rule for a new revision: a change whose object the revision does
+// not change (same applied-hash) and whose fields another manager owns is drift, and is left as
+// it is — skipped with a reason, its conflicts kept, no error — instead of failing the sync.
+// It returns how many changes it skipped.
+func (p *Plan) LeaveDrift() int {
+	n := 0
+	for _, c := range p.Changes {
+		if len(c.Conflicts) == 0 || c.Error != "" || c.Action == ActionSkipped || c.revisionChanges() {
+			continue
+		}
+		c.Action, c.Reason = ActionSkipped, "drift left as it is (report mode): the revision does not change this object, and another manager owns fields it sets"
+		n++
+	}
+	return n
 }
 
 // Writes reports whether the change writes to the cluster.

@@ -36,7 +36,7 @@ func (m *Manager) keepDeclaredElsewhere(changes []*Change) {
 			continue
 		}
 		c.Action, c.Reason = ActionSkipped, "declared outside the scope ("+src+"): a plan of the whole repository updates it"
-		c.Diff, c.Conflicts, c.Predicted = nil, nil, nil
+		c.Diff, c.Conflicts, c.Predicted, c.TakeBack = nil, nil, nil, nil
 	}
 }
 

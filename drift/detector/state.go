@@ -82,6 +82,30 @@ func (d *Detector) resolve(key string, how drift.Change, why string) {
 	}
 }
 
+// TookBack records that a sync took fields back from other managers (its revision changed the
+// objects: Git wins). Each item goes to the history as drift.TakenBack, and a reported item of
+// the same object leaves the report: the sync resolved it.
+func (d *Detector) TookBack(items []drift.Item) {
+	now := time.Now().UTC()
+	d.mu.Lock()
+	for i, it := range items {
+		key := it.Key()
+		if old, had := d.items[key]; had {
+			delete(d.items, key)
+			it.Detected, it.Changed = old.Detected, old.Changed
+		}
+		delete(d.correcting, key)
+		d.history.Add(drift.Entry{Time: now, Change: drift.TakenBack, Item: it})
+		items[i] = it
+	}
+	d.dirty = len(items) > 0 || d.dirty
+	d.mu.Unlock()
+	for _, it := range items {
+		d.opts.Log.Info("drift "+string(drift.TakenBack), "object", it.Object.String(), "message", it.Message)
+		d.event(it, corev1.EventTypeNormal, "DriftTakenBack", "gpuctl applied a revision that changes this object: "+it.Message)
+	}
+}
+
 // sameDrift tells whether two items describe the same difference (not counting when it was
 // seen or what correction did).
 func sameDrift(a, b drift.Item) bool {

@@ -50,6 +50,9 @@ func printPlanDiff(w io.Writer, plan *reconciler.Plan, p palette) {
 		for _, cf := range c.Conflicts {
 			fmt.Fprintf(w, "  %s %s is owned by %q\n", p.red("conflict:"), cf.Field, cf.Manager)
 		}
+		for _, cf := range c.TakeBack {
+			fmt.Fprintf(w, "  %s %s\n", p.yellow("take back:"), reconciler.TakenBackText([]reconciler.Conflict{cf}))
+		}
 		if c.Object.Kind == "Node" && c.Object.Group == "" {
 			for _, d := range c.Diff {
 				fmt.Fprintf(w, "  %s: %s → %s\n", d.Path, valueText(d.Old), valueText(d.New))
@@ -189,6 +192,8 @@ func printChangeSet(w io.Writer, cs *reconciler.ChangeSet, p palette) {
 			result = p.red("failed: " + r.Error)
 		case r.Action == reconciler.ActionSkipped:
 			result = r.Reason
+		case len(r.TakenBack) > 0:
+			result = "ok, took back " + reconciler.TakenBackText(r.TakenBack)
 		}
 		ns := r.Object.Namespace
 		if ns == "" {

@@ -55,3 +55,20 @@ func TestChangeSetCountsPlanFailures(t *testing.T) {
 		t.Fatalf("change set:\n%s", out.String())
 	}
 }
+
+// TestTakeBackPrinted: a change that takes fields back from another manager says so in the
+// diff, and the sync table says what it took back.
+func TestTakeBackPrinted(t *testing.T) {
+	ref := reconciler.ObjectRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "team", Name: "web"}
+	tb := []reconciler.Conflict{{Manager: "kubectl", Field: ".spec.replicas"}}
+	var diff bytes.Buffer
+	printPlanDiff(&diff, &reconciler.Plan{Changes: []*reconciler.Change{{Object: ref, Action: reconciler.ActionUpdate, TakeBack: tb}}}, palette{})
+	if !strings.Contains(diff.String(), "  take back: .spec.replicas from \"kubectl\"\n") {
+		t.Fatalf("diff output:\n%s", diff.String())
+	}
+	var out bytes.Buffer
+	printChangeSet(&out, &reconciler.ChangeSet{Results: []reconciler.Result{{Object: ref, Action: reconciler.ActionUpdate, TakenBack: tb}}}, palette{})
+	if !strings.Contains(out.String(), `ok, took back .spec.replicas from "kubectl"`) {
+		t.Fatalf("change set:\n%s", out.String())
+	}
+}

@@ -299,11 +299,21 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		}
 		return
 	}
+	if d.opts.DriftMode != "correct" && !requested && plan.LeaveDrift() > 0 {
+		// A new revision: Git wins on the objects it changes (the engine takes their fields
+		// back); on the others, fields another manager took are drift, left as they are.
+		st.Summary, st.Counts = plan.Summary(), counts(plan)
+	}
 	if d.opts.Drift != nil {
 		d.opts.Drift.BeginSync()
 	}
 	applied := time.Now()
 	cs, err := d.opts.Engine.Apply(ctx, plan, nil)
+	taken := takenBack(plan, cs, rev.ID)
+	for _, it := range taken {
+		st.TakenBack = appendBounded(st.TakenBack, it.Object.String()+": "+it.Message)
+	}
+	d.recordTakenBack(ctx, taken)
 	if d.opts.Drift != nil {
 		if cs == nil || cs.WriteFailed() {
 			d.opts.Drift.EndSync("", nil, nil)
@@ -326,6 +336,9 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		return
 	}
 	st.Result, st.Message = ResultSucceeded, "applied revision "+sources.ShortID(rev.ID)
+	if len(taken) > 0 {
+		st.Message += fmt.Sprintf("; took back fields from other managers on %d objects (Git wins on what a revision changes)", len(taken))
+	}
 	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
 	reportJobErrors(st, jobErrors)
 }

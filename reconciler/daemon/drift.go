@@ -3,10 +3,14 @@ package daemon
 import (
 	"context"
 	"errors"
+	"strings"
+	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/sources"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Detector watches the cluster for drift against the last applied revision (drift/detector
@@ -25,6 +29,56 @@ type Detector interface {
 	// Current returns the report and history held in memory, or false before the first
 	// report.
 	Current() (drift.Report, []drift.Entry, bool)
+	// TookBack records in the history (drift.TakenBack) the objects whose fields a sync took
+	// back from other managers; they leave the report. Called between BeginSync and EndSync.
+	TookBack(items []drift.Item)
+}
+
+// takenBack returns the objects of an applied plan whose fields were taken back from other
+// managers (the revision changed them: Git wins), as drift items of category modified.
+func takenBack(plan *reconciler.Plan, cs *reconciler.ChangeSet, revision string) []drift.Item {
+	if cs == nil {
+		return nil
+	}
+	var out []drift.Item
+	for i, r := range cs.Results {
+		if len(r.TakenBack) == 0 || i >= len(plan.Changes) {
+			continue
+		}
+		c := plan.Changes[i]
+		diffs := map[string]reconciler.FieldDiff{}
+		for _, d := range c.Diff {
+			diffs["."+d.Path] = d
+		}
+		it := drift.Item{Object: drift.Ref{APIVersion: schema.GroupVersion{Group: r.Object.Group, Version: r.Object.Version}.String(),
+			Kind: r.Object.Kind, Namespace: r.Object.Namespace, Name: r.Object.Name},
+			Category: drift.Modified, Source: c.Source, Manager: r.TakenBack[0].Manager, Detected: time.Now().UTC(),
+			Message: "took back " + reconciler.TakenBackText(r.TakenBack) + " (revision " + sources.ShortID(revision) + " changes this object)"}
+		for _, tb := range r.TakenBack {
+			d := diffs[tb.Field]
+			it.Fields = append(it.Fields, drift.Field{Path: strings.TrimPrefix(tb.Field, "."), Manager: tb.Manager, Live: d.Old, Desired: d.New})
+		}
+		out = append(out, it)
+	}
+	return out
+}
+
+// recordTakenBack puts taken-back objects in the drift history: through the detector, which
+// owns the history, or else straight into the drift store when there is one.
+func (d *Daemon) recordTakenBack(ctx context.Context, items []drift.Item) {
+	switch {
+	case len(items) == 0:
+	case d.opts.Drift != nil:
+		d.opts.Drift.TookBack(items)
+	case d.opts.DriftStore != nil:
+		entries := make([]drift.Entry, len(items))
+		for i, it := range items {
+			entries[i] = drift.Entry{Time: it.Detected, Change: drift.TakenBack, Item: it}
+		}
+		if err := d.opts.DriftStore.AddHistory(ctx, entries, 0); err != nil {
+			d.opts.Log.Warn("drift: record what a sync took back", "err", err)
+		}
+	}
 }
 
 // pendingOf lists the objects of a plan that may differ from Git after it: all that the plan

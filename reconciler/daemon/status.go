@@ -45,6 +45,10 @@ type Status struct {
 	Counts map[string]int `json:"counts,omitempty"`
 	// Errors are the per-object errors and diagnostics of the last attempt (at most 50).
 	Errors []string `json:"errors,omitempty"`
+	// TakenBack are the objects whose fields the last attempt took back from other managers,
+	// because its revision changed them (Git wins), e.g.
+	// `Deployment default/web: took back .spec.replicas from "kubectl"` (at most 50).
+	TakenBack []string `json:"takenBack,omitempty"`
 	// Duration is how long the last attempt took.
 	Duration time.Duration `json:"duration,omitempty"`
 	// LastHandledRequest is the value of the last sync request annotation handled.
