@@ -152,16 +152,14 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) (string, bool) {
 	return n.Value, true
 }
 
+// describe names a gpuctl document's value for a type error: scalars with their text (the
+// document is the user's own gpuctl file), everything else by its shape (shapeOf).
 func describe(n *yaml.Node) string {
 	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
 	case yaml.ScalarNode:
 		switch n.Tag {
 		case "!!null":
-			return "nothing (null)"
+			return shapeOf(n)
 		case "!!int":
 			return "the integer " + n.Value
 		case "!!float":
@@ -171,7 +169,7 @@ func describe(n *yaml.Node) string {
 		}
 		return strconv.Quote(n.Value)
 	}
-	return "an unexpected YAML node"
+	return shapeOf(n)
 }
 
 func (d *decoder) decodeInt(n *yaml.Node, v reflect.Value, path string) {

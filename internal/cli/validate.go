@@ -75,7 +75,7 @@ func printValidateText(s Streams, rep validateReport) {
 	for _, d := range all {
 		fmt.Fprintln(s.Out, d.Error())
 	}
-	summary := fmt.Sprintf("%d files, %d documents", rep.Files, rep.Documents)
+	summary := humanize.Plural(rep.Files, "file") + ", " + humanize.Plural(rep.Documents, "document")
 	switch {
 	case !rep.Valid:
 		fmt.Fprintf(s.Out, "invalid: %s: %s, %s\n", summary, humanize.Plural(len(rep.Errors), "error"), humanize.Plural(len(rep.Warnings), "warning"))

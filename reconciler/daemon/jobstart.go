@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"fmt"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"sort"
 	"strings"
 	"time"
@@ -67,11 +68,8 @@ func reportJobErrors(st *Status, jobErrors []string) {
 	for _, e := range jobErrors {
 		st.Errors = appendBounded(st.Errors, e)
 	}
-	switch n := len(jobErrors); {
-	case n == 1:
-		st.Message += "; 1 Job it created cannot start"
-	case n > 1:
-		st.Message += fmt.Sprintf("; %d Jobs it created cannot start", n)
+	if n := len(jobErrors); n > 0 {
+		st.Message += "; " + humanize.Plural(n, "Job") + " it created cannot start"
 	}
 }
 
