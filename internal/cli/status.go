@@ -105,6 +105,12 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 	row("Summary:", st.Summary)
 	row("Leader:", st.Leader)
 	_ = tw.Flush()
+	if len(st.TakenBack) > 0 {
+		fmt.Fprintln(w, "Taken back from other managers (Git wins on what a revision changes):")
+		for _, e := range st.TakenBack {
+			fmt.Fprintln(w, "  "+e)
+		}
+	}
 	if len(st.Errors) > 0 {
 		fmt.Fprintln(w, "Errors:")
 		for _, e := range st.Errors {

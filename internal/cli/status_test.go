@@ -31,3 +31,17 @@ func TestStatusReadsAsAPersonWrites(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusShowsWhatWasTakenBack: the fields a revision took back from another manager
+// (kubectl scale) are listed, as the status JSON records them.
+func TestStatusShowsWhatWasTakenBack(t *testing.T) {
+	st := daemon.Status{Result: daemon.ResultSucceeded, TakenBack: []string{`Deployment team-a/web: took back .spec.replicas from "kubectl"`}}
+	var buf bytes.Buffer
+	if err := printStatus(&buf, st, "text", palette{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Taken back from other managers") ||
+		!strings.Contains(buf.String(), `  Deployment team-a/web: took back .spec.replicas from "kubectl"`+"\n") {
+		t.Errorf("status does not list what was taken back:\n%s", buf.String())
+	}
+}
