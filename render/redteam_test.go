@@ -152,22 +152,3 @@ func TestRedTeamTenantMarksOverwritten(t *testing.T) {
 		}
 	}
 }
-
-// TestRedTeamAdminDirectoryIsTrusted: the attacks marked admin render from a directory that
-// no rule maps: the new rules hold tenants only.
-func TestRedTeamAdminDirectoryIsTrusted(t *testing.T) {
-	for name, tc := range redTeamAttacks() {
-		if !tc.admin {
-			continue
-		}
-		t.Run(name, func(t *testing.T) {
-			files := map[string]string{}
-			for k, v := range tc.files {
-				files[strings.Replace(k, "teams/alice/", "platform/", 1)] = v
-			}
-			if _, got := errorsOf(t, files); len(got) != 0 {
-				t.Errorf("an admin directory is trusted; errors:\n  %s", strings.Join(got, "\n  "))
-			}
-		})
-	}
-}

@@ -210,10 +210,15 @@ func TestTenantAttacks(t *testing.T) {
 	}
 }
 
-// TestAdminDirectoryIsTrusted: the same files in a directory that no rule maps render (the
-// admin is trusted), except names, which no directory may break.
+// TestAdminDirectoryIsTrusted: the same files (of the tenant attacks and the red-team attacks
+// marked admin) in a directory that no rule maps render (the admin is trusted), except names,
+// which no directory may break.
 func TestAdminDirectoryIsTrusted(t *testing.T) {
-	for name, tc := range tenantAttacks() {
+	cases := tenantAttacks()
+	for name, tc := range redTeamAttacks() {
+		cases["red team: "+name] = tc
+	}
+	for name, tc := range cases {
 		if !tc.admin {
 			continue
 		}
