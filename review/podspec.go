@@ -2,6 +2,7 @@ package review
 
 import (
 	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -28,20 +29,19 @@ type podWorkload struct {
 // run no pods. The kinds are those of the tenant pod policy: Pod, Deployment, StatefulSet,
 // ReplicaSet, DaemonSet, ReplicationController, Job and CronJob.
 func podWorkloadOf(u *unstructured.Unstructured) (podWorkload, bool) {
-	path, pods := []string{"spec", "template", "spec"}, []string{"spec", "replicas"}
+	tp, ok := render.PodTemplatePath(u.GetKind()) // the kinds of the tenant pod policy
+	if !ok {
+		return podWorkload{}, false
+	}
+	path := append(tp, "spec")
+	var pods []string // where the number of pods running at once is written
 	switch u.GetKind() {
-	case "Pod":
-		path, pods = []string{"spec"}, nil
 	case "Deployment", "StatefulSet", "ReplicaSet", "ReplicationController":
-	case "DaemonSet":
-		pods = nil
+		pods = []string{"spec", "replicas"}
 	case "Job":
 		pods = []string{"spec", "parallelism"}
 	case "CronJob":
-		path = []string{"spec", "jobTemplate", "spec", "template", "spec"}
 		pods = []string{"spec", "jobTemplate", "spec", "parallelism"}
-	default:
-		return podWorkload{}, false
 	}
 	v, _, _ := unstructured.NestedFieldNoCopy(u.Object, path...)
 	spec, _ := v.(map[string]any)
