@@ -1,5 +1,5 @@
 // Command bench compares gpuctl's reconciler with Flux's engine (github.com/fluxcd/pkg/ssa) and
-// with `kubectl apply --server-side` on one local cluster (internal/testcluster), syncing the
+// with `kubectl apply --server-side` on one local cluster (test/testcluster), syncing the
 // same rendered training Jobs: a full sync (every object new) and a no-op sync (nothing
 // changed), at several N. See README.md.
 //
@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -238,7 +238,7 @@ func run(ctx context.Context, cfg *config) (*Report, error) {
 	idle := idleCores(ctx, meter)
 	settleBelow := max(0.25, idle*2+0.1)
 	report.Notes = append(report.Notes,
-		fmt.Sprintf("one local cluster (internal/testcluster: etcd, kube-apiserver, controller-manager, scheduler, kwok) on %d CPUs; idle it used %.2f cores; before every pass the bench waits (untimed) until it uses < %.2f cores, then up to 20 s until the whole machine is that quiet; the column other procs cpu is what processes outside the bench and its cluster used during a pass", numCPU(), idle, settleBelow),
+		fmt.Sprintf("one local cluster (test/testcluster: etcd, kube-apiserver, controller-manager, scheduler, kwok) on %d CPUs; idle it used %.2f cores; before every pass the bench waits (untimed) until it uses < %.2f cores, then up to 20 s until the whole machine is that quiet; the column other procs cpu is what processes outside the bench and its cluster used during a pass", numCPU(), idle, settleBelow),
 		fmt.Sprintf("gpuctl and Flux share one rest.Config with client QPS %d / burst %d (client-go's 5/10 would dominate); kubectl uses its own client (client-go defaults QPS 5 / burst 10, but its resource builder makes a client per object, so in practice it is not throttled; any throttling it logs is shown in its summary)", benchQPS, benchBurst),
 		"every Job has spec.suspend: true, so the Job controller creates no pods; each engine writes into its own namespace bench-<engine>-<N>, created untimed; the render's 3 PriorityClasses are created once, untimed, and left out of the synced objects",
 		"gpuctl: reconciler.DefaultOptions() (concurrency 16, prune on), inventory bench-<N>, the same Manager for both passes; Flux: ssa.ResourceManager concurrency 4, ApplyAllStaged with DefaultApplyOptions, the same ResourceManager and client for both passes; kubectl: one process per pass on one multi-document file, -v=6 to count its requests",

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes sure Debian's chromium is installed for the headless-browser test of the web page
-# (internal/httpapi/ui_browser_test.go) and prints its path on its last line.
+# (cmd/gpuctl-reconciler/app/httpapi/ui_browser_test.go) and prints its path on its last line.
 #
 #   hack/chromium.sh                 install chromium if missing (apt-get, needs root or sudo), print its path
 #   GPUCTL_CHROMIUM=/path hack/...   use another binary; nothing is installed

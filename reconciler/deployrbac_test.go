@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	authv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"

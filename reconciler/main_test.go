@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"

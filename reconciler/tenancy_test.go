@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	rbacv1 "k8s.io/api/rbac/v1"

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/gittest"
+	"github.com/gpuctl/gpuctl/test/gittest"
 	"github.com/gpuctl/gpuctl/review"
 )
 

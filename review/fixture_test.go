@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuctl/gpuctl/internal/gittest"
+	"github.com/gpuctl/gpuctl/test/gittest"
 )
 
 // The fixture repository: two teams (namespaces alice and bob by .gpuctl.yaml), two pools,

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuctl/gpuctl/internal/gittest"
+	"github.com/gpuctl/gpuctl/test/gittest"
 	"github.com/gpuctl/gpuctl/review"
 )
 

@@ -13,6 +13,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/gpuctl/gpuctl/cmd/gpuctl-node-labeler/app"
 )
 
 func main() {
@@ -25,5 +27,5 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return newCommand().ExecuteContext(ctx)
+	return app.NewCommand().ExecuteContext(ctx)
 }

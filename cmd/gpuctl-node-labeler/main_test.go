@@ -18,8 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/internal/nodelabeler/labelertest"
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/labelertest"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
 // lazyLDFlags is how the binary must be linked (see main.go).

@@ -9,7 +9,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/gpuctl/gpuctl/internal/daemoncmd"
+	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app"
 )
 
 func main() {
@@ -22,5 +22,5 @@ func main() {
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return daemoncmd.NewCommand().ExecuteContext(ctx)
+	return app.NewCommand().ExecuteContext(ctx)
 }

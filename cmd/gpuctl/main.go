@@ -8,7 +8,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/gpuctl/gpuctl/internal/cli"
+	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 )
 
 func main() {
@@ -16,11 +16,11 @@ func main() {
 	if err != nil && err.Error() != "" {
 		fmt.Fprintln(os.Stderr, "error:", err)
 	}
-	os.Exit(cli.Code(err))
+	os.Exit(app.Code(err))
 }
 
 func run() error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return cli.NewRootCommand(cli.Streams{Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)
+	return app.NewRootCommand(app.Streams{Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/drift/detector"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/render"

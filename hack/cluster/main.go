@@ -1,4 +1,4 @@
-// Command cluster runs the local gpuctl test cluster (see internal/testcluster) for people: the
+// Command cluster runs the local gpuctl test cluster (see test/testcluster) for people: the
 // demo, manual testing and benchmarks.
 //
 //	go run ./hack/cluster up [--dir .cache/cluster] [--nodes FILE]   start it in the background
@@ -9,7 +9,7 @@
 // waits until the cluster is ready and prints the export KUBECONFIG=... line; its own exit
 // leaves the cluster running. Everything lives in --dir (default .cache/cluster under the
 // repository root): kubeconfig, serve.pid, serve.log and one log per component. FILE lists the
-// fake nodes in the format of internal/testcluster/testdata/nodes.yaml.
+// fake nodes in the format of test/testcluster/testdata/nodes.yaml.
 package main
 
 import (
@@ -26,7 +26,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
 // Files in the cluster directory, besides those the cluster itself writes.

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/render"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources/local"
 	"k8s.io/client-go/kubernetes"

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/gittest"
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/gittest"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
 func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})) }

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/internal/testcluster"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/render"
 )
 

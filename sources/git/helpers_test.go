@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/internal/gittest"
+	"github.com/gpuctl/gpuctl/test/gittest"
 )
 
 func newTestRemote(t *testing.T, wrap func(http.Handler) http.Handler) *gittest.Remote {

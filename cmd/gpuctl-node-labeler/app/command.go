@@ -1,0 +1,88 @@
+package app
+
+import (
+	"fmt"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpuctl/gpuctl/internal/logging"
+	"github.com/gpuctl/gpuctl/nodelabeler"
+	"github.com/gpuctl/gpuctl/nodelabeler/nvmlinfo"
+	"github.com/gpuctl/gpuctl/internal/version"
+)
+
+// kubeOptions choose the cluster.
+type kubeOptions struct {
+	Kubeconfig string
+}
+
+// BindFlags adds the cluster flags.
+func (o *kubeOptions) BindFlags(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the pod's service account)")
+}
+
+// client builds a clientset from the kubeconfig, or in-cluster.
+func (o *kubeOptions) client() (kubernetes.Interface, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("kubeconfig: %w", err)
+	}
+	cfg.UserAgent = "gpuctl-node-labeler/" + version.Version
+	return kubernetes.NewForConfig(cfg)
+}
+
+// NewCommand builds the gpuctl-node-labeler command.
+func NewCommand() *cobra.Command {
+	opts := nodelabeler.DefaultOptions()
+	var logOpts logging.Options
+	var kube kubeOptions
+	cmd := &cobra.Command{
+		Use:   "gpuctl-node-labeler",
+		Short: "Publish the node's GPUs, as NVML reports them, as g8s.host/ node labels",
+		Long: `gpuctl-node-labeler asks NVML what GPUs this node has and publishes them on its Node
+with server-side apply (field manager gpuctl-node-labeler): g8s.host/gpu-type, gpu-product,
+gpu-count, gpu-memory, gpu-family, driver-version, cuda-version, and gpu-types-mixed and
+mig-enabled when they apply. Without a usable NVIDIA driver it publishes gpu-count=0 alone and
+keeps running; NVML is initialised afresh on every pass.`,
+		Example: `  NODE_NAME=gpu-0 gpuctl-node-labeler
+  gpuctl-node-labeler --node-name gpu-0 --nvml mock:dgxh100 --oneshot --kubeconfig ~/.kube/config`,
+		Version:       version.Get().String(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			log, err := logOpts.Logger(cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			lib, err := nvmlinfo.Open(opts.NVML)
+			if err != nil {
+				return fmt.Errorf("--nvml: %w", err)
+			}
+			client, err := kube.client()
+			if err != nil {
+				return err
+			}
+			l := &nodelabeler.Labeler{NVML: lib, Nodes: client.CoreV1().Nodes(), Node: opts.NodeName, Log: log}
+			log.Info("starting", "version", version.Version, "node", opts.NodeName, "nvml", opts.NVML,
+				"interval", opts.Interval, "oneshot", opts.Oneshot)
+			if opts.Oneshot {
+				_, err := l.Pass(cmd.Context())
+				return err
+			}
+			return l.Run(cmd.Context(), opts.Interval)
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	logOpts.BindFlags(cmd.Flags())
+	kube.BindFlags(cmd.Flags())
+	return cmd
+}

@@ -1,0 +1,260 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/drift/detector"
+	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
+	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/logging"
+	"github.com/gpuctl/gpuctl/internal/version"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/sources"
+	gitsource "github.com/gpuctl/gpuctl/sources/git"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+)
+
+// Options are all the flags of gpuctl-reconciler.
+type Options struct {
+	Source SourceOptions
+	Render RenderOptions
+	Log    logging.Options
+	Kube   app.KubeOptions
+	Engine app.EngineOptions
+
+	Namespace     string
+	Interval      time.Duration
+	Listen        string
+	TLSCertFile   string
+	TLSKeyFile    string
+	TokensFile    string
+	LeaderElect   bool
+	Identity      string
+	LeaseDuration time.Duration
+	Drift         string
+	DriftDelete   bool
+	DriftHistory  int
+	DriftIgnore   []string
+	MemoryLimit   string
+	RenderTimeout time.Duration
+	SyncTimeout   time.Duration
+}
+
+// BindFlags adds every flag.
+func (o *Options) BindFlags(cmd *cobra.Command) {
+	fs := cmd.Flags()
+	o.Source.BindFlags(fs)
+	o.Render.BindFlags(fs)
+	o.Log.BindFlags(fs)
+	o.Kube.BindFlags(fs)
+	o.Engine.BindFlags(fs)
+	fs.StringVar(&o.Namespace, "namespace", keys.SystemNamespace, "the daemon's namespace: status, inventory, lease, pool registry")
+	fs.DurationVar(&o.Interval, "interval", 5*time.Minute, "sync at least this often, even when no change is signalled")
+	fs.StringVar(&o.Listen, "listen", ":8080", "address of the HTTP server (/healthz, /readyz, /metrics, /api/v1, /hooks/*)")
+	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key-file; plain HTTP is then refused on --listen")
+	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
+	fs.StringVar(&o.TokensFile, "tokens-file", "", "bearer tokens of /api/v1: lines token,name[,admin] (no file: the API answers 401)")
+	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "run several replicas; only the holder of the Lease syncs")
+	fs.StringVar(&o.Identity, "identity", "", "this replica's name in the Lease and the status (default $POD_NAME or the host name)")
+	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "how long a standby waits for a silent leader before taking over")
+	fs.StringVar(&o.Drift, "drift", "report", "drift mode: report (record drift; a sync of an unchanged revision leaves it) or correct (repair drift as it happens)")
+	fs.BoolVar(&o.DriftDelete, "drift-delete-shadow", false, "with --drift=correct, delete GPU workloads in managed namespaces that are not in Git (default: report them only)")
+	fs.IntVar(&o.DriftHistory, "drift-history", drift.DefaultHistory, "how many drift changes the ConfigMap gpuctl-drift keeps")
+	fs.StringSliceVar(&o.DriftIgnore, "drift-ignore-manager", detector.DefaultIgnoreManagers, "field managers whose changes are not drift (controllers such as an HPA's)")
+	fs.DurationVar(&o.RenderTimeout, "render-timeout", daemon.DefaultRenderTimeout, "give up a render that takes longer (the sync fails; the last good revision stays applied)")
+	fs.DurationVar(&o.SyncTimeout, "sync-timeout", daemon.DefaultSyncTimeout, "give up a sync (fetch, render, plan, apply) that takes longer")
+	fs.StringVar(&o.MemoryLimit, "memory-limit", "200Mi", "soft memory limit of the Go runtime (GOMEMLIMIT): the garbage collector works harder near it; 0 disables")
+}
+
+// NewCommand builds gpuctl-reconciler.
+func NewCommand() *cobra.Command {
+	var o Options
+	cmd := &cobra.Command{
+		Use:   "gpuctl-reconciler --source=dir:PATH|git:URL",
+		Short: "Keep a cluster in sync with a tree of gpuctl files",
+		Long: `gpuctl-reconciler watches a directory or a Git repository of gpuctl files and keeps the
+cluster in sync: on every change, webhook, sync request (gpuctl sync) and interval it renders the
+files, plans and applies them with server-side apply and prunes what left Git. A revision with
+invalid files, or a failed fetch, changes nothing: the last good revision stays applied. The
+status is kept in the ConfigMap gpuctl-status of --namespace (gpuctl status reads it).`,
+		Example: `  gpuctl-reconciler --source=dir:examples --kubeconfig ~/.kube/config
+  gpuctl-reconciler --source=git:https://git.example.com/platform/gpu-jobs.git --ref=main \
+      --git-token-file=/etc/gpuctl/git/token --webhook-github-secret-file=/etc/gpuctl/git/hook \
+      --namespace-map='teams/*/**=$1' --leader-elect`,
+		Args:          cobra.NoArgs,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version.Get().String(),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return run(cmd.Context(), &o)
+		},
+	}
+	o.BindFlags(cmd)
+	return cmd
+}
+
+func (o *Options) identity() string {
+	if o.Identity != "" {
+		return o.Identity
+	}
+	if p := os.Getenv("POD_NAME"); p != "" {
+		return p
+	}
+	h, _ := os.Hostname()
+	return h
+}
+
+// restConfig uses the kubeconfig flags, or the pod's service account inside a cluster.
+func (o *Options) restConfig() (*rest.Config, error) {
+	if o.Kube.Kubeconfig == "" && os.Getenv("KUBECONFIG") == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
+		return rest.InClusterConfig()
+	}
+	return o.Kube.RESTConfig()
+}
+
+func run(ctx context.Context, o *Options) error {
+	if o.Source.Source == "" {
+		return errors.New("--source is required: dir:PATH or git:URL")
+	}
+	if o.Drift != detector.ModeReport && o.Drift != detector.ModeCorrect {
+		return fmt.Errorf("--drift %q: report or correct", o.Drift)
+	}
+	if o.RenderTimeout <= 0 || o.SyncTimeout <= 0 {
+		return errors.New("--render-timeout and --sync-timeout must be positive")
+	}
+	log, err := o.Log.Logger(os.Stderr)
+	if err != nil {
+		return err
+	}
+	if err := setMemoryLimit(o.MemoryLimit); err != nil {
+		return err
+	}
+	renderOpts, err := o.Render.Options()
+	if err != nil {
+		return err
+	}
+	cfg, err := o.restConfig()
+	if err != nil {
+		return err
+	}
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	o.Engine.Namespace = o.Namespace // the inventory lives beside the status
+	if o.Drift == detector.ModeCorrect {
+		o.Engine.Force = true // Git wins: fields taken by other managers are taken back
+	}
+	engine, err := o.Engine.Manager(cfg)
+	if err != nil {
+		return err
+	}
+	src, err := o.Source.Open(log.With("component", "source"))
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := daemon.NewMetrics(reg)
+	driftStore := drift.NewStore(kube, o.Namespace)
+	events := record.NewBroadcaster()
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	det, err := detector.New(detector.Options{Config: cfg, Kube: kube, Engine: engine, Store: driftStore, Mode: o.Drift,
+		DeleteShadow: o.DriftDelete, IgnoreManagers: o.DriftIgnore, HistorySize: o.DriftHistory, Resync: o.Interval,
+		Metrics: metrics.Drift, Events: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gpuctl-reconciler"}),
+		Log: log.With("component", "drift")})
+	if err != nil {
+		return err
+	}
+	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
+		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
+		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, Metrics: metrics, Log: log.With("component", "sync")})
+	srv, err := o.serve(ctx, log, kube, reg, d, src)
+	if err != nil {
+		return err
+	}
+	log.Info("gpuctl-reconciler starting", "version", version.Version, "source", src.URL(), "identity", o.identity(), "listen", srv.Addr)
+	if err := daemon.EnsureNamespace(ctx, kube, o.Namespace); err != nil {
+		log.Warn("cannot create the daemon's namespace", "namespace", o.Namespace, "err", err)
+	}
+	if o.LeaderElect {
+		daemon.RunAsLeader(ctx, daemon.LeaderOptions{Kube: kube, Namespace: o.Namespace, Identity: o.identity(),
+			LeaseDuration: o.LeaseDuration, RenewDeadline: o.LeaseDuration * 2 / 3, RetryPeriod: o.LeaseDuration / 7,
+			ReleaseOnCancel: true, Log: log.With("component", "leader")},
+			func(ctx context.Context) { _ = d.Run(ctx) })
+	} else {
+		err = d.Run(ctx)
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(shutdown)
+	return err
+}
+
+// serve starts the HTTP server: health, metrics, API and webhooks, with timeouts
+// (defaultHTTPTimeouts), over TLS with --tls-cert-file and --tls-key-file.
+func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.Interface, reg *prometheus.Registry,
+	d *daemon.Daemon, src sources.Source) (*http.Server, error) {
+	var tokens httpapi.TokenSource
+	if o.TokensFile != "" {
+		t, err := httpapi.LoadStaticTokens(o.TokensFile, log)
+		if err != nil {
+			return nil, err
+		}
+		tokens = t
+	}
+	hooks := map[string]http.Handler{}
+	if trig, ok := src.(sources.Trigger); ok {
+		for kind, file := range map[gitsource.WebhookKind]string{gitsource.WebhookGitHub: o.Source.GitHubSecretFile,
+			gitsource.WebhookGitLab: o.Source.GitLabSecretFile, gitsource.WebhookGeneric: o.Source.GenericSecretFile} {
+			if file != "" {
+				hooks["/hooks/"+string(kind)] = gitsource.NewWebhookHandler(kind, file, trig, log.With("component", "webhook"))
+			}
+		}
+	}
+	handler := httpapi.New(httpapi.Options{Backend: d, Kube: kube, SystemNamespace: o.Namespace, Tokens: tokens,
+		Registry: reg, Webhooks: hooks, Ready: d.Ready, Log: log.With("component", "http")})
+	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
+	if err != nil {
+		return nil, err
+	}
+	if err := startHTTP(srv, o.Listen, log.With("component", "http")); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+// setMemoryLimit sets the Go runtime's soft memory limit, unless GOMEMLIMIT is set.
+func setMemoryLimit(s string) error {
+	if os.Getenv("GOMEMLIMIT") != "" {
+		return nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return fmt.Errorf("--memory-limit %q: %w", s, err)
+	}
+	if q.Value() > 0 {
+		debug.SetMemoryLimit(q.Value())
+	}
+	return nil
+}

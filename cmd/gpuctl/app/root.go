@@ -1,0 +1,82 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, as kubectl diff uses them.
+const (
+	// ExitFailed means the command's answer is "no": invalid files, or differences found.
+	ExitFailed = 1
+	// ExitTrouble means the command could not do its work.
+	ExitTrouble = 2
+)
+
+// ExitError carries the process exit code of a command that did its work and answered "no"
+// (invalid input, differences found) or failed.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+// Error returns the message of the underlying error, or "" when it was already printed.
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return ""
+	}
+	return e.Err.Error()
+}
+
+// Unwrap returns the underlying error.
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// Code returns the exit code for an error returned by a command: 0 for nil.
+func Code(err error) int {
+	if err == nil {
+		return 0
+	}
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	return ExitTrouble
+}
+
+// Streams are where commands write.
+type Streams struct {
+	Out io.Writer
+	Err io.Writer
+}
+
+// NewRootCommand builds the gpuctl command tree.
+func NewRootCommand(s Streams) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "gpuctl",
+		Short: "GitOps for GPU workloads on Kubernetes",
+		Long: `gpuctl turns short YAML files (training jobs, inference services, notebooks, CPU services,
+resource pools, per-user quotas) into Kubernetes objects.
+
+  gpuctl validate examples/        check every file, report every problem at once
+  gpuctl render examples/          print the Kubernetes objects, ready for kubectl apply -f -`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(s.Out)
+	root.SetErr(s.Err)
+	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newVersionCommand(s))
+	return root
+}
+
+// outputFlag checks -o against the formats a command supports.
+func outputFlag(value string, allowed ...string) error {
+	for _, a := range allowed {
+		if value == a {
+			return nil
+		}
+	}
+	return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("unsupported output format %q (allowed: %v)", value, allowed)}
+}

@@ -1,0 +1,161 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/sources"
+	"github.com/spf13/cobra"
+	sigsyaml "sigs.k8s.io/yaml"
+)
+
+// storeFor builds the status store from the kubeconfig flags.
+func storeFor(ko *KubeOptions, namespace string) (*daemon.Store, error) {
+	kube, err := kubeClient(ko)
+	if err != nil {
+		return nil, err
+	}
+	return daemon.NewStore(kube, namespace), nil
+}
+
+func newStatusCommand(s Streams) *cobra.Command {
+	var ko KubeOptions
+	var namespace, output string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show what gpuctl-reconciler last did: revision, result, counts, errors",
+		Long: `Read the status that gpuctl-reconciler records in its namespace (ConfigMap gpuctl-status):
+the source and revision, the result of the last sync, when it ran, the plan summary and the
+errors. Needs only a kubeconfig that can read ConfigMaps in that namespace.`,
+		Example: `  gpuctl status
+  gpuctl status -o json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
+				return err
+			}
+			store, err := storeFor(&ko, namespace)
+			if err != nil {
+				return err
+			}
+			st, _, err := store.Read(cmd.Context())
+			if err != nil {
+				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("read status: %w", err)}
+			}
+			return printStatus(s.Out, st, output, newPalette(s.Out, "auto"))
+		},
+	}
+	ko.BindFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&namespace, "namespace", "n", keys.SystemNamespace, "the namespace of gpuctl-reconciler")
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
+	return cmd
+}
+
+func printStatus(w io.Writer, st daemon.Status, output string, p palette) error {
+	switch output {
+	case "json":
+		return writeJSON(w, st)
+	case "yaml":
+		b, err := sigsyaml.Marshal(st)
+		if err != nil {
+			return err
+		}
+		_, err = w.Write(b)
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	row := func(k, v string) {
+		if v != "" {
+			fmt.Fprintf(tw, "%s\t%s\n", k, v)
+		}
+	}
+	row("Source:", st.Source)
+	rev := sources.ShortID(st.Revision)
+	if st.RevisionMessage != "" {
+		rev += "  " + st.RevisionMessage
+	}
+	row("Revision:", rev)
+	if st.AppliedRevision != st.Revision {
+		row("Applied:", sources.ShortID(st.AppliedRevision))
+	}
+	result := string(st.Result)
+	if st.Result == daemon.ResultSucceeded {
+		result = p.green(result)
+	} else if st.Result != daemon.ResultPending {
+		result = p.red(result)
+	}
+	if st.Message != "" {
+		result += ": " + st.Message
+	}
+	row("Result:", result)
+	if !st.LastAttempt.IsZero() {
+		row("Last sync:", fmt.Sprintf("%s (%s ago), took %s", st.LastAttempt.UTC().Format(time.RFC3339),
+			humanize.Age(time.Since(st.LastAttempt)), humanize.Duration(st.Duration)))
+	}
+	if !st.LastSuccess.IsZero() {
+		row("Last success:", st.LastSuccess.UTC().Format(time.RFC3339))
+	}
+	row("Summary:", st.Summary)
+	row("Leader:", st.Leader)
+	_ = tw.Flush()
+	if len(st.TakenBack) > 0 {
+		fmt.Fprintln(w, "Taken back from other managers (Git wins on what a revision changes):")
+		for _, e := range st.TakenBack {
+			fmt.Fprintln(w, "  "+e)
+		}
+	}
+	if len(st.Errors) > 0 {
+		fmt.Fprintln(w, "Errors:")
+		for _, e := range st.Errors {
+			fmt.Fprintln(w, "  "+e)
+		}
+	}
+	return nil
+}
+
+// requestSync asks the daemon for a sync and waits until it has handled it.
+func requestSync(ctx context.Context, s Streams, store *daemon.Store, timeout time.Duration) (daemon.Status, error) {
+	id := time.Now().UTC().Format(time.RFC3339Nano)
+	if err := store.Request(ctx, id); err != nil {
+		return daemon.Status{}, &ExitError{Code: ExitTrouble, Err: err}
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	start := time.Now()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	lastNote := time.Duration(0)
+	for {
+		st, _, err := store.Read(ctx)
+		if err == nil && st.LastHandledRequest == id {
+			return st, nil
+		}
+		if waited := time.Since(start); waited-lastNote >= 5*time.Second {
+			lastNote = waited
+			fmt.Fprintf(s.Err, "waiting for gpuctl-reconciler to handle the request (%s)\n", humanize.Duration(waited))
+		}
+		select {
+		case <-ctx.Done():
+			return daemon.Status{}, &ExitError{Code: ExitTrouble, Err: fmt.Errorf("no answer from gpuctl-reconciler within %s (request %s): is it running? see gpuctl status", timeout, id)}
+		case <-tick.C:
+		}
+	}
+}
+
+// resultError maps a sync result to the exit code of gpuctl sync.
+func resultError(st daemon.Status) error {
+	switch st.Result {
+	case daemon.ResultSucceeded:
+		return nil
+	case daemon.ResultInvalid, daemon.ResultRefused:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("sync %s: %s", strings.ToLower(string(st.Result)), st.Message)}
+	}
+	return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("sync %s: %s", strings.ToLower(string(st.Result)), st.Message)}
+}

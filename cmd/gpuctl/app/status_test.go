@@ -1,0 +1,47 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+)
+
+// TestStatusReadsAsAPersonWrites: gpuctl status rounds the sync's duration, prints its age as
+// kubectl prints ages, and shortens the revision.
+func TestStatusReadsAsAPersonWrites(t *testing.T) {
+	st := daemon.Status{Source: "git https://example.com/gpus.git", Result: daemon.ResultSucceeded,
+		Revision: "main@0123456789abcdef0123456789abcdef01234567", AppliedRevision: "main@0123456789abcdef0123456789abcdef01234567",
+		LastAttempt: time.Now().Add(-3*time.Hour - 10*time.Minute), Duration: 65432 * time.Millisecond}
+	var buf bytes.Buffer
+	if err := printStatus(&buf, st, "text", palette{}); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"(3h ago), took 1m5s\n", "main@0123456789ab\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("status lacks %q:\n%s", want, out)
+		}
+	}
+	for _, bad := range []string{"3h10m", "5.432s", "0123456789abcdef0123456789abcdef01234567"} {
+		if strings.Contains(out, bad) {
+			t.Errorf("status shows %q:\n%s", bad, out)
+		}
+	}
+}
+
+// TestStatusShowsWhatWasTakenBack: the fields a revision took back from another manager
+// (kubectl scale) are listed, as the status JSON records them.
+func TestStatusShowsWhatWasTakenBack(t *testing.T) {
+	st := daemon.Status{Result: daemon.ResultSucceeded, TakenBack: []string{`Deployment team-a/web: took back .spec.replicas from "kubectl"`}}
+	var buf bytes.Buffer
+	if err := printStatus(&buf, st, "text", palette{}); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Taken back from other managers") ||
+		!strings.Contains(buf.String(), `  Deployment team-a/web: took back .spec.replicas from "kubectl"`+"\n") {
+		t.Errorf("status does not list what was taken back:\n%s", buf.String())
+	}
+}

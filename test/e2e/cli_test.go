@@ -1,0 +1,96 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
+	"github.com/gpuctl/gpuctl/test/testcluster"
+)
+
+func gpuctl(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	return gpuctlAs(t, testcluster.Current().Kubeconfig, args...)
+}
+
+// gpuctlAs runs the CLI with a kubeconfig of other credentials than the cluster's admin.
+func gpuctlAs(t *testing.T, kubeconfig string, args ...string) (string, string, int) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	cmd := app.NewRootCommand(app.Streams{Out: &out, Err: &errOut})
+	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	err := cmd.Execute()
+	if err != nil && err.Error() != "" {
+		errOut.WriteString("error: " + err.Error() + "\n")
+	}
+	return out.String(), errOut.String(), app.Code(err)
+}
+
+// copyTree copies examples/ so that the test can edit it.
+func copyTree(t *testing.T, src string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if out, err := exec.Command("cp", "-a", src+"/.", dst).CombinedOutput(); err != nil {
+		t.Fatalf("cp: %v: %s", err, out)
+	}
+	return dst
+}
+
+// TestDiffAndSyncExamples: diff shows the changes and exits 1; sync --dry-run writes nothing;
+// sync applies; diff then exits 0; an edit shows as an update with its field; a deleted file
+// is pruned by the next sync. The teams' objects are written as their tenants, under the
+// tenant ClusterRole of deploy/ (installed by the local cluster).
+func TestDiffAndSyncExamples(t *testing.T) {
+	repo := copyTree(t, "../../examples")
+	out, errOut, code := gpuctl(t, "diff", repo, "--color", "never")
+	if code != app.ExitFailed || !strings.Contains(out, "+ create Job default/qwen2-72b-fullft (training/qwen2-72b-fullft.yaml)") {
+		t.Fatalf("first diff: exit %d\n%s\n%s", code, tail(out), errOut)
+	}
+	if !strings.Contains(out, "+22 in training-pool") {
+		t.Errorf("summary lacks the GPU budget: %s", tail(out))
+	}
+	if _, _, code = gpuctl(t, "sync", "--local", repo, "--dry-run"); code != 0 {
+		t.Fatalf("dry run exit %d", code)
+	}
+	if _, _, code = gpuctl(t, "diff", repo); code != app.ExitFailed {
+		t.Fatalf("a dry run wrote something: diff exit %d", code)
+	}
+	out, errOut, code = gpuctl(t, "sync", "--local", repo, "--color", "never")
+	if code != 0 || !strings.Contains(out, "sync: ") || strings.Contains(out, "failed") {
+		t.Fatalf("sync: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if out, _, code = gpuctl(t, "diff", repo); code != 0 || !strings.HasPrefix(strings.TrimSpace(out), "no changes") {
+		t.Fatalf("diff after sync: exit %d\n%s", code, out)
+	}
+
+	edit := filepath.Join(repo, "inference", "llama3-8b-inference.yaml")
+	data, _ := os.ReadFile(edit)
+	if err := os.WriteFile(edit, bytes.Replace(data, []byte("replicas: 2"), []byte("replicas: 3"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = gpuctl(t, "diff", repo, "--color", "never")
+	if code != app.ExitFailed || !strings.Contains(out, "~ update Deployment default/llama3-8b-inference") ||
+		!strings.Contains(out, "-  replicas: 2") || !strings.Contains(out, "+  replicas: 3") || !strings.Contains(out, "+1 in inference-pool") {
+		t.Fatalf("diff of an edit: exit %d\n%s", code, out)
+	}
+
+	if err := os.Remove(filepath.Join(repo, "compute", "test-nginx.yaml")); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code = gpuctl(t, "sync", "--local", repo, "--color", "never")
+	if code != 0 || !strings.Contains(out, "delete  Deployment") || !strings.Contains(out, "test-nginx") {
+		t.Fatalf("sync after removing a file: exit %d\n%s", code, out)
+	}
+}
+
+func tail(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > 15 {
+		lines = lines[len(lines)-15:]
+	}
+	return strings.Join(lines, "\n")
+}

@@ -1,0 +1,10 @@
+package e2e
+
+import (
+	"os"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/test/testcluster"
+)
+
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})) }
