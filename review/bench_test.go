@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/test/gittest"
 	"github.com/gpuctl/gpuctl/review"
+	"github.com/gpuctl/gpuctl/test/gittest"
 )
 
 // benchBar is the time a diff of two revisions of a 1,000-file repository may take.

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuctl/gpuctl/test/gittest"
 	"github.com/gpuctl/gpuctl/review"
+	"github.com/gpuctl/gpuctl/test/gittest"
 )
 
 // tenancyBase is a base revision with the fixture's namespace mapping and policy

@@ -1,5 +1,3 @@
-// Package configmap writes the daemon's bookkeeping ConfigMaps (status, drift report): data
-// keys merged in, the ConfigMap created when missing.
 package configmap
 
 import (

@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
 	"github.com/gpuctl/gpuctl/sources/local"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources/local"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )

@@ -15,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/test/gittest"
-	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"
+	"github.com/gpuctl/gpuctl/test/gittest"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )

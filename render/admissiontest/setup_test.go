@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
 // The namespaces of the tests: two tenants and one that no tenant directory maps.

@@ -9,9 +9,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuctl/gpuctl/internal/logging"
+	"github.com/gpuctl/gpuctl/internal/version"
 	"github.com/gpuctl/gpuctl/nodelabeler"
 	"github.com/gpuctl/gpuctl/nodelabeler/nvmlinfo"
-	"github.com/gpuctl/gpuctl/internal/version"
 )
 
 // kubeOptions choose the cluster.

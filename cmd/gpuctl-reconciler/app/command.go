@@ -10,10 +10,10 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
+	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/drift/detector"
-	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
-	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/logging"
 	"github.com/gpuctl/gpuctl/internal/version"

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
+	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/prometheus/client_golang/prometheus"
