@@ -8,42 +8,79 @@ import (
 )
 
 // The routes of the read model (package cluster): jobs, pools, nodes and quotas. Each parses
-// its query, asks the reader and writes its answer as JSON; cluster's typed errors become 404
-// and 400 in fail.
+// its path and query and asks the reader; fromCluster writes the answer as JSON, and fail
+// turns cluster's typed errors into 404 and 400.
 
-// listJobs serves GET /api/v1/jobs?kind&pool&status&page&pageSize.
-func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
+// fromCluster is the handler of a read-model route: read's answer as JSON, or its error.
+func fromCluster[T any](s *server, read func(rd *cluster.Reader, r *http.Request) (T, error)) apiFunc {
+	return func(w http.ResponseWriter, r *http.Request) error {
+		rd, err := s.reader()
+		if err != nil {
+			return err
+		}
+		v, err := read(rd, r)
+		if err != nil {
+			return err
+		}
+		writeJSON(w, http.StatusOK, v)
+		return nil
+	}
+}
+
+// listJobs answers GET /api/v1/jobs?kind&pool&status&page&pageSize.
+func listJobs(rd *cluster.Reader, r *http.Request) (cluster.JobList, error) {
 	q := r.URL.Query()
 	page, err := parsePage(q)
 	if err != nil {
-		return err
+		return cluster.JobList{}, err
 	}
-	rd, err := s.reader()
-	if err != nil {
-		return err
-	}
-	list, err := rd.Jobs(r.Context(), cluster.JobFilter{Kind: q.Get("kind"), Pool: q.Get("pool"),
+	return rd.Jobs(r.Context(), cluster.JobFilter{Kind: q.Get("kind"), Pool: q.Get("pool"),
 		Status: q.Get("status"), Page: page})
-	return answer(w, list, err)
 }
 
-// getJob serves GET /api/v1/jobs/{jobId}.
-func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
-	rd, err := s.reader()
+// getJob answers GET /api/v1/jobs/{jobId}.
+func getJob(rd *cluster.Reader, r *http.Request) (cluster.JobDetail, error) {
+	return rd.Job(r.Context(), r.PathValue("jobId"))
+}
+
+// listPools answers GET /api/v1/pools.
+func listPools(rd *cluster.Reader, r *http.Request) (cluster.PoolList, error) {
+	return rd.Pools(r.Context())
+}
+
+// getPool answers GET /api/v1/pools/{name}.
+func getPool(rd *cluster.Reader, r *http.Request) (cluster.PoolDetail, error) {
+	return rd.Pool(r.Context(), r.PathValue("name"))
+}
+
+// listNodes answers GET /api/v1/nodes?pool&gpuType&status&page&pageSize.
+func listNodes(rd *cluster.Reader, r *http.Request) (cluster.NodeList, error) {
+	q := r.URL.Query()
+	page, err := parsePage(q)
 	if err != nil {
-		return err
+		return cluster.NodeList{}, err
 	}
-	job, err := rd.Job(r.Context(), r.PathValue("jobId"))
-	return answer(w, job, err)
+	return rd.Nodes(r.Context(), cluster.NodeFilter{Pool: q.Get("pool"), GPUType: q.Get("gpuType"),
+		Status: q.Get("status"), Page: page})
 }
 
-// listPools serves GET /api/v1/pools.
-func (s *server) listPools(w http.ResponseWriter, r *http.Request) error {
-	items, err := s.poolSummaries(r.Context())
-	return answer(w, cluster.PoolList{Items: items}, err)
+// getNode answers GET /api/v1/nodes/{name}.
+func getNode(rd *cluster.Reader, r *http.Request) (cluster.NodeDetail, error) {
+	return rd.Node(r.Context(), r.PathValue("name"))
 }
 
-// poolSummaries are the summaries of every pool, by name (for the API and the web page).
+// listQuotas answers GET /api/v1/quotas.
+func listQuotas(rd *cluster.Reader, r *http.Request) (cluster.QuotaList, error) {
+	return rd.Quotas(r.Context())
+}
+
+// getQuota answers GET /api/v1/quotas/{user}: the user's quota (the first by name when a
+// namespace has several).
+func getQuota(rd *cluster.Reader, r *http.Request) (cluster.Quota, error) {
+	return rd.Quota(r.Context(), r.PathValue("user"))
+}
+
+// poolSummaries are the summaries of every pool, by name, for the web page.
 func (s *server) poolSummaries(ctx context.Context) ([]cluster.PoolSummary, error) {
 	rd, err := s.reader()
 	if err != nil {
@@ -53,50 +90,7 @@ func (s *server) poolSummaries(ctx context.Context) ([]cluster.PoolSummary, erro
 	return list.Items, err
 }
 
-// getPool serves GET /api/v1/pools/{name}.
-func (s *server) getPool(w http.ResponseWriter, r *http.Request) error {
-	rd, err := s.reader()
-	if err != nil {
-		return err
-	}
-	pool, err := rd.Pool(r.Context(), r.PathValue("name"))
-	return answer(w, pool, err)
-}
-
-// listNodes serves GET /api/v1/nodes?pool&gpuType&status&page&pageSize.
-func (s *server) listNodes(w http.ResponseWriter, r *http.Request) error {
-	q := r.URL.Query()
-	page, err := parsePage(q)
-	if err != nil {
-		return err
-	}
-	rd, err := s.reader()
-	if err != nil {
-		return err
-	}
-	list, err := rd.Nodes(r.Context(), cluster.NodeFilter{Pool: q.Get("pool"), GPUType: q.Get("gpuType"),
-		Status: q.Get("status"), Page: page})
-	return answer(w, list, err)
-}
-
-// getNode serves GET /api/v1/nodes/{name}.
-func (s *server) getNode(w http.ResponseWriter, r *http.Request) error {
-	rd, err := s.reader()
-	if err != nil {
-		return err
-	}
-	node, err := rd.Node(r.Context(), r.PathValue("name"))
-	return answer(w, node, err)
-}
-
-// listQuotas serves GET /api/v1/quotas.
-func (s *server) listQuotas(w http.ResponseWriter, r *http.Request) error {
-	qs, err := s.quotas(r.Context())
-	return answer(w, cluster.QuotaList{Items: qs}, err)
-}
-
-// quotas are gpuctl's quotas in all namespaces, by namespace and name (for the API and the
-// web page).
+// quotas are gpuctl's quotas in all namespaces, by namespace and name, for the web page.
 func (s *server) quotas(ctx context.Context) ([]cluster.Quota, error) {
 	rd, err := s.reader()
 	if err != nil {
@@ -104,24 +98,4 @@ func (s *server) quotas(ctx context.Context) ([]cluster.Quota, error) {
 	}
 	list, err := rd.Quotas(ctx)
 	return list.Items, err
-}
-
-// getQuota serves GET /api/v1/quotas/{user}: the user's quota (the first by name when a
-// namespace has several).
-func (s *server) getQuota(w http.ResponseWriter, r *http.Request) error {
-	rd, err := s.reader()
-	if err != nil {
-		return err
-	}
-	quota, err := rd.Quota(r.Context(), r.PathValue("user"))
-	return answer(w, quota, err)
-}
-
-// answer writes v as a 200 answer, or returns err.
-func answer(w http.ResponseWriter, v any, err error) error {
-	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, v)
-	return nil
 }

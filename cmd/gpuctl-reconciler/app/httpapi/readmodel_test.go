@@ -134,25 +134,20 @@ func TestReadModelAnswersAreTheReaders(t *testing.T) {
 	}
 }
 
-func TestListJobsBadQuery(t *testing.T) {
+func TestListBadQuery(t *testing.T) {
 	h, _ := testServer(t)
-	for _, query := range []string{"pageSize=0", "pageSize=501", "pageSize=x", "page=0", "page=-1", "page=1.5",
-		"page=99999999999999999999", "status=bogus", "kind=pool", "kind=Training", "pool=bad%20pool!"} {
-		e := wantError(t, do(t, h, http.MethodGet, "/api/v1/jobs?"+query, userToken), http.StatusBadRequest)
-		param, _, _ := strings.Cut(query, "=")
-		if !strings.HasPrefix(e.Message, param+":") {
-			t.Errorf("%s: message %q does not name the parameter", query, e.Message)
-		}
+	queries := map[string][]string{
+		"/api/v1/jobs": {"pageSize=0", "pageSize=501", "pageSize=x", "page=0", "page=-1", "page=1.5",
+			"page=99999999999999999999", "status=bogus", "kind=pool", "kind=Training", "pool=bad%20pool!"},
+		"/api/v1/nodes": {"pageSize=0", "status=bogus", "pool=a%20b", "gpuType=a%2Fb%2Fc"},
 	}
-}
-
-func TestListNodesBadQuery(t *testing.T) {
-	h, _ := testServer(t)
-	for _, query := range []string{"pageSize=0", "status=bogus", "pool=a%20b", "gpuType=a%2Fb%2Fc"} {
-		e := wantError(t, do(t, h, http.MethodGet, "/api/v1/nodes?"+query, userToken), http.StatusBadRequest)
-		param, _, _ := strings.Cut(query, "=")
-		if !strings.HasPrefix(e.Message, param+":") {
-			t.Errorf("%s: message %q does not name the parameter", query, e.Message)
+	for path, qs := range queries {
+		for _, query := range qs {
+			e := wantError(t, do(t, h, http.MethodGet, path+"?"+query, userToken), http.StatusBadRequest)
+			param, _, _ := strings.Cut(query, "=")
+			if !strings.HasPrefix(e.Message, param+":") {
+				t.Errorf("%s?%s: message %q does not name the parameter", path, query, e.Message)
+			}
 		}
 	}
 }

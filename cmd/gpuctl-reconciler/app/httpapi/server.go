@@ -120,14 +120,14 @@ func (s *server) routes(mux *http.ServeMux) {
 	get("/api/v1/status", s.getStatus)
 	get("/api/v1/plan", s.getPlan)
 	get("/api/v1/drift", s.getDrift)
-	get("/api/v1/jobs", s.listJobs)
-	get("/api/v1/jobs/{jobId}", s.getJob)
-	get("/api/v1/pools", s.listPools)
-	get("/api/v1/pools/{name}", s.getPool)
-	get("/api/v1/nodes", s.listNodes)
-	get("/api/v1/nodes/{name}", s.getNode)
-	get("/api/v1/quotas", s.listQuotas)
-	get("/api/v1/quotas/{user}", s.getQuota)
+	get("/api/v1/jobs", fromCluster(s, listJobs))
+	get("/api/v1/jobs/{jobId}", fromCluster(s, getJob))
+	get("/api/v1/pools", fromCluster(s, listPools))
+	get("/api/v1/pools/{name}", fromCluster(s, getPool))
+	get("/api/v1/nodes", fromCluster(s, listNodes))
+	get("/api/v1/nodes/{name}", fromCluster(s, getNode))
+	get("/api/v1/quotas", fromCluster(s, listQuotas))
+	get("/api/v1/quotas/{user}", fromCluster(s, getQuota))
 	// Node label writes: node labels come from pool files in Git too.
 	for _, path := range []string{"/api/v1/nodes/{name}/labels", "/api/v1/nodes/{name}/labels/{key...}",
 		"/api/v1/nodes/labels/batch"} {
