@@ -1,8 +1,6 @@
 package render
 
 import (
-	"encoding/json"
-
 	"github.com/gpuctl/gpuctl/internal/keys"
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
@@ -40,16 +38,10 @@ func priorityClasses() []runtime.Object {
 	return out
 }
 
-// PoolRegistryEntry is how one node of a pool is recorded in the pool registry.
-type PoolRegistryEntry struct {
-	Name    string `json:"name"`
-	GPUType string `json:"gpuType,omitempty"`
-}
-
 // buildPool renders a pool: label intents on its nodes (partial Node objects, applied with
-// server-side apply, never created) and the pool's registry ConfigMap.
+// server-side apply, never created) and the pool's registry ConfigMap (see PoolRecord).
 func buildPool(p *Pool, source, systemNamespace string) []runtime.Object {
-	entries := make([]PoolRegistryEntry, 0, len(p.Nodes))
+	rec := PoolRecord{Name: p.Name, Description: p.Description, Nodes: make([]PoolRegistryEntry, 0, len(p.Nodes))}
 	var out []runtime.Object
 	for _, n := range p.Nodes {
 		labels := map[string]string{keys.Pool: p.Name}
@@ -58,23 +50,13 @@ func buildPool(p *Pool, source, systemNamespace string) []runtime.Object {
 			e.GPUType = NormalizeGPUType(n.GPUType)
 			labels[keys.GPUType] = e.GPUType
 		}
-		entries = append(entries, e)
+		rec.Nodes = append(rec.Nodes, e)
 		out = append(out, &corev1.Node{
 			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Node"},
 			ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: labels},
 		})
 	}
-	nodes, _ := json.Marshal(entries) // cannot fail: strings only
-	labels := managedLabels()
-	labels[keys.PoolRegistry] = "true"
-	labels[keys.Pool] = p.Name
-	cm := &corev1.ConfigMap{
-		TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"},
-		ObjectMeta: metav1.ObjectMeta{Name: keys.PoolRegistryPrefix + p.Name, Namespace: systemNamespace,
-			Labels: labels, Annotations: map[string]string{keys.Source: source}},
-		Data: map[string]string{"name": p.Name, "description": p.Description, "nodes": string(nodes)},
-	}
-	return append(out, cm)
+	return append(out, rec.ConfigMap(systemNamespace, source))
 }
 
 // buildQuota renders a Namespace and a ResourceQuota for each user.

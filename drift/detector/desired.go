@@ -9,6 +9,7 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -123,7 +124,7 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 		if ds.partOf == "" {
 			ds.partOf = u.GetLabels()[keys.ApplySetPartOf]
 		}
-		if u.GetLabels()[keys.PoolRegistry] == "true" {
+		if render.IsPoolRegistry(u.GetLabels()) {
 			poolSource[u.GetLabels()[keys.Pool]] = ann[keys.Source]
 		}
 	}

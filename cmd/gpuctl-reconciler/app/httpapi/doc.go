@@ -1,12 +1,15 @@
-// Package httpapi is the HTTP API of gpuctl-reconciler: health and readiness probes, Prometheus
-// metrics, the Git webhooks, and a read-only REST API under /api/v1 (seeds/001 §7) that shows the
-// daemon's status and plan, the gpuctl workloads, pools, nodes and quotas of the cluster, and lets
-// an admin ask for a sync.
+// Package httpapi is the HTTP server of gpuctl-reconciler: health and readiness probes,
+// Prometheus metrics, the Git webhooks, a read-only REST API under /api/v1 that shows the
+// daemon's status and plan and the gpuctl workloads, pools, nodes and quotas of the cluster and
+// lets an admin ask for a sync, and a web page. It is transport only: routing, query parsing,
+// status codes, JSON errors, authentication and the page's rendering. What the cluster holds is
+// read by package cluster (the read model), whose types are the answers of the jobs, pools,
+// nodes and quotas routes; the daemon's status, plan and drift come from the Backend.
 //
 // gpuctl is GitOps: jobs, pools and quotas are created, changed and deleted by committing their
-// files to Git, never through this API. The write endpoints of the seed (POST /api/v1/jobs,
-// DELETE /api/v1/jobs/{jobId}, POST /api/v1/pools, ...) answer 405 with a JSON error that says
-// to commit the file to Git instead.
+// files to Git, never through this API. The write endpoints of a job API (POST /api/v1/jobs,
+// DELETE /api/v1/jobs/{jobId}, POST /api/v1/pools, node label writes, ...) answer 405 with a
+// JSON error that says to commit the file to Git instead.
 //
 // # Routes
 //
@@ -19,20 +22,27 @@
 //	POST /api/v1/sync                202 {"requestId"}; admin tokens only (else 403)
 //	GET  /api/v1/plan                reconciler.Plan plus "summary"
 //	GET  /api/v1/drift               ?since=24h → drift.Report plus "summary"; "history" of since
-//	GET  /api/v1/jobs                ?kind&pool&status&page&pageSize → JobList
-//	GET  /api/v1/jobs/{jobId}        JobDetail
-//	GET  /api/v1/pools               PoolList
-//	GET  /api/v1/pools/{name}        PoolDetail
-//	GET  /api/v1/nodes               ?pool&gpuType&status&page&pageSize → NodeList
-//	GET  /api/v1/nodes/{name}        NodeDetail
-//	GET  /api/v1/quotas              QuotaList
-//	GET  /api/v1/quotas/{user}       Quota
+//	GET  /api/v1/jobs                ?kind&pool&status&page&pageSize → cluster.JobList
+//	GET  /api/v1/jobs/{jobId}        cluster.JobDetail
+//	GET  /api/v1/pools               cluster.PoolList
+//	GET  /api/v1/pools/{name}        cluster.PoolDetail
+//	GET  /api/v1/nodes               ?pool&gpuType&status&page&pageSize → cluster.NodeList
+//	GET  /api/v1/nodes/{name}        cluster.NodeDetail
+//	GET  /api/v1/quotas              cluster.QuotaList
+//	GET  /api/v1/quotas/{user}       cluster.Quota
 //
 // Every /api/v1 request needs "Authorization: Bearer <token>", resolved by a TokenSource such as
 // StaticTokens (a kube-apiserver-style token file of lines "token,name[,admin]"). Errors are JSON,
-// {"error": "...", "code": N}, with the codes of seeds/001 §7.1: 400 bad query, 401 no or unknown
-// token (with a WWW-Authenticate: Bearer header), 403 not an admin, 404 unknown job, pool, node,
-// user or path, 405 a write (GitOps) or a wrong method, 500 the cluster or the daemon failed.
+// {"error": "...", "code": N}: 400 bad query (a cluster.FilterError, a bad page or pageSize) or
+// ambiguous job name (cluster.AmbiguousError), 401 no or unknown token (with a
+// WWW-Authenticate: Bearer header), 403 not an admin, 404 unknown job, pool, node, user
+// (cluster.NotFoundError) or path, 405 a write (GitOps) or a wrong method, 500 the cluster or
+// the daemon failed.
+//
+// The list routes page their answers: page from 1 (default 1), pageSize from 1 to 500 (default
+// 20). The filters are cluster.JobFilter and cluster.NodeFilter: kind, pool and status (in any
+// case, with or without a space, dash or underscore) of jobs; pool, gpuType (with or without
+// the g8s.host/ prefix) and status (Ready or NotReady) of nodes.
 //
 // GET /api/v1/drift answers the daemon's drift report (drift.Report: where the cluster differs
 // from Git, who changed it, shadow GPU workloads) with its summary line and, in "history", the
@@ -43,9 +53,9 @@
 //
 // GET / is a read-only page for people: the sync status, the drift report with the last 24 h
 // of its history, and bar charts of the GPUs requested against each team's quota and of the
-// GPUs used in each pool. It is rendered on the server (html/template, no script, no external
-// asset: it works offline), reloads itself every 30 s, and shows a failed data source as an
-// error in that section only. It needs the same tokens as /api/v1; since a browser cannot send
+// GPUs used in each pool (read through package cluster, as the API reads them). It is rendered
+// on the server (html/template, no script, no external asset: it works offline), reloads
+// itself every 30 s, and shows a failed data source as an error in that section only. It needs the same tokens as /api/v1; since a browser cannot send
 // a bearer token, it also accepts HTTP Basic authentication with any user name and a token as
 // the password, and answers 401 with WWW-Authenticate: Basic realm="gpuctl" so that the browser
 // asks for them. Serve it over TLS (a Basic password is only encoded). Other paths outside /api
@@ -53,24 +63,9 @@
 //
 // # Job identifiers
 //
-// A job is a gpuctl workload: a Job, Deployment or StatefulSet labelled
-// g8s.host/managed-by=gpuctl with a g8s.host/job-type. Its jobId is "<namespace>.<name>", which
-// is URL-safe and unambiguous because namespaces hold no dots. GET /api/v1/jobs/{jobId} also
-// accepts a bare name when exactly one namespace has a job of that name. The detail's
-// yamlContent is empty (the file lives in Git); its "source" field is the file's path there
-// (annotation g8s.host/source), and its metrics are zeros until metrics are collected.
-//
-// A job's status follows seeds/002 (JobStatus, DeploymentStatus, StatefulSetStatus): Pending,
-// Running, Partially Running, Succeeded or Failed. The status filter accepts these in any case,
-// with or without a space, dash or underscore (running, partially-running, ...).
-//
-// # Pools and nodes
-//
-// The pools are the registry ConfigMaps that pool files render (gpuctl-pool-<name> in the system
-// namespace) together with the values of the g8s.host/pool node label; nodes without the label
-// form the "default" pool. A pool's GPUs are the nodes' allocatable nvidia.com/gpu; the used GPUs
-// are the nvidia.com/gpu requests of the pods on those nodes that have not terminated, whoever
-// runs them.
+// A jobId is "<namespace>.<name>"; GET /api/v1/jobs/{jobId} also accepts a bare name when
+// exactly one namespace has a job of that name (see package cluster for jobs, their statuses,
+// pools and nodes).
 //
 // # Usage
 //
@@ -97,7 +92,7 @@
 // its answer (a log follow, an event stream) must be, or the write timeout cuts it and the
 // read timeout cancels its context. No route streams today.
 //
-// The handler reads the cluster with plain List and Get calls on every request; the daemon's
-// ServiceAccount needs list and get on jobs, deployments, statefulsets, pods, nodes and
-// resourcequotas cluster-wide, and on configmaps in the system namespace.
+// The handler reads the cluster through a cluster.Reader, with plain List and Get calls on every
+// request; the daemon's ServiceAccount needs list and get on jobs, deployments, statefulsets,
+// pods, nodes and resourcequotas cluster-wide, and on configmaps in the system namespace.
 package httpapi

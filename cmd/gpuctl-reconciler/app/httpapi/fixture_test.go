@@ -5,24 +5,18 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/gpuctl/gpuctl/drift"
 	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	"github.com/prometheus/client_golang/prometheus"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -72,15 +66,12 @@ func (b *fakeBackend) RequestSync(context.Context) (string, error) {
 	return "req-1", nil
 }
 
-var t0 = time.Date(2024, 6, 1, 10, 0, 0, 0, time.UTC)
-
-func at(d time.Duration) *metav1.Time { t := metav1.NewTime(t0.Add(d)); return &t }
-
-// testServer is the handler over the fixture cluster, a fake backend and a fresh registry.
+// testServer is the handler over the fixture cluster (clusterfixture.Objects, or objs when
+// there are any), a fake backend and a fresh registry.
 func testServer(t *testing.T, objs ...runtime.Object) (http.Handler, *fakeBackend) {
 	t.Helper()
 	if objs == nil {
-		objs = cluster()
+		objs = clusterfixture.Objects()
 	}
 	b := &fakeBackend{status: daemon.Status{Source: "git https://example.com/gpus.git", Result: daemon.ResultSucceeded,
 		Revision: "main@abc123", Summary: "no changes"}}
@@ -158,147 +149,3 @@ func wantError(t *testing.T, w *httptest.ResponseRecorder, code int) Error {
 }
 
 var errBoom = errors.New("boom")
-
-// cluster is the fixture: four nodes, two registered pools, six gpuctl jobs, pods and quotas.
-func cluster() []runtime.Object {
-	objs := []runtime.Object{
-		node("cpu-1", "", "", 0, true),
-		node("gpu-1", "training-pool", "a100-80g", 8, true),
-		node("gpu-2", "training-pool", "a100-40g", 8, false),
-		node("gpu-3", "", "t4", 4, true),
-		registry("training-pool", "for training", `[{"name":"gpu-1","gpuType":"a100-80g"},{"name":"gpu-2","gpuType":"a100-40g"}]`),
-		registry("inference-pool", "for inference", `[{"name":"inf-1","gpuType":"a10-24g"}]`),
-		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "unrelated", Namespace: keys.SystemNamespace}},
-	}
-	sft := job("alice", "sft", "training-pool", 4, batchv1.JobStatus{Active: 1, StartTime: at(5 * time.Minute)})
-	sft.Annotations = map[string]string{keys.Source: "teams/alice/sft.yaml", keys.Description: "qwen2 sft"}
-	sft.Spec.Template.Spec.NodeSelector = map[string]string{keys.GPUType: "a100-80g"}
-	objs = append(objs, sft,
-		job("alice", "old", "training-pool", 2, batchv1.JobStatus{Succeeded: 1}),
-		job("bob", "failed-run", keys.DefaultPool, 0, batchv1.JobStatus{Failed: 1}),
-		deployment("bob", "llm", "inference", keys.DefaultPool, 2, 1, 1),
-		deployment("bob", "web", "compute", keys.DefaultPool, 1, 1, 0),
-		statefulSet("alice", "nb", "training-pool", 1, 0),
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "other", Namespace: "bob"}},
-		&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "not-a-job", Namespace: "bob",
-			Labels: map[string]string{keys.ManagedBy: keys.ManagedByValue}}},
-		pod("alice", "sft-abcde", "sft", "gpu-1", corev1.PodRunning, 4, at(5*time.Minute)),
-		pod("alice", "old-xyz", "old", "gpu-1", corev1.PodSucceeded, 2, at(0)),
-		pod("bob", "llm-1", "llm", "gpu-3", corev1.PodRunning, 1, at(10*time.Minute)),
-		pod("bob", "llm-2", "llm", "", corev1.PodPending, 1, nil),
-		pod("bob", "stray", "", "gpu-2", corev1.PodRunning, 2, at(0)),
-		quota("alice", "team-quota", corev1.ResourceList{corev1.ResourceRequestsCPU: q("10"),
-			corev1.ResourceRequestsMemory: q("20Gi"), keys.QuotaRequestsGPU: q("4")},
-			corev1.ResourceList{corev1.ResourceRequestsCPU: q("5"), corev1.ResourceRequestsMemory: q("5Gi"),
-				keys.QuotaRequestsGPU: q("4")}),
-		quota("bob", "team-quota", corev1.ResourceList{keys.QuotaRequestsGPU: q("2")},
-			corev1.ResourceList{keys.QuotaRequestsGPU: q("1")}),
-		&corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "manual", Namespace: "carol"}},
-	)
-	return objs
-}
-
-func q(s string) resource.Quantity { return resource.MustParse(s) }
-
-func node(name, pool, gpuType string, gpus int64, ready bool) *corev1.Node {
-	labels := map[string]string{"kubernetes.io/hostname": name}
-	if pool != "" {
-		labels[keys.Pool] = pool
-	}
-	if gpuType != "" {
-		labels[keys.GPUType] = gpuType
-	}
-	status := corev1.ConditionFalse
-	if ready {
-		status = corev1.ConditionTrue
-	}
-	alloc := corev1.ResourceList{corev1.ResourceCPU: q("64"), corev1.ResourceMemory: q("256Gi")}
-	if gpus > 0 {
-		alloc[keys.ResourceGPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
-	}
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, CreationTimestamp: metav1.NewTime(t0)},
-		Status: corev1.NodeStatus{Allocatable: alloc, Conditions: []corev1.NodeCondition{
-			{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, LastHeartbeatTime: *at(time.Hour)},
-			{Type: corev1.NodeReady, Status: status, LastHeartbeatTime: *at(2 * time.Hour)},
-		}},
-	}
-}
-
-func registry(name, desc, nodes string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		ObjectMeta: metav1.ObjectMeta{Name: keys.PoolRegistryPrefix + name, Namespace: keys.SystemNamespace,
-			Labels: map[string]string{keys.PoolRegistry: "true", keys.Pool: name, keys.ManagedBy: keys.ManagedByValue}},
-		Data: map[string]string{"name": name, "description": desc, "nodes": nodes},
-	}
-}
-
-func jobLabels(name, kind, pool string) map[string]string {
-	return map[string]string{keys.JobType: kind, keys.Pool: pool, keys.Priority: "medium", keys.App: name,
-		keys.ManagedBy: keys.ManagedByValue}
-}
-
-func template(name, kind, pool string, gpus int64) corev1.PodTemplateSpec {
-	res := corev1.ResourceList{corev1.ResourceCPU: q("32"), corev1.ResourceMemory: q("128Gi")}
-	if gpus > 0 {
-		res[keys.ResourceGPU] = *resource.NewQuantity(gpus, resource.DecimalSI)
-	}
-	return corev1.PodTemplateSpec{
-		ObjectMeta: metav1.ObjectMeta{Labels: jobLabels(name, kind, pool)},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Image: "img",
-			Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}},
-	}
-}
-
-func job(ns, name, pool string, gpus int64, st batchv1.JobStatus) *batchv1.Job {
-	return &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: jobLabels(name, "training", pool),
-			CreationTimestamp: metav1.NewTime(t0)},
-		Spec:   batchv1.JobSpec{Template: template(name, "training", pool, gpus)},
-		Status: st,
-	}
-}
-
-func deployment(ns, name, kind, pool string, replicas, ready int32, gpus int64) *appsv1.Deployment {
-	return &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: jobLabels(name, kind, pool),
-			CreationTimestamp: metav1.NewTime(t0)},
-		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Template: template(name, kind, pool, gpus),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{keys.App: name}}},
-		Status: appsv1.DeploymentStatus{ReadyReplicas: ready},
-	}
-}
-
-func statefulSet(ns, name, pool string, replicas, ready int32) *appsv1.StatefulSet {
-	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: jobLabels(name, "notebook", pool),
-			CreationTimestamp: metav1.NewTime(t0)},
-		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Template: template(name, "notebook", pool, 0),
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{keys.App: name}}},
-		Status: appsv1.StatefulSetStatus{ReadyReplicas: ready},
-	}
-}
-
-func pod(ns, name, app, nodeName string, phase corev1.PodPhase, gpus int64, started *metav1.Time) *corev1.Pod {
-	labels := map[string]string{}
-	if app != "" {
-		labels = map[string]string{keys.App: app, keys.ManagedBy: keys.ManagedByValue}
-	}
-	res := corev1.ResourceList{corev1.ResourceCPU: q("32"), corev1.ResourceMemory: q("128Gi"),
-		keys.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)}
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
-		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{Name: "main",
-			Resources: corev1.ResourceRequirements{Limits: res}}}},
-		Status: corev1.PodStatus{Phase: phase, StartTime: started},
-	}
-}
-
-func quota(ns, name string, hard, used corev1.ResourceList) *corev1.ResourceQuota {
-	return &corev1.ResourceQuota{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns,
-			Labels: map[string]string{keys.Quota: name, keys.ManagedBy: keys.ManagedByValue}},
-		Spec:   corev1.ResourceQuotaSpec{Hard: hard},
-		Status: corev1.ResourceQuotaStatus{Hard: hard, Used: used},
-	}
-}

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strconv"
 
+	"github.com/gpuctl/gpuctl/cluster"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -28,8 +29,10 @@ func errorf(code int, format string, args ...any) *Error {
 // apiFunc is a handler that writes its own success answer and returns its failure.
 type apiFunc func(w http.ResponseWriter, r *http.Request) error
 
-// api turns an apiFunc into a handler: an *Error keeps its code, a Kubernetes NotFound becomes
-// 404, anything else is a 500 that is also logged.
+// api turns an apiFunc into a handler: an *Error keeps its code, an unknown job, pool, node or
+// user (cluster.NotFoundError) or a Kubernetes NotFound becomes 404, an ambiguous job name or
+// a refused filter (cluster.AmbiguousError, cluster.FilterError) 400, anything else is a 500
+// that is also logged.
 func (s *server) api(h apiFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
@@ -42,8 +45,10 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var e *Error
 	switch {
 	case errors.As(err, &e):
-	case apierrors.IsNotFound(err):
+	case errors.As(err, new(*cluster.NotFoundError)), apierrors.IsNotFound(err):
 		e = &Error{Code: http.StatusNotFound, Message: err.Error()}
+	case errors.As(err, new(*cluster.AmbiguousError)), errors.As(err, new(*cluster.FilterError)):
+		e = &Error{Code: http.StatusBadRequest, Message: err.Error()}
 	default:
 		s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = &Error{Code: http.StatusInternalServerError, Message: err.Error()}
@@ -68,24 +73,21 @@ func startJSON(w http.ResponseWriter, code int) {
 	w.WriteHeader(code)
 }
 
-// Paging defaults and limits of list endpoints (seeds/001 §7.2: page 1, pageSize 20).
+// Paging defaults and limits of list endpoints: page 1, pageSize 20.
 const (
 	defaultPageSize = 20
 	maxPageSize     = 500
 	maxPage         = 1_000_000
 )
 
-// page is a 1-based page of a list.
-type page struct{ number, size int }
-
 // parsePage reads page and pageSize from a query; a bad value is a 400.
-func parsePage(q url.Values) (page, error) {
-	p := page{number: 1, size: defaultPageSize}
+func parsePage(q url.Values) (cluster.Page, error) {
+	p := cluster.Page{Number: 1, Size: defaultPageSize}
 	var err error
-	if p.number, err = intParam(q, "page", 1, 1, maxPage); err != nil {
+	if p.Number, err = intParam(q, "page", 1, 1, maxPage); err != nil {
 		return p, err
 	}
-	if p.size, err = intParam(q, "pageSize", defaultPageSize, 1, maxPageSize); err != nil {
+	if p.Size, err = intParam(q, "pageSize", defaultPageSize, 1, maxPageSize); err != nil {
 		return p, err
 	}
 	return p, nil
@@ -100,13 +102,4 @@ func intParam(q url.Values, name string, def, lo, hi int) (int, error) {
 		return 0, errorf(http.StatusBadRequest, "%s: want an integer from %d to %d, got %q", name, lo, hi, q.Get(name))
 	}
 	return n, nil
-}
-
-// paginate returns the page's slice of items, empty (not nil) past the end.
-func paginate[T any](items []T, p page) []T {
-	start := (p.number - 1) * p.size
-	if start >= len(items) {
-		return []T{}
-	}
-	return items[start:min(start+p.size, len(items))]
 }

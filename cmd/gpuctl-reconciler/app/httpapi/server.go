@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
@@ -58,6 +59,7 @@ type server struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *apiMetrics
+	cluster *cluster.Reader // nil without Options.Kube
 }
 
 // New returns the HTTP handler of gpuctl-reconciler (see the package documentation for the
@@ -75,6 +77,9 @@ func New(opts Options) http.Handler {
 		s.log.Warn("httpapi: no token source; every /api/v1 request will be refused")
 	}
 	s.metrics = newAPIMetrics(opts.Registry)
+	if opts.Kube != nil {
+		s.cluster = &cluster.Reader{Client: opts.Kube, Namespace: opts.SystemNamespace, Log: s.log}
+	}
 	mux := http.NewServeMux()
 	s.routes(mux)
 	return mux
@@ -82,12 +87,12 @@ func New(opts Options) http.Handler {
 
 var errNoKube = errors.New("the API has no Kubernetes client")
 
-// kube is the cluster client, or an error (a 500) when the daemon gave none.
-func (s *server) kube() (kubernetes.Interface, error) {
-	if s.opts.Kube == nil {
+// reader is the read model of the cluster, or errNoKube (a 500) when the daemon gave no client.
+func (s *server) reader() (*cluster.Reader, error) {
+	if s.cluster == nil {
 		return nil, errNoKube
 	}
-	return s.opts.Kube, nil
+	return s.cluster, nil
 }
 
 // routes registers every route. Each resource path has a GET handler and, for any other method,
@@ -115,15 +120,15 @@ func (s *server) routes(mux *http.ServeMux) {
 	get("/api/v1/status", s.getStatus)
 	get("/api/v1/plan", s.getPlan)
 	get("/api/v1/drift", s.getDrift)
-	get("/api/v1/jobs", s.listJobs)
-	get("/api/v1/jobs/{jobId}", s.getJob)
-	get("/api/v1/pools", s.listPools)
-	get("/api/v1/pools/{name}", s.getPool)
-	get("/api/v1/nodes", s.listNodes)
-	get("/api/v1/nodes/{name}", s.getNode)
-	get("/api/v1/quotas", s.listQuotas)
-	get("/api/v1/quotas/{user}", s.getQuota)
-	// The seed's node label writes: node labels come from pool files in Git too.
+	get("/api/v1/jobs", fromCluster(s, listJobs))
+	get("/api/v1/jobs/{jobId}", fromCluster(s, getJob))
+	get("/api/v1/pools", fromCluster(s, listPools))
+	get("/api/v1/pools/{name}", fromCluster(s, getPool))
+	get("/api/v1/nodes", fromCluster(s, listNodes))
+	get("/api/v1/nodes/{name}", fromCluster(s, getNode))
+	get("/api/v1/quotas", fromCluster(s, listQuotas))
+	get("/api/v1/quotas/{user}", fromCluster(s, getQuota))
+	// Node label writes: node labels come from pool files in Git too.
 	for _, path := range []string{"/api/v1/nodes/{name}/labels", "/api/v1/nodes/{name}/labels/{key...}",
 		"/api/v1/nodes/labels/batch"} {
 		for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
@@ -180,7 +185,7 @@ func notFound(_ http.ResponseWriter, r *http.Request) error {
 	return errorf(http.StatusNotFound, "no route for %s %s", r.Method, r.URL.Path)
 }
 
-// readOnly answers the writes of the seed's API: gpuctl is GitOps.
+// readOnly answers the writes of a job API (create, delete, label): gpuctl is GitOps.
 func readOnly(w http.ResponseWriter, r *http.Request) error {
 	w.Header().Set("Allow", "GET, HEAD")
 	return errorf(http.StatusMethodNotAllowed,

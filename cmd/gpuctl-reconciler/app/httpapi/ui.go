@@ -19,7 +19,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // The web page: one server-rendered HTML document, its stylesheet inlined, no script and no
@@ -302,7 +301,7 @@ func fieldValue(v any, none string) string {
 }
 
 func (s *server) uiQuotas(ctx context.Context) uiChart {
-	qs, err := s.quotas(ctx, metav1.NamespaceAll)
+	qs, err := s.quotas(ctx)
 	if err != nil {
 		return uiChart{Err: s.sectionError("quotas", err)}
 	}

@@ -1,28 +1,23 @@
-package httpapi
+package cluster
 
 import (
-	"net/http"
+	"bytes"
+	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
+	fx "github.com/gpuctl/gpuctl/test/clusterfixture"
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-func TestListPools(t *testing.T) {
-	h, _ := testServer(t)
-	var obj struct {
-		Items []map[string]any `json:"items"`
+func TestPools(t *testing.T) {
+	l, err := testReader(t).Pools(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	get(t, h, "/api/v1/pools", http.StatusOK, &obj)
-	if len(obj.Items) != 3 {
-		t.Fatalf("%d pools, want 3", len(obj.Items))
-	}
-	wantKeys(t, "pool", obj.Items[0], "name", "description", "registered", "status", "nodeCount",
-		"gpuTotal", "gpuUsed", "gpuFree", "gpuType")
-
-	var l PoolList
-	get(t, h, "/api/v1/pools", http.StatusOK, &l)
 	want := []PoolSummary{
 		{Name: "default", Description: "nodes in no pool", Status: PoolActive, NodeCount: 2,
 			GPUTotal: 4, GPUUsed: 1, GPUFree: 3, GPUType: []string{"t4"}},
@@ -37,15 +32,9 @@ func TestListPools(t *testing.T) {
 	}
 }
 
-func TestGetPool(t *testing.T) {
-	h, _ := testServer(t)
-	var obj map[string]any
-	get(t, h, "/api/v1/pools/training-pool", http.StatusOK, &obj)
-	wantKeys(t, "pool detail", obj, "name", "description", "registered", "status", "nodes", "declaredNodes",
-		"gpuTotal", "gpuUsed", "gpuFree", "gpuType", "jobs")
-
-	var d PoolDetail
-	get(t, h, "/api/v1/pools/training-pool", http.StatusOK, &d)
+func TestPool(t *testing.T) {
+	r := testReader(t)
+	d := mustPool(t, r, "training-pool")
 	want := PoolDetail{Name: "training-pool", Description: "for training", Registered: true, Status: PoolActive,
 		Nodes: []string{"gpu-1", "gpu-2"},
 		DeclaredNodes: []render.PoolRegistryEntry{{Name: "gpu-1", GPUType: "a100-80g"},
@@ -60,8 +49,7 @@ func TestGetPool(t *testing.T) {
 		t.Errorf("training-pool:\n got %+v\nwant %+v", d, want)
 	}
 
-	d = PoolDetail{}
-	get(t, h, "/api/v1/pools/inference-pool", http.StatusOK, &d)
+	d = mustPool(t, r, "inference-pool")
 	want = PoolDetail{Name: "inference-pool", Description: "for inference", Registered: true, Status: PoolEmpty,
 		Nodes: []string{}, DeclaredNodes: []render.PoolRegistryEntry{{Name: "inf-1", GPUType: "a10-24g"}},
 		GPUType: map[string]int64{"a10-24g": 0}, Jobs: []PoolJob{}}
@@ -69,27 +57,39 @@ func TestGetPool(t *testing.T) {
 		t.Errorf("inference-pool:\n got %+v\nwant %+v", d, want)
 	}
 
-	d = PoolDetail{}
-	get(t, h, "/api/v1/pools/default", http.StatusOK, &d)
+	d = mustPool(t, r, "default")
 	if d.Registered || len(d.Nodes) != 2 || len(d.Jobs) != 2 || d.GPUType["t4"] != 4 {
 		t.Errorf("default: %+v", d) // bob.llm and bob.web; bob.failed-run has finished
 	}
 }
 
-func TestGetPoolNotFound(t *testing.T) {
-	h, _ := testServer(t)
-	wantError(t, do(t, h, http.MethodGet, "/api/v1/pools/nowhere", userToken), http.StatusNotFound)
+func mustPool(t *testing.T, r *Reader, name string) PoolDetail {
+	t.Helper()
+	d, err := r.Pool(ctx, name)
+	if err != nil {
+		t.Fatalf("pool %s: %v", name, err)
+	}
+	return d
+}
+
+func TestPoolNotFound(t *testing.T) {
+	_, err := testReader(t).Pool(ctx, "nowhere")
+	wantNotFound(t, err, "pool", "nowhere")
 }
 
 func TestPoolRegistryEdgeCases(t *testing.T) {
-	bad := registry("broken", "bad nodes", `{not json`)
-	noName := registry("x", "", "")
+	bad := fx.Registry("broken", "bad nodes", `{not json`)
+	noName := fx.Registry("x", "", "")
 	delete(noName.Data, "name")
-	gpu := node("gpu-9", "unlisted", "", 2, true) // a pool only on a node label, GPUs without a type
-	h, _ := testServer(t, []runtime.Object{bad, noName, gpu}...)
+	gpu := fx.Node("gpu-9", "unlisted", "", 2, true) // a pool only on a node label, GPUs without a type
+	var log bytes.Buffer
+	r := testReader(t, []runtime.Object{bad, noName, gpu}...)
+	r.Log = slog.New(slog.NewTextHandler(&log, nil))
 
-	var l PoolList
-	get(t, h, "/api/v1/pools", http.StatusOK, &l)
+	l, err := r.Pools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var names []string
 	for _, p := range l.Items {
 		names = append(names, p.Name)
@@ -97,14 +97,38 @@ func TestPoolRegistryEdgeCases(t *testing.T) {
 	if !reflect.DeepEqual(names, []string{"broken", "unlisted", "x"}) {
 		t.Errorf("pools %v", names)
 	}
-	var d PoolDetail
-	get(t, h, "/api/v1/pools/broken", http.StatusOK, &d)
+	d := mustPool(t, r, "broken")
 	if len(d.DeclaredNodes) != 0 || d.DeclaredNodes == nil {
 		t.Errorf("broken: %+v", d)
 	}
-	d = PoolDetail{}
-	get(t, h, "/api/v1/pools/unlisted", http.StatusOK, &d)
+	if !strings.Contains(log.String(), "bad node list") || !strings.Contains(log.String(), keys.PoolRegistryPrefix+"broken") {
+		t.Errorf("the bad node list is not logged with its ConfigMap:\n%s", log.String())
+	}
+	d = mustPool(t, r, "unlisted")
 	if d.Registered || d.GPUType[unknownGPUType] != 2 || d.Status != PoolActive {
 		t.Errorf("unlisted: %+v", d)
+	}
+}
+
+// The registry lies in the reader's namespace, the system namespace by default, and what
+// render writes is what the reader reads.
+func TestPoolRegistryAsRenderWritesIt(t *testing.T) {
+	rec := render.PoolRecord{Name: "p", Description: "rendered", Nodes: []render.PoolRegistryEntry{{Name: "n1", GPUType: "t4"}}}
+	elsewhere := render.PoolRecord{Name: "q"}.ConfigMap("other", "q.yaml")
+	r := testReader(t, rec.ConfigMap("gpuctl-sys", "p.yaml"), elsewhere)
+	r.Namespace = "gpuctl-sys"
+	l, err := r.Pools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l.Items) != 1 || l.Items[0].Name != "p" || !l.Items[0].Registered || l.Items[0].Description != "rendered" {
+		t.Fatalf("pools %+v, want p alone", l.Items)
+	}
+	if d := mustPool(t, r, "p"); !reflect.DeepEqual(d.DeclaredNodes, rec.Nodes) {
+		t.Errorf("declared nodes %+v, want %+v", d.DeclaredNodes, rec.Nodes)
+	}
+	r.Namespace = ""
+	if l, err := r.Pools(ctx); err != nil || len(l.Items) != 0 {
+		t.Errorf("default namespace %s: pools %+v, %v", keys.SystemNamespace, l.Items, err)
 	}
 }

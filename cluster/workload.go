@@ -1,4 +1,4 @@
-package httpapi
+package cluster
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 )
 
-// The statuses of a job, as `gpuctl get jobs` shows them (seeds/002).
+// The statuses of a job.
 const (
 	StatusPending          = "Pending"
 	StatusRunning          = "Running"
@@ -25,8 +25,8 @@ const (
 )
 
 // JobStatus is the status of a training Job. A terminal condition that the Job controller set
-// (Complete or SuccessCriteriaMet, Failed or FailureTarget) decides; otherwise the rule of
-// seeds/002: succeeded > 0 → Succeeded, failed > 0 → Failed, active > 0 → Running, else Pending.
+// (Complete or SuccessCriteriaMet, Failed or FailureTarget) decides; otherwise succeeded > 0 →
+// Succeeded, failed > 0 → Failed, active > 0 → Running, else Pending.
 func JobStatus(j *batchv1.Job) string {
 	for _, c := range j.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
@@ -81,7 +81,7 @@ func replicas(n *int32) int32 {
 	return *n
 }
 
-// workload is a Job, Deployment or StatefulSet that gpuctl rendered, reduced to what the API shows.
+// workload is a Job, Deployment or StatefulSet that gpuctl rendered, reduced to what the model shows.
 type workload struct {
 	kind     string // gpuctl kind: the job-type label
 	object   string // Job, Deployment or StatefulSet
@@ -149,13 +149,13 @@ func splitJobID(id string) (namespace, name string) {
 }
 
 // workloadSelector selects gpuctl's workloads, optionally of one kind and pool. Both values
-// must be valid label values (see parseJobQuery).
+// must be valid label values (see JobFilter.status).
 func workloadSelector(kind, pool string) labels.Selector {
 	sel := labels.NewSelector()
 	add := func(key string, op selection.Operator, vals ...string) {
 		r, err := labels.NewRequirement(key, op, vals)
 		if err != nil {
-			panic(fmt.Sprintf("httpapi: selector %s: %v", key, err)) // values were validated
+			panic(fmt.Sprintf("cluster: selector %s: %v", key, err)) // values were validated
 		}
 		sel = sel.Add(*r)
 	}
@@ -173,11 +173,8 @@ func workloadSelector(kind, pool string) labels.Selector {
 
 // listWorkloads lists the Jobs, Deployments and StatefulSets in all namespaces that sel
 // selects, ordered by namespace, name and object kind.
-func (s *server) listWorkloads(ctx context.Context, sel labels.Selector) ([]workload, error) {
-	kube, err := s.kube()
-	if err != nil {
-		return nil, err
-	}
+func (r *Reader) listWorkloads(ctx context.Context, sel labels.Selector) ([]workload, error) {
+	kube := r.Client
 	opts := metav1.ListOptions{LabelSelector: sel.String()}
 	var out []workload
 	jobs, err := kube.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, opts)
@@ -220,7 +217,7 @@ func sortWorkloads(ws []workload) {
 
 // setStarted sets the start of Deployments and StatefulSets to the earliest start of their
 // current pods, from one list of gpuctl's pods in all namespaces.
-func (s *server) setStarted(ctx context.Context, ws []workload) error {
+func (r *Reader) setStarted(ctx context.Context, ws []workload) error {
 	need := false
 	for _, w := range ws {
 		need = need || w.started == nil && w.object != "Job"
@@ -228,7 +225,7 @@ func (s *server) setStarted(ctx context.Context, ws []workload) error {
 	if !need {
 		return nil
 	}
-	pods, err := s.opts.Kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
+	pods, err := r.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
 		LabelSelector: keys.ManagedBy + "=" + keys.ManagedByValue})
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)

@@ -1,9 +1,8 @@
-package httpapi
+package cluster
 
 import (
+	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"sort"
 	"strings"
 	"time"
@@ -22,8 +21,10 @@ const (
 	NodeNotReady = "NotReady"
 )
 
-// NodeList is the answer of GET /api/v1/nodes.
+// NodeList is a page of nodes, the answer of GET /api/v1/nodes.
 type NodeList struct {
+	// Total counts the nodes that match the filter, on all pages. Page and PageSize are the
+	// filter's page (page 1 and size 0 when not paged).
 	Total    int           `json:"total"`
 	Page     int           `json:"page"`
 	PageSize int           `json:"pageSize"`
@@ -50,7 +51,7 @@ type NodeSummary struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-// NodeDetail is the answer of GET /api/v1/nodes/{name}.
+// NodeDetail is one node in full, the answer of GET /api/v1/nodes/{name}.
 type NodeDetail struct {
 	NodeName      string        `json:"nodeName"`
 	Status        string        `json:"status"`
@@ -83,78 +84,81 @@ type Label struct {
 	Value string `json:"value"`
 }
 
-// nodeQuery is the filter of GET /api/v1/nodes.
-type nodeQuery struct {
-	pool, gpuType, status string
-	page                  page
+// NodeFilter selects nodes. Its zero value selects every node, on one page.
+type NodeFilter struct {
+	// Pool is a pool ("default" for the nodes in no pool); "" for any.
+	Pool string
+	// GPUType is a GPU type in any spelling that render.NormalizeGPUType accepts, with or
+	// without the g8s.host/ prefix; "" for any.
+	GPUType string
+	// Status is Ready or NotReady in any case, with or without a space, dash or underscore;
+	// "" for any.
+	Status string
+	// Page is the page of the matching nodes to return.
+	Page Page
 }
 
-func parseNodeQuery(q url.Values) (nodeQuery, error) {
-	var nq nodeQuery
-	var err error
-	if nq.page, err = parsePage(q); err != nil {
-		return nq, err
+// nodeMatcher is a checked NodeFilter.
+type nodeMatcher struct{ pool, gpuType, status string }
+
+func (f NodeFilter) matcher() (nodeMatcher, error) {
+	m := nodeMatcher{pool: f.Pool}
+	if len(validation.IsValidLabelValue(m.pool)) > 0 {
+		return m, filterErrorf("pool", "%q is not a valid pool name", m.pool)
 	}
-	if nq.pool = q.Get("pool"); len(validation.IsValidLabelValue(nq.pool)) > 0 {
-		return nq, errorf(http.StatusBadRequest, "pool: %q is not a valid pool name", nq.pool)
+	// The type is also written as "g8s.host/a100-80g".
+	m.gpuType = render.NormalizeGPUType(strings.TrimPrefix(f.GPUType, keys.Prefix))
+	if len(validation.IsValidLabelValue(m.gpuType)) > 0 {
+		return m, filterErrorf("gpuType", "%q is not a valid GPU type", f.GPUType)
 	}
-	// The seed writes the type as "g8s.host/a100-80g" too.
-	nq.gpuType = render.NormalizeGPUType(strings.TrimPrefix(q.Get("gpuType"), keys.Prefix))
-	if len(validation.IsValidLabelValue(nq.gpuType)) > 0 {
-		return nq, errorf(http.StatusBadRequest, "gpuType: %q is not a valid GPU type", q.Get("gpuType"))
-	}
-	switch s := normalizeWord(q.Get("status")); s {
+	switch s := normalizeWord(f.Status); s {
 	case "":
 	case "ready":
-		nq.status = NodeReady
+		m.status = NodeReady
 	case "notready":
-		nq.status = NodeNotReady
+		m.status = NodeNotReady
 	default:
-		return nq, errorf(http.StatusBadRequest, "status: want Ready or NotReady, got %q", q.Get("status"))
+		return m, filterErrorf("status", "want Ready or NotReady, got %q", f.Status)
 	}
-	return nq, nil
+	return m, nil
 }
 
-func (q nodeQuery) matches(n *corev1.Node) bool {
-	return (q.pool == "" || nodePool(n) == q.pool) &&
-		(q.gpuType == "" || n.Labels[keys.GPUType] == q.gpuType) &&
-		(q.status == "" || nodeStatus(n) == q.status)
+func (m nodeMatcher) matches(n *corev1.Node) bool {
+	return (m.pool == "" || nodePool(n) == m.pool) &&
+		(m.gpuType == "" || n.Labels[keys.GPUType] == m.gpuType) &&
+		(m.status == "" || nodeStatus(n) == m.status)
 }
 
-// listNodes serves GET /api/v1/nodes.
-func (s *server) listNodes(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseNodeQuery(r.URL.Query())
+// Nodes lists the page of the nodes that the filter selects, by name. A filter value it
+// refuses is a *FilterError.
+func (r *Reader) Nodes(ctx context.Context, f NodeFilter) (NodeList, error) {
+	m, err := f.matcher()
 	if err != nil {
-		return err
+		return NodeList{}, err
 	}
-	kube, err := s.kube()
+	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return err
-	}
-	nodes, err := kube.CoreV1().Nodes().List(r.Context(), metav1.ListOptions{})
-	if err != nil {
-		return fmt.Errorf("list nodes: %w", err)
+		return NodeList{}, fmt.Errorf("list nodes: %w", err)
 	}
 	var matched []*corev1.Node
 	for i := range nodes.Items {
-		if q.matches(&nodes.Items[i]) {
+		if m.matches(&nodes.Items[i]) {
 			matched = append(matched, &nodes.Items[i])
 		}
 	}
 	sort.Slice(matched, func(i, j int) bool { return matched[i].Name < matched[j].Name })
-	items := paginate(matched, q.page)
-	out := NodeList{Total: len(matched), Page: q.page.number, PageSize: q.page.size, Items: []NodeSummary{}}
+	items := paginate(matched, f.Page)
+	out := NodeList{Total: len(matched), Page: f.Page.number(), PageSize: f.Page.Size, Items: []NodeSummary{}}
 	if len(items) > 0 {
-		usage, err := s.usageByNode(r.Context(), "")
+		usage, err := r.usageByNode(ctx, "")
 		if err != nil {
-			return err
+			return NodeList{}, err
 		}
 		for _, n := range items {
 			out.Items = append(out.Items, nodeSummary(n, usage[n.Name]))
 		}
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 func nodeSummary(n *corev1.Node, used requests) NodeSummary {
@@ -166,26 +170,21 @@ func nodeSummary(n *corev1.Node, used requests) NodeSummary {
 		CreatedAt: n.CreationTimestamp.UTC()}
 }
 
-// getNode serves GET /api/v1/nodes/{name}.
-func (s *server) getNode(w http.ResponseWriter, r *http.Request) error {
-	kube, err := s.kube()
-	if err != nil {
-		return err
-	}
-	name := r.PathValue("name")
-	n, err := kube.CoreV1().Nodes().Get(r.Context(), name, metav1.GetOptions{})
+// Node reads one node, with what its active pods request. An unknown node is a
+// *NotFoundError.
+func (r *Reader) Node(ctx context.Context, name string) (NodeDetail, error) {
+	n, err := r.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return errorf(http.StatusNotFound, "unknown node %q", name)
+		return NodeDetail{}, &NotFoundError{Kind: "node", Name: name}
 	}
 	if err != nil {
-		return fmt.Errorf("node %s: get: %w", name, err)
+		return NodeDetail{}, fmt.Errorf("node %s: get: %w", name, err)
 	}
-	usage, err := s.usageByNode(r.Context(), name)
+	usage, err := r.usageByNode(ctx, name)
 	if err != nil {
-		return fmt.Errorf("node %s: %w", name, err)
+		return NodeDetail{}, fmt.Errorf("node %s: %w", name, err)
 	}
-	writeJSON(w, http.StatusOK, nodeDetail(n, usage[name]))
-	return nil
+	return nodeDetail(n, usage[name]), nil
 }
 
 func nodeDetail(n *corev1.Node, used requests) NodeDetail {

@@ -1,12 +1,9 @@
-package httpapi
+package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/http"
 	"sort"
-	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
@@ -25,7 +22,7 @@ const (
 // unknownGPUType counts the GPUs of nodes without a g8s.host/gpu-type label.
 const unknownGPUType = "unknown"
 
-// PoolList is the answer of GET /api/v1/pools.
+// PoolList is every pool, by name: the answer of GET /api/v1/pools.
 type PoolList struct {
 	Items []PoolSummary `json:"items"`
 }
@@ -47,7 +44,7 @@ type PoolSummary struct {
 	GPUType []string `json:"gpuType"`
 }
 
-// PoolDetail is the answer of GET /api/v1/pools/{name}.
+// PoolDetail is one pool in full, the answer of GET /api/v1/pools/{name}.
 type PoolDetail struct {
 	Name        string `json:"name"`
 	Description string `json:"description"`
@@ -82,49 +79,39 @@ type pool struct {
 	nodes             []*corev1.Node
 }
 
-// listPools serves GET /api/v1/pools.
-func (s *server) listPools(w http.ResponseWriter, r *http.Request) error {
-	items, err := s.poolSummaries(r.Context())
+// Pools lists every pool, by name: the pools of the registry and those named by node labels,
+// with "default" for the nodes in no pool.
+func (r *Reader) Pools(ctx context.Context) (PoolList, error) {
+	pools, usage, err := r.collectPools(ctx)
 	if err != nil {
-		return err
-	}
-	writeJSON(w, http.StatusOK, PoolList{Items: items})
-	return nil
-}
-
-// poolSummaries are the summaries of every pool, by name (for the API and the web page).
-func (s *server) poolSummaries(ctx context.Context) ([]PoolSummary, error) {
-	pools, usage, err := s.collectPools(ctx)
-	if err != nil {
-		return nil, err
+		return PoolList{}, err
 	}
 	names := make([]string, 0, len(pools))
 	for name := range pools {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	out := []PoolSummary{}
+	out := PoolList{Items: []PoolSummary{}}
 	for _, name := range names {
-		out = append(out, pools[name].summary(usage))
+		out.Items = append(out.Items, pools[name].summary(usage))
 	}
 	return out, nil
 }
 
-// getPool serves GET /api/v1/pools/{name}.
-func (s *server) getPool(w http.ResponseWriter, r *http.Request) error {
-	name := r.PathValue("name")
-	pools, usage, err := s.collectPools(r.Context())
+// Pool reads one pool with its unfinished jobs. An unknown pool is a *NotFoundError.
+func (r *Reader) Pool(ctx context.Context, name string) (PoolDetail, error) {
+	pools, usage, err := r.collectPools(ctx)
 	if err != nil {
-		return err
+		return PoolDetail{}, err
 	}
 	p, ok := pools[name]
 	if !ok {
-		return errorf(http.StatusNotFound, "unknown pool %q", name)
+		return PoolDetail{}, &NotFoundError{Kind: "pool", Name: name}
 	}
 	d := p.detail(usage)
-	jobs, err := s.listWorkloads(r.Context(), workloadSelector("", name))
+	jobs, err := r.listWorkloads(ctx, workloadSelector("", name))
 	if err != nil {
-		return fmt.Errorf("pool %s: %w", name, err)
+		return PoolDetail{}, fmt.Errorf("pool %s: %w", name, err)
 	}
 	for _, wl := range jobs {
 		if !wl.terminal() {
@@ -132,21 +119,16 @@ func (s *server) getPool(w http.ResponseWriter, r *http.Request) error {
 				Status: wl.status, GPU: wl.gpus()})
 		}
 	}
-	writeJSON(w, http.StatusOK, d)
-	return nil
+	return d, nil
 }
 
 // collectPools reads the pool registry, the nodes and what the pods on them request.
-func (s *server) collectPools(ctx context.Context) (map[string]*pool, map[string]requests, error) {
-	kube, err := s.kube()
+func (r *Reader) collectPools(ctx context.Context) (map[string]*pool, map[string]requests, error) {
+	pools, err := r.registry(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	pools, err := s.registry(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	nodes, err := kube.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -159,35 +141,29 @@ func (s *server) collectPools(ctx context.Context) (map[string]*pool, map[string
 		}
 		pools[name].nodes = append(pools[name].nodes, n)
 	}
-	usage, err := s.usageByNode(ctx, "")
+	usage, err := r.usageByNode(ctx, "")
 	if err != nil {
 		return nil, nil, err
 	}
 	return pools, usage, nil
 }
 
-// registry reads the pool registry ConfigMaps (see render's buildPool). An entry whose node list
-// does not parse is logged and shown without declared nodes.
-func (s *server) registry(ctx context.Context) (map[string]*pool, error) {
-	cms, err := s.opts.Kube.CoreV1().ConfigMaps(s.opts.SystemNamespace).List(ctx,
-		metav1.ListOptions{LabelSelector: keys.PoolRegistry + "=true"})
+// registry reads the pool registry: the ConfigMaps that render writes for pool files
+// (render.PoolRecord). An entry whose node list does not decode is logged and shown without
+// declared nodes.
+func (r *Reader) registry(ctx context.Context) (map[string]*pool, error) {
+	ns := r.namespace()
+	cms, err := r.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: render.PoolRegistrySelector})
 	if err != nil {
-		return nil, fmt.Errorf("list pool registry in %s: %w", s.opts.SystemNamespace, err)
+		return nil, fmt.Errorf("list pool registry in %s: %w", ns, err)
 	}
 	pools := map[string]*pool{}
-	for _, cm := range cms.Items {
-		p := &pool{name: cm.Data["name"], description: cm.Data["description"], registered: true,
-			declared: []render.PoolRegistryEntry{}}
-		if p.name == "" {
-			p.name = strings.TrimPrefix(cm.Name, keys.PoolRegistryPrefix)
+	for i := range cms.Items {
+		rec, err := render.DecodePoolRecord(&cms.Items[i])
+		if err != nil {
+			r.log().Warn("pool registry: bad node list", "err", err)
 		}
-		if raw := cm.Data["nodes"]; raw != "" {
-			if err := json.Unmarshal([]byte(raw), &p.declared); err != nil {
-				s.log.Warn("pool registry: bad node list", "configmap", cm.Namespace+"/"+cm.Name, "err", err)
-				p.declared = []render.PoolRegistryEntry{}
-			}
-		}
-		pools[p.name] = p
+		pools[rec.Name] = &pool{name: rec.Name, description: rec.Description, registered: true, declared: rec.Nodes}
 	}
 	return pools, nil
 }

@@ -1,9 +1,8 @@
-package httpapi
+package cluster
 
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"sort"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -12,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// QuotaList is the answer of GET /api/v1/quotas.
+// QuotaList is every gpuctl quota, by namespace and name: the answer of GET /api/v1/quotas.
 type QuotaList struct {
 	Items []Quota `json:"items"`
 }
@@ -56,38 +55,31 @@ var quotaKeys = struct{ cpu, memory, gpu []corev1.ResourceName }{
 	gpu:    []corev1.ResourceName{keys.QuotaRequestsGPU},
 }
 
-// listQuotas serves GET /api/v1/quotas.
-func (s *server) listQuotas(w http.ResponseWriter, r *http.Request) error {
-	qs, err := s.quotas(r.Context(), metav1.NamespaceAll)
+// Quotas lists gpuctl's quotas in all namespaces, by namespace and name.
+func (r *Reader) Quotas(ctx context.Context) (QuotaList, error) {
+	qs, err := r.quotas(ctx, metav1.NamespaceAll)
 	if err != nil {
-		return err
+		return QuotaList{}, err
 	}
-	writeJSON(w, http.StatusOK, QuotaList{Items: qs})
-	return nil
+	return QuotaList{Items: qs}, nil
 }
 
-// getQuota serves GET /api/v1/quotas/{user}: the user's quota (the first by name when a
-// namespace has several).
-func (s *server) getQuota(w http.ResponseWriter, r *http.Request) error {
-	user := r.PathValue("user")
-	qs, err := s.quotas(r.Context(), user)
+// Quota reads a user's quota: the first by name of gpuctl's quotas in the user's namespace.
+// A user without one is a *NotFoundError.
+func (r *Reader) Quota(ctx context.Context, user string) (Quota, error) {
+	qs, err := r.quotas(ctx, user)
 	if err != nil {
-		return fmt.Errorf("quota of %s: %w", user, err)
+		return Quota{}, fmt.Errorf("quota of %s: %w", user, err)
 	}
 	if len(qs) == 0 {
-		return errorf(http.StatusNotFound, "unknown user %q: no gpuctl quota in namespace %q", user, user)
+		return Quota{}, &NotFoundError{Kind: "user", Name: user, Hint: fmt.Sprintf(": no gpuctl quota in namespace %q", user)}
 	}
-	writeJSON(w, http.StatusOK, qs[0])
-	return nil
+	return qs[0], nil
 }
 
 // quotas lists gpuctl's ResourceQuotas in a namespace ("" for all), by namespace and name.
-func (s *server) quotas(ctx context.Context, namespace string) ([]Quota, error) {
-	kube, err := s.kube()
-	if err != nil {
-		return nil, err
-	}
-	list, err := kube.CoreV1().ResourceQuotas(namespace).List(ctx, metav1.ListOptions{LabelSelector: keys.Quota})
+func (r *Reader) quotas(ctx context.Context, namespace string) ([]Quota, error) {
+	list, err := r.Client.CoreV1().ResourceQuotas(namespace).List(ctx, metav1.ListOptions{LabelSelector: keys.Quota})
 	if err != nil {
 		return nil, fmt.Errorf("list resourcequotas: %w", err)
 	}

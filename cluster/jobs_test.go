@@ -1,13 +1,13 @@
-package httpapi
+package cluster
 
 import (
-	"net/http"
+	"errors"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
+	fx "github.com/gpuctl/gpuctl/test/clusterfixture"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -23,25 +23,22 @@ func jobIDs(l JobList) []string {
 	return ids
 }
 
-func TestListJobsShape(t *testing.T) {
-	h, _ := testServer(t)
-	var obj pageOfMaps
-	get(t, h, "/api/v1/jobs", http.StatusOK, &obj)
-	if obj.Total != 6 || len(obj.Items) != 6 || obj.Page != 1 || obj.PageSize != 20 {
-		t.Fatalf("total %d, %d items, page %d, pageSize %d", obj.Total, len(obj.Items), obj.Page, obj.PageSize)
+func TestJobs(t *testing.T) {
+	l, err := testReader(t).Jobs(ctx, JobFilter{Page: Page{Number: 1, Size: 20}})
+	if err != nil {
+		t.Fatal(err)
 	}
-	wantKeys(t, "job", obj.Items[0], "jobId", "name", "namespace", "kind", "pool", "status", "gpu", "gpuType", "startedAt")
-
-	var l JobList
-	get(t, h, "/api/v1/jobs", http.StatusOK, &l)
+	if l.Total != 6 || len(l.Items) != 6 || l.Page != 1 || l.PageSize != 20 {
+		t.Fatalf("total %d, %d items, page %d, pageSize %d", l.Total, len(l.Items), l.Page, l.PageSize)
+	}
 	want := []JobSummary{
 		{JobID: "alice.nb", Name: "nb", Namespace: "alice", Kind: "notebook", Pool: "training-pool", Status: StatusPending},
 		{JobID: "alice.old", Name: "old", Namespace: "alice", Kind: "training", Pool: "training-pool", Status: StatusSucceeded, GPU: 2},
 		{JobID: "alice.sft", Name: "sft", Namespace: "alice", Kind: "training", Pool: "training-pool", Status: StatusRunning,
-			GPU: 4, GPUType: "a100-80g", StartedAt: &at(5 * time.Minute).Time},
+			GPU: 4, GPUType: "a100-80g", StartedAt: &fx.At(5 * time.Minute).Time},
 		{JobID: "bob.failed-run", Name: "failed-run", Namespace: "bob", Kind: "training", Pool: "default", Status: StatusFailed},
 		{JobID: "bob.llm", Name: "llm", Namespace: "bob", Kind: "inference", Pool: "default", Status: StatusPartiallyRunning,
-			GPU: 2, StartedAt: &at(10 * time.Minute).Time},
+			GPU: 2, StartedAt: &fx.At(10 * time.Minute).Time},
 		{JobID: "bob.web", Name: "web", Namespace: "bob", Kind: "compute", Pool: "default", Status: StatusRunning},
 	}
 	for i, w := range want {
@@ -53,31 +50,38 @@ func TestListJobsShape(t *testing.T) {
 			t.Errorf("item %d:\n got %+v\nwant %+v", i, g, w)
 		}
 	}
+
+	all, err := testReader(t).Jobs(ctx, JobFilter{}) // no paging
+	if err != nil || all.Total != 6 || len(all.Items) != 6 || all.Page != 1 || all.PageSize != 0 {
+		t.Errorf("zero filter: total %d, %d items, page %d, pageSize %d, %v", all.Total, len(all.Items), all.Page, all.PageSize, err)
+	}
 }
 
-func TestListJobsFilters(t *testing.T) {
-	h, _ := testServer(t)
+func TestJobsFilters(t *testing.T) {
+	r := testReader(t)
 	tests := map[string]struct {
-		query string
-		want  []string
+		filter JobFilter
+		want   []string
 	}{
-		"kind":             {"kind=training", []string{"alice.old", "alice.sft", "bob.failed-run"}},
-		"pool":             {"pool=training-pool", []string{"alice.nb", "alice.old", "alice.sft"}},
-		"default pool":     {"pool=default", []string{"bob.failed-run", "bob.llm", "bob.web"}},
-		"status":           {"status=running", []string{"alice.sft", "bob.web"}},
-		"status as shown":  {"status=Partially%20Running", []string{"bob.llm"}},
-		"status dashed":    {"status=partially-running", []string{"bob.llm"}},
-		"status succeeded": {"status=Succeeded", []string{"alice.old"}},
-		"status failed":    {"status=failed", []string{"bob.failed-run"}},
-		"status pending":   {"status=pending", []string{"alice.nb"}},
-		"all filters":      {"kind=inference&pool=default&status=partially_running", []string{"bob.llm"}},
-		"no match":         {"kind=notebook&pool=default", nil},
-		"unknown pool":     {"pool=nowhere", nil},
+		"kind":             {JobFilter{Kind: "training"}, []string{"alice.old", "alice.sft", "bob.failed-run"}},
+		"pool":             {JobFilter{Pool: "training-pool"}, []string{"alice.nb", "alice.old", "alice.sft"}},
+		"default pool":     {JobFilter{Pool: "default"}, []string{"bob.failed-run", "bob.llm", "bob.web"}},
+		"status":           {JobFilter{Status: "running"}, []string{"alice.sft", "bob.web"}},
+		"status as shown":  {JobFilter{Status: "Partially Running"}, []string{"bob.llm"}},
+		"status dashed":    {JobFilter{Status: "partially-running"}, []string{"bob.llm"}},
+		"status succeeded": {JobFilter{Status: "Succeeded"}, []string{"alice.old"}},
+		"status failed":    {JobFilter{Status: "failed"}, []string{"bob.failed-run"}},
+		"status pending":   {JobFilter{Status: "pending"}, []string{"alice.nb"}},
+		"all filters":      {JobFilter{Kind: "inference", Pool: "default", Status: "partially_running"}, []string{"bob.llm"}},
+		"no match":         {JobFilter{Kind: "notebook", Pool: "default"}, nil},
+		"unknown pool":     {JobFilter{Pool: "nowhere"}, nil},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var l JobList
-			get(t, h, "/api/v1/jobs?"+tc.query, http.StatusOK, &l)
+			l, err := r.Jobs(ctx, tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got := jobIDs(l); !slices.Equal(got, tc.want) || l.Total != len(tc.want) {
 				t.Errorf("got %v (total %d), want %v", got, l.Total, tc.want)
 			}
@@ -88,84 +92,100 @@ func TestListJobsFilters(t *testing.T) {
 	}
 }
 
-func TestListJobsPagination(t *testing.T) {
-	h, _ := testServer(t)
+func TestJobsPagination(t *testing.T) {
+	r := testReader(t)
 	tests := map[string]struct {
-		query string
-		want  []string
+		filter JobFilter
+		want   []string
 	}{
-		"first page":  {"pageSize=4", []string{"alice.nb", "alice.old", "alice.sft", "bob.failed-run"}},
-		"second page": {"page=2&pageSize=4", []string{"bob.llm", "bob.web"}},
-		"past end":    {"page=3&pageSize=4", nil},
-		"one a page":  {"page=3&pageSize=1", []string{"alice.sft"}},
-		"filtered":    {"kind=training&page=2&pageSize=2", []string{"bob.failed-run"}},
+		"first page":  {JobFilter{Page: Page{Number: 1, Size: 4}}, []string{"alice.nb", "alice.old", "alice.sft", "bob.failed-run"}},
+		"second page": {JobFilter{Page: Page{Number: 2, Size: 4}}, []string{"bob.llm", "bob.web"}},
+		"past end":    {JobFilter{Page: Page{Number: 3, Size: 4}}, nil},
+		"one a page":  {JobFilter{Page: Page{Number: 3, Size: 1}}, []string{"alice.sft"}},
+		"filtered":    {JobFilter{Kind: "training", Page: Page{Number: 2, Size: 2}}, []string{"bob.failed-run"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			var l JobList
-			get(t, h, "/api/v1/jobs?"+tc.query, http.StatusOK, &l)
+			l, err := r.Jobs(ctx, tc.filter)
+			if err != nil {
+				t.Fatal(err)
+			}
 			if got := jobIDs(l); !slices.Equal(got, tc.want) {
 				t.Errorf("got %v, want %v", got, tc.want)
 			}
-			if tc.query != "kind=training&page=2&pageSize=2" && l.Total != 6 {
+			if l.Items == nil {
+				t.Error("items is nil, want []")
+			}
+			if name != "filtered" && l.Total != 6 {
 				t.Errorf("total %d, want 6", l.Total)
+			}
+			if l.Page != tc.filter.Page.Number || l.PageSize != tc.filter.Page.Size {
+				t.Errorf("page %d, size %d, want %+v", l.Page, l.PageSize, tc.filter.Page)
 			}
 		})
 	}
 }
 
-func TestListJobsBadQuery(t *testing.T) {
-	h, _ := testServer(t)
-	for _, query := range []string{"pageSize=0", "pageSize=501", "pageSize=x", "page=0", "page=-1", "page=1.5",
-		"page=99999999999999999999", "status=bogus", "kind=pool", "kind=Training", "pool=bad%20pool!"} {
-		e := wantError(t, do(t, h, http.MethodGet, "/api/v1/jobs?"+query, userToken), http.StatusBadRequest)
-		param, _, _ := strings.Cut(query, "=")
-		if !strings.HasPrefix(e.Message, param+":") {
-			t.Errorf("%s: message %q does not name the parameter", query, e.Message)
-		}
+func TestJobsBadFilter(t *testing.T) {
+	r := testReader(t)
+	tests := map[string]struct {
+		filter JobFilter
+		field  string
+	}{
+		"status":                {JobFilter{Status: "bogus"}, "status"},
+		"kind":                  {JobFilter{Kind: "pool"}, "kind"},
+		"kind capital":          {JobFilter{Kind: "Training"}, "kind"},
+		"pool":                  {JobFilter{Pool: "bad pool!"}, "pool"},
+		"kind is checked first": {JobFilter{Kind: "x", Pool: "bad pool!", Status: "bogus"}, "kind"},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			_, err := r.Jobs(ctx, tc.filter)
+			wantFilterError(t, err, tc.field)
+		})
 	}
 }
 
-func TestGetJob(t *testing.T) {
-	h, _ := testServer(t)
-	var obj map[string]any
-	get(t, h, "/api/v1/jobs/alice.sft", http.StatusOK, &obj)
-	wantKeys(t, "job detail", obj, "jobId", "name", "namespace", "kind", "version", "yamlContent", "source",
-		"description", "status", "pool", "priority", "resources", "metrics", "createdAt", "startedAt", "k8sResources")
-	wantKeys(t, "resources", obj["resources"].(map[string]any), "gpu", "gpuType", "cpu", "memory", "pods", "gpuTotal")
-	wantKeys(t, "metrics", obj["metrics"].(map[string]any), "gpuUtilization", "memoryUsage", "networkLatency", "throughput")
-	wantKeys(t, "k8sResources", obj["k8sResources"].(map[string]any), "kind", "jobName", "pods")
-
-	var d JobDetail
-	get(t, h, "/api/v1/jobs/alice.sft", http.StatusOK, &d)
+func TestJob(t *testing.T) {
+	r := testReader(t)
+	d, err := r.Job(ctx, "alice.sft")
+	if err != nil {
+		t.Fatal(err)
+	}
 	want := JobDetail{JobID: "alice.sft", Name: "sft", Namespace: "alice", Kind: "training", Version: "v0.1",
 		Source: "teams/alice/sft.yaml", Description: "qwen2 sft", Status: StatusRunning, Pool: "training-pool",
 		Priority:  "medium",
 		Resources: JobResources{GPU: 4, GPUType: "a100-80g", CPU: 32, Memory: "128Gi", Pods: 1, GPUTotal: 4},
 		Metrics:   JobMetrics{MemoryUsage: "0", NetworkLatency: "0", Throughput: "0"},
-		CreatedAt: t0, StartedAt: &at(5 * time.Minute).Time,
+		CreatedAt: fx.T0, StartedAt: &fx.At(5 * time.Minute).Time,
 		K8sResources: K8sResources{Kind: "Job", JobName: "sft", Pods: []string{"sft-abcde"}},
 	}
 	checkDetail(t, d, want)
 
-	d = JobDetail{}
-	get(t, h, "/api/v1/jobs/bob.llm", http.StatusOK, &d)
+	d = mustJob(t, r, "bob.llm")
 	if d.Status != StatusPartiallyRunning || d.Resources.Pods != 2 || d.Resources.GPUTotal != 2 ||
 		!slices.Equal(d.K8sResources.Pods, []string{"llm-1", "llm-2"}) || d.K8sResources.Kind != "Deployment" ||
-		d.StartedAt == nil || !d.StartedAt.Equal(at(10*time.Minute).Time) {
+		d.StartedAt == nil || !d.StartedAt.Equal(fx.At(10*time.Minute).Time) {
 		t.Errorf("bob.llm: %+v", d)
 	}
-	d = JobDetail{}
-	get(t, h, "/api/v1/jobs/alice.nb", http.StatusOK, &d)
+	d = mustJob(t, r, "alice.nb")
 	if d.Kind != "notebook" || d.K8sResources.Kind != "StatefulSet" || d.StartedAt != nil || len(d.K8sResources.Pods) != 0 {
 		t.Errorf("alice.nb: %+v", d)
 	}
 	// A bare name that one namespace has.
-	d = JobDetail{}
-	get(t, h, "/api/v1/jobs/sft", http.StatusOK, &d)
+	d = mustJob(t, r, "sft")
 	if d.JobID != "alice.sft" {
 		t.Errorf("bare name: %+v", d)
 	}
+}
+
+func mustJob(t *testing.T, r *Reader, id string) JobDetail {
+	t.Helper()
+	d, err := r.Job(ctx, id)
+	if err != nil {
+		t.Fatalf("job %s: %v", id, err)
+	}
+	return d
 }
 
 func checkDetail(t *testing.T, got, want JobDetail) {
@@ -182,23 +202,27 @@ func checkDetail(t *testing.T, got, want JobDetail) {
 	}
 }
 
-func TestGetJobNotFound(t *testing.T) {
-	h, _ := testServer(t)
+func TestJobNotFound(t *testing.T) {
+	r := testReader(t)
 	for _, id := range []string{"alice.nope", "nope", "bob.other", "bob.not-a-job", "Bad_NS.x", "carol.sft", "alice."} {
-		wantError(t, do(t, h, http.MethodGet, "/api/v1/jobs/"+id, userToken), http.StatusNotFound)
+		_, err := r.Job(ctx, id)
+		wantNotFound(t, err, "job", id)
 	}
 }
 
-func TestGetJobAmbiguousName(t *testing.T) {
-	h, _ := testServer(t, job("alice", "dup", "default", 0, batchv1.JobStatus{}),
-		deployment("bob", "dup", "inference", "default", 1, 0, 0))
-	e := wantError(t, do(t, h, http.MethodGet, "/api/v1/jobs/dup", userToken), http.StatusBadRequest)
-	if !strings.Contains(e.Message, "alice.dup, bob.dup") {
-		t.Errorf("message %q does not list the candidates", e.Message)
+func TestJobAmbiguousName(t *testing.T) {
+	r := testReader(t, fx.Job("alice", "dup", "default", 0, batchv1.JobStatus{}),
+		fx.Deployment("bob", "dup", "inference", "default", 1, 0, 0))
+	_, err := r.Job(ctx, "dup")
+	var amb *AmbiguousError
+	if !errors.As(err, &amb) {
+		t.Fatalf("error %v, want an *AmbiguousError", err)
 	}
-	var d JobDetail
-	get(t, h, "/api/v1/jobs/bob.dup", http.StatusOK, &d)
-	if d.K8sResources.Kind != "Deployment" {
+	if amb.Name != "dup" || !slices.Equal(amb.IDs, []string{"alice.dup", "bob.dup"}) ||
+		amb.Error() != `job name "dup" is ambiguous: use one of alice.dup, bob.dup` {
+		t.Errorf("ambiguous %+v: %v", amb, amb)
+	}
+	if d := mustJob(t, r, "bob.dup"); d.K8sResources.Kind != "Deployment" {
 		t.Errorf("bob.dup: %+v", d)
 	}
 }
@@ -267,15 +291,13 @@ func TestReplicaStatus(t *testing.T) {
 }
 
 func TestJobSelectorPrefersSpec(t *testing.T) {
-	j := job("alice", "multi", "default", 8, batchv1.JobStatus{Active: 2, StartTime: at(time.Minute)})
+	j := fx.Job("alice", "multi", "default", 8, batchv1.JobStatus{Active: 2, StartTime: fx.At(time.Minute)})
 	j.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"batch.kubernetes.io/controller-uid": "u1"}}
 	j.Spec.Parallelism = new(int32(2))
-	own := pod("alice", "multi-0", "multi", "gpu-1", corev1.PodRunning, 8, at(time.Minute))
+	own := fx.Pod("alice", "multi-0", "multi", "gpu-1", corev1.PodRunning, 8, fx.At(time.Minute))
 	own.Labels["batch.kubernetes.io/controller-uid"] = "u1"
-	other := pod("alice", "multi-old", "multi", "gpu-1", corev1.PodRunning, 8, at(0)) // same app, other uid
-	h, _ := testServer(t, []runtime.Object{j, own, other}...)
-	var d JobDetail
-	get(t, h, "/api/v1/jobs/alice.multi", http.StatusOK, &d)
+	other := fx.Pod("alice", "multi-old", "multi", "gpu-1", corev1.PodRunning, 8, fx.At(0)) // same app, other uid
+	d := mustJob(t, testReader(t, []runtime.Object{j, own, other}...), "alice.multi")
 	if !slices.Equal(d.K8sResources.Pods, []string{"multi-0"}) || d.Resources.GPUTotal != 16 || d.Resources.GPU != 8 {
 		t.Errorf("detail %+v", d)
 	}

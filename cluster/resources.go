@@ -1,4 +1,4 @@
-package httpapi
+package cluster
 
 import (
 	"context"
@@ -77,11 +77,7 @@ func active(p *corev1.Pod) bool {
 }
 
 // usageByNode sums the requests of the active pods on each node; node "" means all nodes.
-func (s *server) usageByNode(ctx context.Context, node string) (map[string]requests, error) {
-	kube, err := s.kube()
-	if err != nil {
-		return nil, err
-	}
+func (r *Reader) usageByNode(ctx context.Context, node string) (map[string]requests, error) {
 	sel := []fields.Selector{
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
@@ -89,7 +85,7 @@ func (s *server) usageByNode(ctx context.Context, node string) (map[string]reque
 	if node != "" {
 		sel = append(sel, fields.OneTermEqualSelector("spec.nodeName", node))
 	}
-	pods, err := kube.CoreV1().Pods(metav1.NamespaceAll).List(ctx,
+	pods, err := r.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx,
 		metav1.ListOptions{FieldSelector: fields.AndSelectors(sel...).String()})
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)

@@ -1,10 +1,8 @@
-package httpapi
+package cluster
 
 import (
 	"context"
 	"fmt"
-	"net/http"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -19,9 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
-// JobList is the answer of GET /api/v1/jobs.
+// JobList is a page of jobs, the answer of GET /api/v1/jobs.
 type JobList struct {
-	// Total counts the jobs that match the filters, on all pages.
+	// Total counts the jobs that match the filter, on all pages. Page and PageSize are the
+	// filter's page (page 1 and size 0 when not paged).
 	Total    int          `json:"total"`
 	Page     int          `json:"page"`
 	PageSize int          `json:"pageSize"`
@@ -46,7 +45,7 @@ type JobSummary struct {
 	StartedAt *time.Time `json:"startedAt"`
 }
 
-// JobDetail is the answer of GET /api/v1/jobs/{jobId}.
+// JobDetail is one job in full, the answer of GET /api/v1/jobs/{jobId}.
 type JobDetail struct {
 	JobID     string `json:"jobId"`
 	Name      string `json:"name"`
@@ -82,7 +81,7 @@ type JobResources struct {
 	GPUTotal int64 `json:"gpuTotal"`
 }
 
-// JobMetrics are the seed's live metrics; not collected yet, so always zero.
+// JobMetrics are a job's live metrics; not collected yet, so always zero.
 type JobMetrics struct {
 	GPUUtilization float64 `json:"gpuUtilization"`
 	MemoryUsage    string  `json:"memoryUsage"`
@@ -98,10 +97,17 @@ type K8sResources struct {
 	Pods    []string `json:"pods"`
 }
 
-// jobQuery is the filter of GET /api/v1/jobs.
-type jobQuery struct {
-	kind, pool, status string
-	page               page
+// JobFilter selects jobs. Its zero value selects every job, on one page.
+type JobFilter struct {
+	// Kind is a gpuctl kind (render.WorkloadKinds); "" for any.
+	Kind string
+	// Pool is a pool ("default" for the jobs in no pool); "" for any.
+	Pool string
+	// Status is a job status in any case, with or without a space, dash or underscore
+	// (running, Partially Running, partially-running, ...); "" for any.
+	Status string
+	// Page is the page of the matching jobs to return.
+	Page Page
 }
 
 // jobStatuses maps the accepted spellings of a status filter (lower case, without spaces,
@@ -111,58 +117,50 @@ var jobStatuses = map[string]string{
 	"succeeded": StatusSucceeded, "failed": StatusFailed,
 }
 
-func parseJobQuery(q url.Values) (jobQuery, error) {
-	var jq jobQuery
-	var err error
-	if jq.page, err = parsePage(q); err != nil {
-		return jq, err
+// status checks the filter and returns the status it selects ("" for any).
+func (f JobFilter) status() (string, error) {
+	if f.Kind != "" && !slices.Contains(render.WorkloadKinds, f.Kind) {
+		return "", filterErrorf("kind", "want one of %s, got %q", strings.Join(render.WorkloadKinds, ", "), f.Kind)
 	}
-	if jq.kind = q.Get("kind"); jq.kind != "" && !slices.Contains(render.WorkloadKinds, jq.kind) {
-		return jq, errorf(http.StatusBadRequest, "kind: want one of %s, got %q",
-			strings.Join(render.WorkloadKinds, ", "), jq.kind)
+	if len(validation.IsValidLabelValue(f.Pool)) > 0 {
+		return "", filterErrorf("pool", "%q is not a valid pool name", f.Pool)
 	}
-	if jq.pool = q.Get("pool"); len(validation.IsValidLabelValue(jq.pool)) > 0 {
-		return jq, errorf(http.StatusBadRequest, "pool: %q is not a valid pool name", jq.pool)
+	if f.Status == "" {
+		return "", nil
 	}
-	if s := q.Get("status"); s != "" {
-		if jq.status = jobStatuses[normalizeWord(s)]; jq.status == "" {
-			return jq, errorf(http.StatusBadRequest,
-				"status: want pending, running, partially-running, succeeded or failed, got %q", s)
-		}
+	status := jobStatuses[normalizeWord(f.Status)]
+	if status == "" {
+		return "", filterErrorf("status", "want pending, running, partially-running, succeeded or failed, got %q", f.Status)
 	}
-	return jq, nil
+	return status, nil
 }
 
-func normalizeWord(s string) string {
-	return strings.NewReplacer(" ", "", "-", "", "_", "").Replace(strings.ToLower(s))
-}
-
-// listJobs serves GET /api/v1/jobs.
-func (s *server) listJobs(w http.ResponseWriter, r *http.Request) error {
-	q, err := parseJobQuery(r.URL.Query())
+// Jobs lists the page of the jobs that the filter selects, by namespace and name. A filter
+// value it refuses is a *FilterError.
+func (r *Reader) Jobs(ctx context.Context, f JobFilter) (JobList, error) {
+	status, err := f.status()
 	if err != nil {
-		return err
+		return JobList{}, err
 	}
-	all, err := s.listWorkloads(r.Context(), workloadSelector(q.kind, q.pool))
+	all, err := r.listWorkloads(ctx, workloadSelector(f.Kind, f.Pool))
 	if err != nil {
-		return err
+		return JobList{}, err
 	}
 	matched := all[:0]
 	for _, wl := range all {
-		if q.status == "" || wl.status == q.status {
+		if status == "" || wl.status == status {
 			matched = append(matched, wl)
 		}
 	}
-	items := paginate(matched, q.page)
-	if err := s.setStarted(r.Context(), items); err != nil {
-		return err
+	items := paginate(matched, f.Page)
+	if err := r.setStarted(ctx, items); err != nil {
+		return JobList{}, err
 	}
-	out := JobList{Total: len(matched), Page: q.page.number, PageSize: q.page.size, Items: []JobSummary{}}
+	out := JobList{Total: len(matched), Page: f.Page.number(), PageSize: f.Page.Size, Items: []JobSummary{}}
 	for _, wl := range items {
 		out.Items = append(out.Items, summarize(wl))
 	}
-	writeJSON(w, http.StatusOK, out)
-	return nil
+	return out, nil
 }
 
 func summarize(w workload) JobSummary {
@@ -178,16 +176,17 @@ func timePtr(t *metav1.Time) *time.Time {
 	return &u
 }
 
-// getJob serves GET /api/v1/jobs/{jobId}.
-func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
-	wl, err := s.findWorkload(r.Context(), r.PathValue("jobId"))
+// Job reads one job: id is "<namespace>.<name>", or a bare name that exactly one namespace
+// has. An unknown job is a *NotFoundError; a bare name of several jobs an *AmbiguousError.
+func (r *Reader) Job(ctx context.Context, id string) (JobDetail, error) {
+	wl, err := r.findWorkload(ctx, id)
 	if err != nil {
-		return err
+		return JobDetail{}, err
 	}
-	pods, err := s.opts.Kube.CoreV1().Pods(wl.meta.Namespace).List(r.Context(),
+	pods, err := r.Client.CoreV1().Pods(wl.meta.Namespace).List(ctx,
 		metav1.ListOptions{LabelSelector: wl.selector.String()})
 	if err != nil {
-		return fmt.Errorf("job %s: list pods: %w", wl.id(), err)
+		return JobDetail{}, fmt.Errorf("job %s: list pods: %w", wl.id(), err)
 	}
 	ptrs := make([]*corev1.Pod, len(pods.Items))
 	for i := range pods.Items {
@@ -201,8 +200,7 @@ func (s *server) getJob(w http.ResponseWriter, r *http.Request) error {
 		d.K8sResources.Pods = append(d.K8sResources.Pods, p.Name)
 	}
 	sort.Strings(d.K8sResources.Pods)
-	writeJSON(w, http.StatusOK, d)
-	return nil
+	return d, nil
 }
 
 func detail(w workload) JobDetail {
@@ -223,18 +221,15 @@ func detail(w workload) JobDetail {
 
 // findWorkload resolves a jobId: "<namespace>.<name>", or a bare name that exactly one
 // namespace has.
-func (s *server) findWorkload(ctx context.Context, id string) (workload, error) {
+func (r *Reader) findWorkload(ctx context.Context, id string) (workload, error) {
 	ns, name := splitJobID(id)
 	if ns == "" {
-		return s.findByName(ctx, name)
+		return r.findByName(ctx, name)
 	}
 	if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
-		return workload{}, errorf(http.StatusNotFound, "unknown job %q (a jobId is <namespace>.<name>)", id)
+		return workload{}, &NotFoundError{Kind: "job", Name: id, Hint: " (a jobId is <namespace>.<name>)"}
 	}
-	kube, err := s.kube()
-	if err != nil {
-		return workload{}, err
-	}
+	kube := r.Client
 	managed := workloadSelector("", "")
 	gets := []func() (workload, error){
 		func() (workload, error) {
@@ -262,7 +257,7 @@ func (s *server) findWorkload(ctx context.Context, id string) (workload, error) 
 			return wl, nil
 		}
 	}
-	return workload{}, errorf(http.StatusNotFound, "unknown job %q", id)
+	return workload{}, &NotFoundError{Kind: "job", Name: id}
 }
 
 func wrapGet[T any](obj *T, err error, conv func(*T) workload) (workload, error) {
@@ -273,8 +268,8 @@ func wrapGet[T any](obj *T, err error, conv func(*T) workload) (workload, error)
 }
 
 // findByName finds the one job of a name in any namespace.
-func (s *server) findByName(ctx context.Context, name string) (workload, error) {
-	all, err := s.listWorkloads(ctx, workloadSelector("", ""))
+func (r *Reader) findByName(ctx context.Context, name string) (workload, error) {
+	all, err := r.listWorkloads(ctx, workloadSelector("", ""))
 	if err != nil {
 		return workload{}, err
 	}
@@ -286,7 +281,7 @@ func (s *server) findByName(ctx context.Context, name string) (workload, error) 
 	}
 	switch len(found) {
 	case 0:
-		return workload{}, errorf(http.StatusNotFound, "unknown job %q", name)
+		return workload{}, &NotFoundError{Kind: "job", Name: name}
 	case 1:
 		return found[0], nil
 	}
@@ -294,6 +289,5 @@ func (s *server) findByName(ctx context.Context, name string) (workload, error) 
 	for i, wl := range found {
 		ids[i] = wl.id()
 	}
-	return workload{}, errorf(http.StatusBadRequest, "job name %q is ambiguous: use one of %s",
-		name, strings.Join(ids, ", "))
+	return workload{}, &AmbiguousError{Name: name, IDs: ids}
 }

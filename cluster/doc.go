@@ -1,0 +1,45 @@
+// Package cluster is the read model of what runs in a cluster: gpuctl's jobs (the Jobs,
+// Deployments and StatefulSets that render made from workload files) with their status
+// rules, the pools, the nodes and the quotas, read with a kubernetes.Interface. It is the one
+// reader of the pool registry, the ConfigMaps that render writes for pool files
+// (render.PoolRecord). The daemon's API and web page serve it; it knows nothing of HTTP, so a
+// command-line client can read the same model.
+//
+//	r := &cluster.Reader{Client: clientset}
+//	jobs, err := r.Jobs(ctx, cluster.JobFilter{Pool: "training-pool", Status: "running"})
+//	if err != nil {
+//		return err // a *FilterError names the filter it refuses
+//	}
+//	job, err := r.Job(ctx, "alice.sft") // or "sft" when one namespace has it
+//
+// The types are the JSON documents of the daemon's API (docs/daemon.md): their field names
+// and order are a contract.
+//
+// # Jobs
+//
+// A job is a gpuctl workload: a Job, Deployment or StatefulSet labelled
+// g8s.host/managed-by=gpuctl with a g8s.host/job-type. Its id is "<namespace>.<name>", which
+// is unambiguous because namespaces hold no dots; Reader.Job also accepts a bare name when
+// exactly one namespace has a job of that name (else an *AmbiguousError). A detail's
+// yamlContent is empty (the file lives in Git); its source is the file's path there
+// (annotation g8s.host/source), and its metrics are zeros until metrics are collected.
+//
+// A job's status is Pending, Running, Partially Running, Succeeded or Failed: JobStatus for a
+// training Job, DeploymentStatus and StatefulSetStatus for the others. A status filter
+// accepts these in any case, with or without a space, dash or underscore.
+//
+// # Pools and nodes
+//
+// The pools are the registry's together with the values of the g8s.host/pool node label;
+// nodes without the label form the "default" pool. A pool's GPUs are the nodes' allocatable
+// nvidia.com/gpu; the used GPUs are the nvidia.com/gpu requests of the pods on those nodes
+// that have not terminated, whoever runs them, counted as the scheduler counts a pod.
+//
+// # Quotas
+//
+// A quota is a ResourceQuota labelled g8s.host/quota; its user is its namespace. Used is what
+// the API server's quota controller counts, for the resources that the quota limits.
+//
+// Unknown jobs, pools, nodes and users are *NotFoundError. The reader reads the cluster with
+// plain List and Get calls on every call and keeps nothing.
+package cluster

@@ -1,0 +1,107 @@
+package cluster
+
+import (
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Reader reads the model from a cluster with plain List and Get calls, on every call: it keeps
+// nothing between calls. Its methods are safe for concurrent use.
+type Reader struct {
+	// Client reads the cluster; it must not be nil. It needs list and get on jobs,
+	// deployments, statefulsets, pods, nodes and resourcequotas cluster-wide, and list on
+	// configmaps in Namespace.
+	Client kubernetes.Interface
+	// Namespace is the system namespace, which holds the pool registry; "" means
+	// keys.SystemNamespace.
+	Namespace string
+	// Log receives a warning for each registry ConfigMap that does not decode; nil discards.
+	Log *slog.Logger
+}
+
+func (r *Reader) namespace() string {
+	if r.Namespace == "" {
+		return keys.SystemNamespace
+	}
+	return r.Namespace
+}
+
+func (r *Reader) log() *slog.Logger {
+	if r.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return r.Log
+}
+
+// NotFoundError is an unknown job, pool, node or quota user.
+type NotFoundError struct {
+	// Kind is what was asked for: job, pool, node or user.
+	Kind string
+	// Name is the name or job id that was asked for.
+	Name string
+	// Hint, when set, follows the message, e.g. " (a jobId is <namespace>.<name>)".
+	Hint string
+}
+
+// Error says what is unknown: `unknown pool "nowhere"`.
+func (e *NotFoundError) Error() string {
+	return "unknown " + e.Kind + " " + strconv.Quote(e.Name) + e.Hint
+}
+
+// AmbiguousError is a bare job name that more than one namespace has.
+type AmbiguousError struct {
+	// Name is the bare name; IDs are the job ids that have it, sorted.
+	Name string
+	IDs  []string
+}
+
+// Error lists the job ids to choose from.
+func (e *AmbiguousError) Error() string {
+	return fmt.Sprintf("job name %q is ambiguous: use one of %s", e.Name, strings.Join(e.IDs, ", "))
+}
+
+// FilterError is a filter value that the reader refuses.
+type FilterError struct {
+	// Field names the filter as the JSON of a list item does: kind, pool, status or gpuType.
+	Field string
+	// Message says what is wrong and what is wanted.
+	Message string
+}
+
+// Error is "<field>: <message>".
+func (e *FilterError) Error() string { return e.Field + ": " + e.Message }
+
+func filterErrorf(field, format string, args ...any) *FilterError {
+	return &FilterError{Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// Page selects a page of a list: Size items from the (Number-1)×Size-th, Number counting from
+// 1. The zero Page is no paging: one page with every item.
+type Page struct {
+	Number, Size int
+}
+
+// number is the page's number as a list reports it (1 for the zero Page).
+func (p Page) number() int { return max(p.Number, 1) }
+
+// paginate returns the page's slice of items, empty (not nil) past the end.
+func paginate[T any](items []T, p Page) []T {
+	if p.Size <= 0 {
+		return items
+	}
+	start := (p.number() - 1) * p.Size
+	if start >= len(items) {
+		return []T{}
+	}
+	return items[start:min(start+p.Size, len(items))]
+}
+
+// normalizeWord is a filter word without case, spaces, dashes and underscores.
+func normalizeWord(s string) string {
+	return strings.NewReplacer(" ", "", "-", "", "_", "").Replace(strings.ToLower(s))
+}
