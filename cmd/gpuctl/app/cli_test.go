@@ -151,21 +151,27 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// TestRenderFlags: the CLI takes the daemon's render flags, so that CI renders with the
-// administrator's settings: --namespace-map replaces the repository's .gpuctl.yaml, and a
-// setting the daemon would refuse (a reserved namespace, --config beside the flags, any of
-// them with --base) exits 2 naming the flag.
-func TestRenderFlags(t *testing.T) {
-	out, errOut, code := run(t, "render", "../../../examples", "--namespace-map", "teams/*/**=team-$1", "-o", "json")
+// renderItems runs gpuctl render -o json with args and returns the objects.
+func renderItems(t *testing.T, args ...string) []map[string]any {
+	t.Helper()
+	out, errOut, code := run(t, append([]string{"render", "-o", "json"}, args...)...)
 	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+		t.Fatalf("render %v: exit %d: %s", args, code, errOut)
 	}
 	var list struct{ Items []map[string]any }
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}
+	return list.Items
+}
+
+// TestRenderFlags: the CLI takes the daemon's render flags, so that CI renders with the
+// administrator's settings: --namespace-map replaces the repository's .gpuctl.yaml, and a
+// setting the daemon would refuse (a reserved namespace, --config beside the flags, any of
+// them with --base) exits 2 naming the flag.
+func TestRenderFlags(t *testing.T) {
 	mapped := 0
-	for _, it := range list.Items {
+	for _, it := range renderItems(t, "../../../examples", "--namespace-map", "teams/*/**=team-$1") {
 		meta := it["metadata"].(map[string]any)
 		ann, _ := meta["annotations"].(map[string]any)
 		src, _ := ann[keys.Source].(string)
@@ -196,15 +202,7 @@ func TestRenderFlags(t *testing.T) {
 // TestConfigFlagRoot: with --config, namespace rules are relative to the configuration file's
 // directory, whichever subdirectory is rendered.
 func TestConfigFlagRoot(t *testing.T) {
-	out, errOut, code := run(t, "render", "--config", "../../../examples/.gpuctl.yaml", "../../../examples/teams/alice", "-o", "json")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
-	}
-	var list struct{ Items []map[string]any }
-	if err := json.Unmarshal([]byte(out), &list); err != nil {
-		t.Fatal(err)
-	}
-	for _, it := range list.Items {
+	for _, it := range renderItems(t, "--config", "../../../examples/.gpuctl.yaml", "../../../examples/teams/alice") {
 		meta := it["metadata"].(map[string]any)
 		if it["kind"] == "PriorityClass" {
 			continue
