@@ -13,14 +13,18 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx)
+	stop()
+	code := 0
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
-		os.Exit(1)
+		code = 1
 	}
+	os.Exit(code)
 }
 
-func run() error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// run builds the command and runs it until it ends or ctx is cancelled (SIGINT, SIGTERM).
+func run(ctx context.Context) error {
 	return app.NewCommand().ExecuteContext(ctx)
 }

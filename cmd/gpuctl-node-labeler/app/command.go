@@ -4,43 +4,19 @@ import (
 	"fmt"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/logging"
 	"github.com/gpuctl/gpuctl/internal/version"
 	"github.com/gpuctl/gpuctl/nodelabeler"
 	"github.com/gpuctl/gpuctl/nodelabeler/nvmlinfo"
 )
 
-// kubeOptions choose the cluster.
-type kubeOptions struct {
-	Kubeconfig string
-}
-
-// BindFlags adds the cluster flags.
-func (o *kubeOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "kubeconfig file (default: $KUBECONFIG, ~/.kube/config, then the pod's service account)")
-}
-
-// client builds a clientset from the kubeconfig, or in-cluster.
-func (o *kubeOptions) client() (kubernetes.Interface, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
-	if err != nil {
-		return nil, fmt.Errorf("kubeconfig: %w", err)
-	}
-	cfg.UserAgent = "gpuctl-node-labeler/" + version.Version
-	return kubernetes.NewForConfig(cfg)
-}
-
 // NewCommand builds the gpuctl-node-labeler command.
 func NewCommand() *cobra.Command {
 	opts := nodelabeler.DefaultOptions()
 	var logOpts logging.Options
-	var kube kubeOptions
+	var ko kube.Options
 	cmd := &cobra.Command{
 		Use:   "gpuctl-node-labeler",
 		Short: "Publish the node's GPUs, as NVML reports them, as g8s.host/ node labels",
@@ -67,7 +43,7 @@ keeps running; NVML is initialised afresh on every pass.`,
 			if err != nil {
 				return fmt.Errorf("--nvml: %w", err)
 			}
-			client, err := kube.client()
+			client, err := ko.Clientset(kube.UserAgent("gpuctl-node-labeler"))
 			if err != nil {
 				return err
 			}
@@ -83,6 +59,6 @@ keeps running; NVML is initialised afresh on every pass.`,
 	}
 	opts.BindFlags(cmd.Flags())
 	logOpts.BindFlags(cmd.Flags())
-	kube.BindFlags(cmd.Flags())
+	ko.BindFlags(cmd.Flags())
 	return cmd
 }

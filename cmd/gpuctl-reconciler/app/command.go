@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
-	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
+	"github.com/gpuctl/gpuctl/cmd/options"
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/drift/detector"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/internal/logging"
 	"github.com/gpuctl/gpuctl/internal/version"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
@@ -28,17 +29,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/record"
 )
 
 // Options are all the flags of gpuctl-reconciler.
 type Options struct {
 	Source SourceOptions
-	Render RenderOptions
+	Render options.Render
 	Log    logging.Options
-	Kube   app.KubeOptions
-	Engine app.EngineOptions
+	Kube   kube.Options
+	Engine options.Engine
 
 	Namespace     string
 	Interval      time.Duration
@@ -122,14 +122,6 @@ func (o *Options) identity() string {
 	return h
 }
 
-// restConfig uses the kubeconfig flags, or the pod's service account inside a cluster.
-func (o *Options) restConfig() (*rest.Config, error) {
-	if o.Kube.Kubeconfig == "" && os.Getenv("KUBECONFIG") == "" && os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
-		return rest.InClusterConfig()
-	}
-	return o.Kube.RESTConfig()
-}
-
 func run(ctx context.Context, o *Options) error {
 	if o.Source.Source == "" {
 		return errors.New("--source is required: dir:PATH or git:URL")
@@ -151,7 +143,7 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := o.restConfig()
+	cfg, err := o.Kube.RESTConfig(kube.UserAgent("gpuctl-reconciler"))
 	if err != nil {
 		return err
 	}

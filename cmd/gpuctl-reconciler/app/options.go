@@ -1,15 +1,11 @@
 package app
 
 import (
-	"errors"
 	"fmt"
-	"go.yaml.in/yaml/v3"
 	"log/slog"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"
 	"github.com/gpuctl/gpuctl/sources/local"
@@ -60,86 +56,4 @@ func (o *SourceOptions) Open(log *slog.Logger) (sources.Source, error) {
 		return gitsource.New(opts)
 	}
 	return nil, fmt.Errorf("--source %q: unknown kind %q (dir or git)", o.Source, kind)
-}
-
-// RenderOptions are the rendering settings of the daemon, set by the administrator (never
-// taken from the repository that teams commit to).
-type RenderOptions struct {
-	NamespaceMap             []string
-	HostPathPrefixes         []string
-	WritableHostPathPrefixes []string
-	ConfigFile               string
-}
-
-// BindFlags adds the render flags.
-func (o *RenderOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringArrayVar(&o.NamespaceMap, "namespace-map", nil, "map a directory pattern to a namespace, e.g. 'teams/*/**=$1' (repeatable)")
-	fs.StringSliceVar(&o.HostPathPrefixes, "host-path-prefixes", nil, "host directories that workdirs may mount (default "+strings.Join(render.DefaultHostPathPrefixes(), ",")+")")
-	fs.StringSliceVar(&o.WritableHostPathPrefixes, "writable-host-path-prefixes", nil, "host directories below which workdirs are mounted read-write; elsewhere read-only (default "+strings.Join(render.DefaultWritableHostPathPrefixes(), ",")+")")
-	fs.StringVar(&o.ConfigFile, "config", "", "a .gpuctl.yaml-style file (namespaces, host paths, tenancy) instead of the flags")
-}
-
-// Options builds the renderer's options. With no setting at all, a .gpuctl.yaml in the
-// repository is used.
-func (o *RenderOptions) Options() (render.Options, error) {
-	if o.ConfigFile != "" {
-		data, err := os.ReadFile(o.ConfigFile)
-		if err != nil {
-			return render.Options{}, err
-		}
-		cfg, diags := render.ParseConfig(o.ConfigFile, data)
-		for _, d := range diags {
-			if d.Severity == render.SeverityError {
-				return render.Options{}, errors.New(d.Error())
-			}
-		}
-		return render.Options{Config: cfg}, nil
-	}
-	if len(o.NamespaceMap) == 0 && len(o.HostPathPrefixes) == 0 && len(o.WritableHostPathPrefixes) == 0 {
-		return render.Options{}, nil
-	}
-	// The flags are written as the configuration file they stand for and parsed as one, so
-	// that they are held to the same rules (reserved namespaces, clean prefixes).
-	doc := map[string]any{"version": render.Version}
-	var rules []map[string]string
-	for _, m := range o.NamespaceMap {
-		pattern, ns, ok := strings.Cut(m, "=")
-		if !ok || pattern == "" || ns == "" {
-			return render.Options{}, fmt.Errorf("--namespace-map %q: expected PATTERN=NAMESPACE", m)
-		}
-		rules = append(rules, map[string]string{"path": pattern, "namespace": ns})
-	}
-	if rules != nil {
-		doc["namespaces"] = rules
-	}
-	if o.HostPathPrefixes != nil {
-		doc["hostPathPrefixes"] = o.HostPathPrefixes
-	}
-	if o.WritableHostPathPrefixes != nil {
-		doc["writableHostPathPrefixes"] = o.WritableHostPathPrefixes
-	}
-	data, err := yaml.Marshal(doc)
-	if err != nil {
-		return render.Options{}, err
-	}
-	cfg, diags := render.ParseConfig("flags", data)
-	for _, d := range diags {
-		if d.Severity == render.SeverityError {
-			return render.Options{}, fmt.Errorf("%s (%s): %s", flagOf(d.Field), d.Field, d.Message)
-		}
-	}
-	return render.Options{Config: cfg}, nil
-}
-
-// flagOf names the flag that set a configuration field.
-func flagOf(field string) string {
-	switch {
-	case strings.HasPrefix(field, "namespaces"):
-		return "--namespace-map"
-	case strings.HasPrefix(field, "writableHostPathPrefixes"):
-		return "--writable-host-path-prefixes"
-	case strings.HasPrefix(field, "hostPathPrefixes"):
-		return "--host-path-prefixes"
-	}
-	return "flags"
 }

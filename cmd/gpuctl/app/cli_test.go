@@ -151,18 +151,58 @@ func TestUsageErrors(t *testing.T) {
 	}
 }
 
-// TestConfigFlagRoot: with --config, namespace rules are relative to the configuration file's
-// directory, whichever subdirectory is rendered.
-func TestConfigFlagRoot(t *testing.T) {
-	out, errOut, code := run(t, "render", "--config", "../../../examples/.gpuctl.yaml", "../../../examples/teams/alice", "-o", "json")
+// renderItems runs gpuctl render -o json with args and returns the objects.
+func renderItems(t *testing.T, args ...string) []map[string]any {
+	t.Helper()
+	out, errOut, code := run(t, append([]string{"render", "-o", "json"}, args...)...)
 	if code != 0 {
-		t.Fatalf("exit %d: %s", code, errOut)
+		t.Fatalf("render %v: exit %d: %s", args, code, errOut)
 	}
 	var list struct{ Items []map[string]any }
 	if err := json.Unmarshal([]byte(out), &list); err != nil {
 		t.Fatal(err)
 	}
-	for _, it := range list.Items {
+	return list.Items
+}
+
+// TestRenderFlags: the CLI takes the daemon's render flags, so that CI renders with the
+// administrator's settings: --namespace-map replaces the repository's .gpuctl.yaml, and a
+// setting the daemon would refuse (a reserved namespace, --config beside the flags, any of
+// them with --base) exits 2 naming the flag.
+func TestRenderFlags(t *testing.T) {
+	mapped := 0
+	for _, it := range renderItems(t, "../../../examples", "--namespace-map", "teams/*/**=team-$1") {
+		meta := it["metadata"].(map[string]any)
+		ann, _ := meta["annotations"].(map[string]any)
+		src, _ := ann[keys.Source].(string)
+		if strings.HasPrefix(src, "teams/alice/") {
+			mapped++
+			if meta["namespace"] != "team-alice" {
+				t.Errorf("%s %s from %s: namespace %v, want team-alice (the flag's mapping)", it["kind"], meta["name"], src, meta["namespace"])
+			}
+		}
+	}
+	if mapped == 0 {
+		t.Error("no object rendered from teams/alice/")
+	}
+	for name, args := range map[string][]string{
+		"reserved namespace": {"render", "../../../examples", "--namespace-map", "teams/*/**=kube-system"},
+		"with --config":      {"validate", "../../../examples", "--config", "../../../examples/.gpuctl.yaml", "--host-path-prefixes", "/data"},
+		"with --base":        {"diff", "--base", "HEAD", "--namespace-map", "teams/*/**=$1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, errOut, code := run(t, args...)
+			if code != app.ExitTrouble || !strings.Contains(errOut, "--namespace-map") && !strings.Contains(errOut, "--host-path-prefixes") {
+				t.Errorf("exit %d (want %d), stderr does not name the flag:\n%s", code, app.ExitTrouble, errOut)
+			}
+		})
+	}
+}
+
+// TestConfigFlagRoot: with --config, namespace rules are relative to the configuration file's
+// directory, whichever subdirectory is rendered.
+func TestConfigFlagRoot(t *testing.T) {
+	for _, it := range renderItems(t, "--config", "../../../examples/.gpuctl.yaml", "../../../examples/teams/alice") {
 		meta := it["metadata"].(map[string]any)
 		if it["kind"] == "PriorityClass" {
 			continue

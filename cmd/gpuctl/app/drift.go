@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -25,7 +26,7 @@ type driftOptions struct {
 }
 
 func newDriftCommand(s Streams) *cobra.Command {
-	var ko KubeOptions
+	var ko kube.Options
 	var o driftOptions
 	cmd := &cobra.Command{
 		Use:   "drift",
@@ -104,19 +105,6 @@ func parseSince(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("%q is negative", s)
 	}
 	return d, nil
-}
-
-// kubeClient builds a clientset from the kubeconfig flags.
-func kubeClient(ko *KubeOptions) (kubernetes.Interface, error) {
-	cfg, err := ko.RESTConfig()
-	if err != nil {
-		return nil, err
-	}
-	kube, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, &ExitError{Code: ExitTrouble, Err: err}
-	}
-	return kube, nil
 }
 
 // runDrift reads the report and history from the drift ConfigMap, prints them and maps the

@@ -1,97 +1,42 @@
 package app
 
 import (
-	"fmt"
-	"strconv"
-	"strings"
-
-	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/reconciler"
-	"github.com/spf13/pflag"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/gpuctl/gpuctl/cmd/options"
+	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/reconciler"
 )
 
-// KubeOptions are the flags that choose a cluster, as kubectl names them.
-type KubeOptions struct {
-	Kubeconfig string
-	Context    string
-}
-
-// BindFlags adds --kubeconfig and --context.
-func (o *KubeOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "path to the kubeconfig file (default: $KUBECONFIG or ~/.kube/config)")
-	fs.StringVar(&o.Context, "context", "", "the kubeconfig context to use")
-}
-
-// RESTConfig loads the client configuration.
-func (o *KubeOptions) RESTConfig() (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+// restConfig loads the client configuration that --kubeconfig and --context choose; a bad one
+// exits 2.
+func restConfig(ko *kube.Options) (*rest.Config, error) {
+	cfg, err := ko.RESTConfig(kube.UserAgent("gpuctl"))
 	if err != nil {
-		return nil, &ExitError{Code: ExitTrouble, Err: fmt.Errorf("kubeconfig: %w", err)}
+		return nil, &ExitError{Code: ExitTrouble, Err: err}
 	}
 	return cfg, nil
 }
 
-// EngineOptions are the flags of commands that plan or apply.
-type EngineOptions struct {
-	// Namespace holds the inventory (default gpuctl-system); the daemon sets its --namespace.
-	Namespace  string
-	Force      bool
-	Prune      bool
-	MaxPrune   string
-	AllowEmpty bool
-	// ImpersonateTenants writes each tenant's objects as its ServiceAccount gpuctl-tenant.
-	ImpersonateTenants bool
-	// Scope is the part of the repository a PATH below its root names (reconciler.Options.Scope);
-	// set by diff and sync --local, not a flag.
-	Scope []string
-	// LimitedCredentials plans with what the credentials may read (reconciler.Options.LimitedCredentials);
-	// set by diff and sync --local, never by the daemon.
-	LimitedCredentials bool
-}
-
-// BindFlags adds the engine's flags.
-func (o *EngineOptions) BindFlags(fs *pflag.FlagSet) {
-	fs.BoolVar(&o.Force, "force-conflicts", false, "take over fields that another field manager owns")
-	fs.BoolVar(&o.Prune, "prune", true, "delete objects that gpuctl applied and that are no longer rendered")
-	fs.StringVar(&o.MaxPrune, "max-prune", "25%", "refuse a sync that would prune more than this share of the inventory")
-	fs.BoolVar(&o.AllowEmpty, "allow-empty", false, "allow a sync of an empty render (which prunes everything)")
-	fs.BoolVar(&o.ImpersonateTenants, "impersonate-tenants", true,
-		"write the objects of each tenant directory as the namespace's ServiceAccount "+keys.TenantServiceAccount+" (off: as gpuctl's own identity)")
-}
-
-// Manager builds the engine for a cluster.
-func (o *EngineOptions) Manager(cfg *rest.Config) (*reconciler.Manager, error) {
-	opts := reconciler.DefaultOptions()
-	opts.Force, opts.Prune, opts.AllowEmpty, opts.ImpersonateTenants = o.Force, o.Prune, o.AllowEmpty, o.ImpersonateTenants
-	opts.Scope, opts.LimitedCredentials = o.Scope, o.LimitedCredentials
-	if o.Namespace != "" {
-		opts.Namespace = o.Namespace
-	}
-	share, err := parseShare(o.MaxPrune)
+// kubeClient builds a clientset from the kubeconfig flags.
+func kubeClient(ko *kube.Options) (kubernetes.Interface, error) {
+	cfg, err := restConfig(ko)
 	if err != nil {
-		return nil, &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--max-prune: %w", err)}
+		return nil, err
 	}
-	opts.MaxPrune = share
-	return reconciler.NewManager(cfg, opts)
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, &ExitError{Code: ExitTrouble, Err: err}
+	}
+	return client, nil
 }
 
-// parseShare reads 25%, 100% or 0.25.
-func parseShare(s string) (float64, error) {
-	pct := strings.HasSuffix(s, "%")
-	f, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+// manager builds the engine from the engine flags; bad flags exit 2.
+func manager(eo *options.Engine, cfg *rest.Config) (*reconciler.Manager, error) {
+	m, err := eo.Manager(cfg)
 	if err != nil {
-		return 0, fmt.Errorf("%q is not a share such as 25%% or 0.25", s)
+		return nil, &ExitError{Code: ExitTrouble, Err: err}
 	}
-	if pct {
-		f /= 100
-	}
-	if f < 0 || f > 1 {
-		return 0, fmt.Errorf("%q is not between 0%% and 100%%", s)
-	}
-	return f, nil
+	return m, nil
 }

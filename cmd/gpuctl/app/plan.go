@@ -12,15 +12,17 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/gpuctl/gpuctl/cmd/options"
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 )
 
 // planOptions are the flags shared by diff and sync.
 type planOptions struct {
-	render RenderOptions
-	kube   KubeOptions
-	engine EngineOptions
+	render options.Render
+	kube   kube.Options
+	engine options.Engine
 	output string
 	color  string
 }
@@ -43,7 +45,7 @@ func writeJSON(w io.Writer, v any) error {
 
 // renderPath renders a path; invalid input prints every diagnostic and returns an ExitError.
 func (o *planOptions) renderPath(ctx context.Context, s Streams, path string) (*render.Result, error) {
-	r, err := o.render.Renderer()
+	r, err := renderer(&o.render)
 	if err != nil {
 		return nil, err
 	}
@@ -72,12 +74,12 @@ func (o *planOptions) plan(ctx context.Context, s Streams, path string) (*reconc
 	if err != nil {
 		return nil, nil, err
 	}
-	cfg, err := o.kube.RESTConfig()
+	cfg, err := restConfig(&o.kube)
 	if err != nil {
 		return nil, nil, err
 	}
 	o.engine.Scope, o.engine.LimitedCredentials = scopeOf(res.Root, path), true
-	m, err := o.engine.Manager(cfg)
+	m, err := manager(&o.engine, cfg)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -4,12 +4,13 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gpuctl/gpuctl/cmd/options"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/spf13/cobra"
 )
 
 func newRenderCommand(s Streams) *cobra.Command {
-	var ro RenderOptions
+	var ro options.Render
 	var output string
 	cmd := &cobra.Command{
 		Use:   "render PATH",
@@ -24,7 +25,7 @@ Warnings go to standard error. Exit code 0: rendered; 1: invalid input; 2: could
 			if err := outputFlag(output, "yaml", "json"); err != nil {
 				return err
 			}
-			r, err := ro.Renderer()
+			r, err := renderer(&ro)
 			if err != nil {
 				return err
 			}

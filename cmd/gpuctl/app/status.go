@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources"
 	"github.com/spf13/cobra"
@@ -17,7 +18,7 @@ import (
 )
 
 // storeFor builds the status store from the kubeconfig flags.
-func storeFor(ko *KubeOptions, namespace string) (*daemon.Store, error) {
+func storeFor(ko *kube.Options, namespace string) (*daemon.Store, error) {
 	kube, err := kubeClient(ko)
 	if err != nil {
 		return nil, err
@@ -26,7 +27,7 @@ func storeFor(ko *KubeOptions, namespace string) (*daemon.Store, error) {
 }
 
 func newStatusCommand(s Streams) *cobra.Command {
-	var ko KubeOptions
+	var ko kube.Options
 	var namespace, output string
 	cmd := &cobra.Command{
 		Use:   "status",

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/gpuctl/gpuctl/cmd/options"
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/spf13/cobra"
@@ -20,7 +21,7 @@ type validateReport struct {
 }
 
 func newValidateCommand(s Streams) *cobra.Command {
-	var ro RenderOptions
+	var ro options.Render
 	var output string
 	cmd := &cobra.Command{
 		Use:   "validate PATH...",
@@ -34,7 +35,7 @@ with file, line, column and field. Exit code 0: valid; 1: invalid; 2: could not 
 			if err := outputFlag(output, "text", "json"); err != nil {
 				return err
 			}
-			r, err := ro.Renderer()
+			r, err := renderer(&ro)
 			if err != nil {
 				return err
 			}
