@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -65,17 +66,29 @@ func TestImageAllowed(t *testing.T) {
 	}
 }
 
-func TestDiffFields(t *testing.T) {
-	a := map[string]any{"spec": map[string]any{"replicas": int64(1), "keep": "x", "gone": "y", "list": []any{"a"}}}
-	b := map[string]any{"spec": map[string]any{"replicas": float64(2), "keep": "x", "new": map[string]any{"k": "v"}, "list": []any{"a", "b"}}}
-	got := DiffFields(a, b)
+// TestCompareFieldDiff: a changed object carries its changed leaf fields, printed with
+// object.Display (numbers by value, maps as JSON).
+func TestCompareFieldDiff(t *testing.T) {
+	obj := func(spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "c", "namespace": "team"}, "spec": spec}}
+	}
+	a := obj(map[string]any{"replicas": int64(1), "keep": "x", "gone": "y", "list": []any{"a"}})
+	b := obj(map[string]any{"replicas": float64(2), "keep": "x", "new": map[string]any{"k": "v"}, "list": []any{"a", "b"}})
+	diffs := Compare([]*unstructured.Unstructured{a}, []*unstructured.Unstructured{b})
+	if len(diffs) != 1 || diffs[0].Action != DiffChanged || diffs[0].Ref.String() != "ConfigMap team/c" {
+		t.Fatalf("diffs %+v", diffs)
+	}
 	var lines []string
-	for _, f := range got {
-		lines = append(lines, fmt.Sprintf("%s: %s → %s", f.Path, valueText(f.Old), valueText(f.New)))
+	for _, f := range diffs[0].Fields {
+		lines = append(lines, fmt.Sprintf("%s: %s → %s", f.Path, object.Display(f.Old), object.Display(f.New)))
 	}
 	want := "spec.gone: y → <none>\nspec.list[1]: <none> → b\nspec.new: <none> → {\"k\":\"v\"}\nspec.replicas: 1 → 2"
 	if strings.Join(lines, "\n") != want {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), want)
+	}
+	if got, want := strings.Join(fieldLines(diffs[0]), "\n"), "- spec.gone: y\n+ spec.list[1]: b\n+ spec.new: {\"k\":\"v\"}\n- spec.replicas: 1\n+ spec.replicas: 2"; got != want {
+		t.Errorf("fieldLines\n%s\nwant\n%s", got, want)
 	}
 }
 
