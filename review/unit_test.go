@@ -1,6 +1,7 @@
 package review
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -174,5 +175,17 @@ func TestPodWorkloadOf(t *testing.T) {
 				t.Errorf("got %d GPUs, images %q, priority %q; want %d, %q, %q", w.GPUs, w.Images, w.PriorityClass, tc.gpus, tc.images, tc.priority)
 			}
 		})
+	}
+}
+
+// TestObjectDiffJSON: an object's diff keeps its JSON shape, the object's fields flat.
+func TestObjectDiffJSON(t *testing.T) {
+	d := ObjectDiff{Action: DiffChanged, Ref: object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web"},
+		Source: "web.yaml", GPUsBefore: 1, GPUsAfter: 2, Fields: []object.FieldDiff{{Path: "spec.replicas", Old: int64(1), New: int64(2)}}}
+	b, err := json.Marshal(d)
+	want := `{"action":"changed","apiVersion":"apps/v1","kind":"Deployment","namespace":"team","name":"web","source":"web.yaml",` +
+		`"gpusBefore":1,"gpusAfter":2,"fields":[{"path":"spec.replicas","old":1,"new":2}]}`
+	if err != nil || string(b) != want {
+		t.Errorf("got %s (%v)\nwant %s", b, err, want)
 	}
 }
