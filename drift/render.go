@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	md "github.com/gpuctl/gpuctl/internal/markdown"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/sources"
 )
 
@@ -134,14 +135,13 @@ func headerLine(r Report, now time.Time) string {
 // format formats the parts of a detail line for a medium: values (with a width, 0 for no
 // limit) and plain text.
 type format struct {
-	value   func(v any, width int) string
-	text    func(s string) string
-	removed string
+	value func(v any, width int) string
+	text  func(s string) string
 }
 
 var (
-	textFormat = format{value: textValue, text: oneLine, removed: "<removed>"}
-	mdFormat   = format{value: mdValue, text: mdText, removed: "_removed_"}
+	textFormat = format{value: textValue, text: oneLine}
+	mdFormat   = format{value: mdValue, text: mdText}
 )
 
 // detailLines says what differs, one line per field for fields.
@@ -170,15 +170,14 @@ func detailLines(it Item, f format) []string {
 	return []string{f.text(it.Message)}
 }
 
-// String formats the field as reports do: "spec.replicas: 3 (Git: 1)".
+// String formats the field as the text report, the web page and Events show it:
+// "spec.replicas: 3 (Git: 1)".
 func (fd Field) String() string { return fieldLine(fd, textFormat) }
 
-// fieldLine reads "spec.replicas: 3 (Git: 1)": the live value, then the value in Git.
+// fieldLine reads "spec.replicas: 3 (Git: 1)": the live value (object.None when the field
+// is gone), then the value in Git.
 func fieldLine(fd Field, f format) string {
-	live := f.removed
-	if fd.Live != nil {
-		live = f.value(fd.Live, cellValueWidth)
-	}
+	live := f.value(fd.Live, cellValueWidth)
 	git := f.text("not in Git")
 	if fd.Desired != nil {
 		git = f.text("Git: ") + f.value(fd.Desired, cellValueWidth)
@@ -242,30 +241,10 @@ func age(now, t time.Time) string {
 	return humanize.Age(now.Sub(t))
 }
 
-// compact formats a value compactly: strings unquoted, numbers and booleans as they are,
-// maps and lists as compact JSON.
-func compact(v any) string {
-	switch x := v.(type) {
-	case nil:
-		return "null"
-	case string:
-		return x
-	case fmt.Stringer:
-		return x.String()
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return fmt.Sprint(v)
-	}
-	return strings.TrimSuffix(buf.String(), "\n")
-}
-
-// textValue formats a value for a terminal line: compact, on one line, at most width
-// characters (0: no limit).
+// textValue formats a value for a terminal line: as object.Display does, on one line, at
+// most width characters (0: no limit).
 func textValue(v any, width int) string {
-	return truncate(oneLine(compact(v)), width)
+	return truncate(oneLine(object.Display(v)), width)
 }
 
 // oneLine keeps s on one line: newlines, tabs and other control characters (which would
@@ -479,9 +458,9 @@ func mdItemRows(r Report, now time.Time) ([]string, string) {
 	return rows, head
 }
 
-// mdValue formats a value of a detail line: inline code, at most width characters.
+// mdValue formats a value as object.Display does, as inline code of at most width characters.
 func mdValue(v any, width int) string {
-	return mdCode(compact(v), width)
+	return mdCode(object.Display(v), width)
 }
 
 func mdDetailBlocks(r Report) []string {
@@ -497,13 +476,7 @@ func mdDetailBlocks(r Report) []string {
 		}
 		sb.WriteString("\n\n| Field | Git | Live | Manager | Operation | Time (UTC) |\n|---|---|---|---|---|---|\n")
 		for _, f := range it.Fields {
-			git, live := "_not set_", "_removed_"
-			if f.Desired != nil {
-				git = mdCode(compact(f.Desired), detailValueWidth)
-			}
-			if f.Live != nil {
-				live = mdCode(compact(f.Live), detailValueWidth)
-			}
+			git, live := mdValue(f.Desired, detailValueWidth), mdValue(f.Live, detailValueWidth)
 			manager := mdCodeOrDash(f.Manager)
 			if f.Inferred && f.Manager != "" {
 				manager += " _(inferred)_"

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/markdown/mdtest"
+	"github.com/gpuctl/gpuctl/internal/object"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata")
@@ -30,7 +31,7 @@ func ago(d time.Duration) *time.Time {
 func fullReport() drift.Report {
 	items := []drift.Item{
 		{
-			Object:   drift.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team-a", Name: "web"},
+			Object:   object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team-a", Name: "web"},
 			Category: drift.Modified, Source: "teams/a/web.yaml",
 			Message: "2 fields differ from Git",
 			Fields: []drift.Field{
@@ -41,7 +42,7 @@ func fullReport() drift.Report {
 			Manager: "kubectl-edit", Changed: ago(5 * time.Minute), Detected: now.Add(-4 * time.Minute),
 		},
 		{
-			Object:   drift.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "web-config"},
+			Object:   object.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team-a", Name: "web-config"},
 			Category: drift.Modified, Source: "teams/a/web.yaml",
 			Message: "1 field differs from Git",
 			Fields: []drift.Field{
@@ -52,13 +53,13 @@ func fullReport() drift.Report {
 			Correction: "re-apply 1 field", Error: "apply: Apply failed with 1 conflict: conflict with \"helm\": .data.config.yaml",
 		},
 		{
-			Object:   drift.Ref{APIVersion: "v1", Kind: "Service", Namespace: "team-a", Name: "web"},
+			Object:   object.Ref{APIVersion: "v1", Kind: "Service", Namespace: "team-a", Name: "web"},
 			Category: drift.Deleted, Source: "teams/a/web.yaml",
 			Message: "deleted from the cluster", Manager: "kubectl", Changed: ago(3 * time.Hour), Detected: now.Add(-3 * time.Hour),
 			Correction: "re-create",
 		},
 		{
-			Object:   drift.Ref{APIVersion: "v1", Kind: "Node", Name: "gpu-node-1"},
+			Object:   object.Ref{APIVersion: "v1", Kind: "Node", Name: "gpu-node-1"},
 			Category: drift.NodeLabel, Source: "pools/a100.yaml",
 			Message: `label g8s.host/pool is "test", pool a100 sets "a100"`,
 			Fields: []drift.Field{
@@ -67,34 +68,34 @@ func fullReport() drift.Report {
 			Manager: "kubectl-label", Changed: ago(26 * time.Hour), Detected: now.Add(-25 * time.Hour),
 		},
 		{
-			Object:   drift.Ref{APIVersion: "v1", Kind: "Node", Name: "gpu-node-9"},
+			Object:   object.Ref{APIVersion: "v1", Kind: "Node", Name: "gpu-node-9"},
 			Category: drift.NodeMissing, Source: "pools/a100.yaml",
 			Message: "pool a100 names node gpu-node-9, which does not exist", Detected: now.Add(-50 * time.Hour),
 		},
 		{
-			Object:   drift.Ref{APIVersion: "v1", Kind: "Node", Name: "gpu-node-2"},
+			Object:   object.Ref{APIVersion: "v1", Kind: "Node", Name: "gpu-node-2"},
 			Category: drift.GPUType, Source: "pools/h100.yaml",
 			Message:  "pool h100 declares gpu-type H100, the node labeler found A100-80GB",
 			Fields:   []drift.Field{{Path: "metadata.labels.g8s\\.host/gpu-type", Desired: "H100", Live: "A100-80GB"}},
 			Detected: now.Add(-10 * 24 * time.Hour),
 		},
 		{
-			Object:   drift.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "team-b", Name: "adhoc-sweep"},
+			Object:   object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "team-b", Name: "adhoc-sweep"},
 			Category: drift.Shadow, Message: "8 GPUs in a managed namespace, not in Git",
 			Manager: "kubectl-create", Changed: ago(45 * time.Second), GPUs: 8, Detected: now.Add(-30 * time.Second),
 		},
 	}
 	r := drift.Report{Generated: now.Add(-20 * time.Second), Mode: "correct", Revision: "0123456789abcdef0123456789abcdef01234567", Items: items}
 	hist := []drift.Entry{
-		{Time: now.Add(-30 * time.Hour), Change: drift.Detected, Item: drift.Item{Object: drift.Ref{Kind: "Deployment", Namespace: "team-a", Name: "old"}, Category: drift.Modified, Manager: "kubectl-scale"}},
+		{Time: now.Add(-30 * time.Hour), Change: drift.Detected, Item: drift.Item{Object: object.Ref{Kind: "Deployment", Namespace: "team-a", Name: "old"}, Category: drift.Modified, Manager: "kubectl-scale"}},
 		{Time: now.Add(-25 * time.Hour), Change: drift.Detected, Item: items[3]},
 		{Time: now.Add(-3 * time.Hour), Change: drift.Detected, Item: items[1]},
 		{Time: now.Add(-3 * time.Hour), Change: drift.Detected, Item: items[2]},
-		{Time: now.Add(-2 * time.Hour), Change: drift.Corrected, Item: drift.Item{Object: drift.Ref{Kind: "Deployment", Namespace: "team-a", Name: "old"}, Category: drift.Modified, Manager: "kubectl-scale"}},
+		{Time: now.Add(-2 * time.Hour), Change: drift.Corrected, Item: drift.Item{Object: object.Ref{Kind: "Deployment", Namespace: "team-a", Name: "old"}, Category: drift.Modified, Manager: "kubectl-scale"}},
 		{Time: now.Add(-4 * time.Minute), Change: drift.Detected, Item: items[0]},
-		{Time: now.Add(-3 * time.Minute), Change: drift.ShadowDeleted, Item: drift.Item{Object: drift.Ref{Kind: "Pod", Namespace: "team-b", Name: "debug"}, Category: drift.Shadow, GPUs: 1, Manager: "kubectl-run"}},
-		{Time: now.Add(-90 * time.Second), Change: drift.Detected, Item: drift.Item{Object: drift.Ref{Kind: "Job", Namespace: "team-b", Name: "quick"}, Category: drift.Shadow, GPUs: 1, Manager: "kubectl-create"}},
-		{Time: now.Add(-60 * time.Second), Change: drift.Resolved, Reason: "completed", Item: drift.Item{Object: drift.Ref{Kind: "Job", Namespace: "team-b", Name: "quick"}, Category: drift.Shadow, GPUs: 1, Manager: "kubectl-create"}},
+		{Time: now.Add(-3 * time.Minute), Change: drift.ShadowDeleted, Item: drift.Item{Object: object.Ref{Kind: "Pod", Namespace: "team-b", Name: "debug"}, Category: drift.Shadow, GPUs: 1, Manager: "kubectl-run"}},
+		{Time: now.Add(-90 * time.Second), Change: drift.Detected, Item: drift.Item{Object: object.Ref{Kind: "Job", Namespace: "team-b", Name: "quick"}, Category: drift.Shadow, GPUs: 1, Manager: "kubectl-create"}},
+		{Time: now.Add(-60 * time.Second), Change: drift.Resolved, Reason: "completed", Item: drift.Item{Object: object.Ref{Kind: "Job", Namespace: "team-b", Name: "quick"}, Category: drift.Shadow, GPUs: 1, Manager: "kubectl-create"}},
 		{Time: now.Add(-30 * time.Second), Change: drift.Detected, Item: items[6]},
 	}
 	drift.Sort(r.Items)
@@ -170,7 +171,7 @@ func TestTextDetails(t *testing.T) {
 	for _, want := range []string{
 		"revision 0123456789ab · mode correct · generated 2025-06-01 11:59:40 UTC (20s ago) · 7 drifted: 2 modified, 1 deleted, 1 node-label, 1 node-missing, 1 gpu-type, 1 shadow (8 GPUs)",
 		"spec.replicas: 3 (Git: 1)",
-		`spec.template.spec.containers[0].resources.limits: <removed> (Git: {"memory":"64Gi","nvidia.com/gpu":2})`,
+		`spec.template.spec.containers[0].resources.limits: <none> (Git: {"memory":"64Gi","nvidia.com/gpu":2})`,
 		`data.config\.yaml: model: llama-3-70b\nbatch: 32\nlearning… (Git: model: llama-3-8b\nbatch: 32\nlearning-…)`,
 		"deleted; Git declares it in teams/a/web.yaml",
 		"8 GPUs, not in Git",
@@ -241,7 +242,7 @@ func checkTables(t *testing.T, md string) {
 
 func TestMarkdownEscapes(t *testing.T) {
 	r := drift.Report{Generated: now, Mode: "report", Items: []drift.Item{{
-		Object:   drift.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a|b"},
+		Object:   object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a|b"},
 		Category: drift.Modified, Source: "x.yaml", Message: "m",
 		Fields: []drift.Field{
 			{Path: "data.cmd", Desired: "echo `id` | sh", Live: "a || b ``x``", Manager: "ed|it`or"},
@@ -249,7 +250,7 @@ func TestMarkdownEscapes(t *testing.T) {
 		},
 		Detected: now,
 	}, {
-		Object:   drift.Ref{Kind: "Node", Name: "n"},
+		Object:   object.Ref{Kind: "Node", Name: "n"},
 		Category: drift.NodeLabel, Message: "label <x> is *bold* | `code` [link](http://x)",
 		Detected: now, Correction: "fix | now", Error: "fail `here`",
 	}}}
@@ -283,7 +284,7 @@ func TestMarkdownEscapes(t *testing.T) {
 func TestMarkdownHostileValues(t *testing.T) {
 	const evil = "x\n## Approved\n| x |<img src=x> @alice [a](http://e)"
 	it := drift.Item{
-		Object:   drift.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: evil},
+		Object:   object.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "ns", Name: evil},
 		Category: drift.Modified, Source: "teams/" + evil + ".yaml", Message: evil,
 		Fields:  []drift.Field{{Path: "data." + evil, Desired: evil, Live: map[string]any{evil: evil}, Manager: evil, Operation: evil, Time: ago(time.Minute)}},
 		Manager: evil, Detected: now, Correction: evil, Error: evil,
@@ -312,7 +313,7 @@ func bigReport(n int) drift.Report {
 	r := drift.Report{Generated: now, Mode: "report", Revision: "abc"}
 	for i := range n {
 		it := drift.Item{
-			Object:   drift.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: fmt.Sprintf("team-%03d", i%100), Name: fmt.Sprintf("service-number-%04d", i)},
+			Object:   object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: fmt.Sprintf("team-%03d", i%100), Name: fmt.Sprintf("service-number-%04d", i)},
 			Category: drift.Modified, Source: fmt.Sprintf("teams/%03d/service-%04d.yaml", i%100, i), Message: "2 fields differ",
 			Fields: []drift.Field{
 				{Path: "spec.replicas", Desired: 1, Live: 4, Manager: "kubectl-edit", Operation: "Update", Time: ago(time.Hour)},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/object"
 )
 
 // Category is what kind of difference an item is.
@@ -43,22 +44,6 @@ func (c Category) Correctable() bool {
 	return false
 }
 
-// Ref names a Kubernetes object.
-type Ref struct {
-	APIVersion string `json:"apiVersion"`
-	Kind       string `json:"kind"`
-	Namespace  string `json:"namespace,omitempty"`
-	Name       string `json:"name"`
-}
-
-// String formats the reference the way kubectl names objects: Kind namespace/name.
-func (r Ref) String() string {
-	if r.Namespace == "" {
-		return r.Kind + " " + r.Name
-	}
-	return r.Kind + " " + r.Namespace + "/" + r.Name
-}
-
 // Field is one field that differs.
 type Field struct {
 	// Path is the field in kubectl's dotted form, e.g. spec.template.spec.containers[0].image.
@@ -79,8 +64,8 @@ type Field struct {
 
 // Item is one object that differs from Git.
 type Item struct {
-	Object   Ref      `json:"object"`
-	Category Category `json:"category"`
+	Object   object.Ref `json:"object"`
+	Category Category   `json:"category"`
 	// Source is the file in Git the object comes from (empty for shadow workloads).
 	Source string `json:"source,omitempty"`
 	// Message says in one line what differs.
@@ -171,7 +156,8 @@ func (r *Report) Summary() string {
 	return s
 }
 
-// Sort orders items by category, then namespace, kind and name.
+// Sort orders items by category, then as object.Compare orders their objects (namespace,
+// kind, name).
 func Sort(items []Item) {
 	rank := map[Category]int{}
 	for i, c := range Categories {
@@ -182,12 +168,6 @@ func Sort(items []Item) {
 		if a.Category != b.Category {
 			return rank[a.Category] < rank[b.Category]
 		}
-		if a.Object.Namespace != b.Object.Namespace {
-			return a.Object.Namespace < b.Object.Namespace
-		}
-		if a.Object.Kind != b.Object.Kind {
-			return a.Object.Kind < b.Object.Kind
-		}
-		return a.Object.Name < b.Object.Name
+		return object.Compare(a.Object, b.Object) < 0
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -14,7 +15,7 @@ func TestAddHistory(t *testing.T) {
 	ctx := context.Background()
 	s := NewStore(fake.NewClientset(), "gpuctl-system")
 	entry := func(name string) Entry {
-		return Entry{Time: time.Unix(0, 0).UTC(), Change: TakenBack, Item: Item{Object: Ref{Kind: "Deployment", Name: name}, Category: Modified}}
+		return Entry{Time: time.Unix(0, 0).UTC(), Change: TakenBack, Item: Item{Object: object.Ref{Kind: "Deployment", Name: name}, Category: Modified}}
 	}
 	if err := s.AddHistory(ctx, []Entry{entry("a")}, 0); err != nil {
 		t.Fatal(err)
@@ -22,7 +23,7 @@ func TestAddHistory(t *testing.T) {
 	if _, h, err := s.Read(ctx); err != nil || len(h) != 1 || h[0].Item.Object.Name != "a" {
 		t.Fatalf("history of a new ConfigMap: %+v, %v", h, err)
 	}
-	if err := s.Write(ctx, Report{Mode: "report", Items: []Item{{Object: Ref{Kind: "Job", Name: "j"}, Category: Deleted}}},
+	if err := s.Write(ctx, Report{Mode: "report", Items: []Item{{Object: object.Ref{Kind: "Job", Name: "j"}, Category: Deleted}}},
 		[]Entry{entry("a")}); err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -65,7 +66,7 @@ func (m *Manager) planNodesLimited(ctx context.Context, plan *Plan, intents []*u
 	plan.Notes = append(plan.Notes, "nodes are not readable with these credentials: pool labels are not checked")
 	out = nil
 	for _, in := range intents {
-		out = append(out, &Change{Object: RefOf(in), Action: ActionSkipped, Reason: "not checked: these credentials may not list nodes",
+		out = append(out, &Change{Object: object.RefOf(in), Action: ActionSkipped, Reason: "not checked: these credentials may not list nodes",
 			resource: nodeGVR, stage: render.KindOrder("Node"), limited: true, unchecked: true})
 	}
 	return out, nil

@@ -1,7 +1,9 @@
 // Package reconciler plans and applies rendered objects against a cluster: it pairs desired
 // objects with live ones, decides one action for each (create, update, recreate, delete,
 // unchanged, skipped), applies with server-side apply in stages, and prunes what left Git. It
-// returns data — a Plan and a ChangeSet — that the CLI prints and the daemon records.
+// returns data — a Plan and a ChangeSet — that the CLI prints and the daemon records. Objects
+// are named by object.Ref and field diffs are object.FieldDiff (package internal/object); in a
+// plan's JSON each object is written with its group and version apart.
 //
 //	m, err := reconciler.NewManager(restConfig, reconciler.DefaultOptions())
 //	plan, err := m.Plan(ctx, rendered)          // reads only: lists, a few gets, dry-runs for changes

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"k8s.io/apimachinery/pkg/api/resource"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -19,57 +19,12 @@ type GPUDelta struct {
 	After     int64  `json:"after"`
 }
 
-// GPUsRequested returns the GPUs that a workload object requests while it runs in full:
-// pods (parallelism, replicas) times the nvidia.com/gpu of each pod. Other objects request 0.
-func GPUsRequested(u *unstructured.Unstructured) int64 {
-	if u == nil {
-		return 0
-	}
-	var pods int64 = 1
-	switch u.GetKind() {
-	case "Job":
-		if p, found, _ := unstructured.NestedInt64(u.Object, "spec", "parallelism"); found {
-			pods = p
-		}
-	case "Deployment", "StatefulSet", "ReplicaSet":
-		if r, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas"); found {
-			pods = r
-		}
-	case "Pod":
-		return podGPUs(u.Object["spec"])
-	default:
-		return 0
-	}
-	spec, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "template", "spec")
-	return pods * podGPUs(spec)
-}
-
-func podGPUs(spec any) int64 {
-	s, _ := spec.(map[string]any)
-	containers, _ := s["containers"].([]any)
-	var n int64
-	for _, c := range containers {
-		cm, _ := c.(map[string]any)
-		v, found, _ := unstructured.NestedFieldNoCopy(cm, "resources", "limits", keys.ResourceGPU)
-		if !found {
-			v, _, _ = unstructured.NestedFieldNoCopy(cm, "resources", "requests", keys.ResourceGPU)
-		}
-		if v == nil {
-			continue
-		}
-		if q, err := resource.ParseQuantity(fmt.Sprint(v)); err == nil {
-			n += q.Value()
-		}
-	}
-	return n
-}
-
 // gpuDeltas sums GPUs per namespace and pool before (live) and after (desired or predicted).
 func gpuDeltas(changes []*Change) []GPUDelta {
 	type key struct{ ns, pool string }
 	sums := map[key]*GPUDelta{}
 	add := func(u *unstructured.Unstructured, after bool) {
-		g := GPUsRequested(u)
+		g := object.GPUs(u)
 		if g == 0 {
 			return
 		}

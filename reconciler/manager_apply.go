@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -17,9 +18,9 @@ import (
 
 // Result is what happened to one object in a sync.
 type Result struct {
-	Object ObjectRef `json:"object"`
-	Action Action    `json:"action"`
-	Reason string    `json:"reason,omitempty"`
+	Object object.Ref `json:"object"`
+	Action Action     `json:"action"`
+	Reason string     `json:"reason,omitempty"`
 	// Error is why the action failed; empty on success.
 	Error string `json:"error,omitempty"`
 	// TakenBack are the fields that the apply took back from other managers (Change.TakeBack),
@@ -147,7 +148,7 @@ func pruneBlocks(failed []*Change) func(*Change) string {
 	ns, identity := map[string]string{}, map[string]string{}
 	for _, c := range failed {
 		switch {
-		case c.Object.Group == "" && c.Object.Kind == "Namespace":
+		case c.Object.Group() == "" && c.Object.Kind == "Namespace":
 			ns[c.Object.Name] = c.Object.String()
 		case isTenantIdentity(c):
 			identity[c.Object.Namespace] = c.Object.String()

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/internal/object"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,9 +33,9 @@ func (m *Manager) changeOf(u *unstructured.Unstructured) (*Change, error) {
 		return nil, err
 	}
 	if msg := checkTenantScope(u, namespaced); msg != "" {
-		return nil, fmt.Errorf("%s: %s", render.ObjectID(u), msg)
+		return nil, fmt.Errorf("%s: %s", object.RefOf(u).String(), msg)
 	}
-	return &Change{Object: RefOf(u), Desired: u, resource: gvr, namespaced: namespaced, tenant: tenantOf(u)}, nil
+	return &Change{Object: object.RefOf(u), Desired: u, resource: gvr, namespaced: namespaced, tenant: tenantOf(u)}, nil
 }
 
 // Get reads the live object of a desired one (nil, nil when it does not exist), as the
@@ -66,10 +66,10 @@ func (m *Manager) ApplyOne(ctx context.Context, desired *unstructured.Unstructur
 	case apierrors.IsNotFound(err):
 		live = nil
 	case err != nil:
-		return fmt.Errorf("%s: get: %w", render.ObjectID(desired), err)
+		return fmt.Errorf("%s: get: %w", object.RefOf(desired).String(), err)
 	default:
 		if err := m.adoptionError(live, desired); err != nil {
-			return fmt.Errorf("%s: apply: %w", render.ObjectID(desired), err)
+			return fmt.Errorf("%s: apply: %w", object.RefOf(desired).String(), err)
 		}
 	}
 	force = m.mayForce(live, force)
@@ -78,7 +78,7 @@ func (m *Manager) ApplyOne(ctx context.Context, desired *unstructured.Unstructur
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("%s: apply: %w", render.ObjectID(desired), err)
+		return fmt.Errorf("%s: apply: %w", object.RefOf(desired).String(), err)
 	}
 	return nil
 }
@@ -99,8 +99,8 @@ func (m *Manager) ApplyNodeLabels(ctx context.Context, node string, labels map[s
 // nothing when the live object holds every desired value; otherwise a forced server-side
 // dry-run apply tells what an apply would really change, so that server defaults and value
 // normalisation are never reported. The dry-run is made as the identity that would apply.
-func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstructured) ([]FieldDiff, error) {
-	if Contains(desired, live) {
+func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstructured) ([]object.FieldDiff, error) {
+	if object.Contains(desired, live) {
 		return nil, nil
 	}
 	c, err := m.changeOf(desired)
@@ -114,15 +114,9 @@ func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstruc
 	res, err := ri.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager,
 		Force: true, DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
-		return nil, fmt.Errorf("%s: dry-run apply: %w", render.ObjectID(desired), err)
+		return nil, fmt.Errorf("%s: dry-run apply: %w", object.RefOf(desired).String(), err)
 	}
-	return diffOwned(cleanForDisplay(live).Object, cleanForDisplay(res).Object, desired.Object), nil
-}
-
-// Contains reports whether every value that desired sets is present and equal in live
-// (quantities and numbers compared by value; live may hold more).
-func Contains(desired, live *unstructured.Unstructured) bool {
-	return live != nil && contains(desired.Object, live.Object, "")
+	return object.DiffFieldsSetBy(cleanForDisplay(live).Object, cleanForDisplay(res).Object, desired.Object), nil
 }
 
 func ignoreNotFound(err error) error {

@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -86,14 +87,14 @@ func inventorySize(live map[string]*unstructured.Unstructured, changes []*Change
 // serve and a tenant object outside its namespace make a failed change; only a failure of
 // discovery itself is an error.
 func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Change, error) {
-	c := &Change{Object: RefOf(u), Desired: u, Source: u.GetAnnotations()[keys.Source], tenant: tenantOf(u)}
+	c := &Change{Object: object.RefOf(u), Desired: u, Source: u.GetAnnotations()[keys.Source], tenant: tenantOf(u)}
 	rm, err := m.mapping(u.GroupVersionKind())
 	if meta.IsNoMatchError(err) {
 		c.fail("%v", err)
 		return c, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", render.ObjectID(u), err)
+		return nil, fmt.Errorf("%s: %w", object.RefOf(u).String(), err)
 	}
 	namespaced := rm.Scope.Name() == meta.RESTScopeNameNamespace
 	switch {
@@ -117,7 +118,7 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 	}
 	ann[keys.AppliedHash] = h
 	u.SetAnnotations(ann)
-	c.Object, c.resource, c.namespaced, c.stage = RefOf(u), rm.Resource, namespaced, render.KindOrder(u.GetKind())
+	c.Object, c.resource, c.namespaced, c.stage = object.RefOf(u), rm.Resource, namespaced, render.KindOrder(u.GetKind())
 	if c.tenant != "" {
 		c.stage += tenantStageOffset
 	}
@@ -128,7 +129,7 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 }
 
 // listInventory lists the members of the inventory, one list per group-kind across all
-// namespaces, keyed by ObjectRef.key. Members that are up to date with their desired object
+// namespaces, keyed by object.Ref.Key. Members that are up to date with their desired object
 // are marked unchanged and left out of the map. A group-kind that may not be listed across all
 // namespaces is returned in unlisted (its members are not pruned); its desired objects are
 // looked up in their namespaces like objects outside the inventory (lookup), where a read
@@ -138,7 +139,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 	desired := make(map[string]*Change, len(changes))
 	for _, c := range changes {
 		if c.Error == "" {
-			desired[c.Object.key()] = c
+			desired[c.Object.Key()] = c
 		}
 	}
 	gks := map[schema.GroupKind]bool{}
@@ -180,7 +181,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 			mu.Lock()
 			for i := range l.Items {
 				u := &unstructured.Unstructured{Object: l.Items[i].Object}
-				key := RefOf(u).key()
+				key := object.RefOf(u).Key()
 				// An up-to-date member is decided here and not kept: a no-op sync of a
 				// large inventory then holds one copy of each object, not two.
 				if c := desired[key]; c != nil && upToDate(c.Desired, u) {
@@ -203,7 +204,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		return nil, nil, err
 	}
 	for k, u := range live { // an incomplete list prunes nothing
-		if unlisted[RefOf(u).GroupKind()] {
+		if unlisted[object.RefOf(u).GroupKind()] {
 			delete(live, k)
 		}
 	}
@@ -233,7 +234,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 		if c.liveSeen || c.Error != "" {
 			continue // decided while listing, or failed
 		}
-		c.Live = live[c.Object.key()]
+		c.Live = live[c.Object.Key()]
 		switch {
 		case c.Live == nil:
 			unknown = append(unknown, c)
@@ -253,7 +254,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 		if c.Error != "" || c.unchecked {
 			continue
 		}
-		if c.Live = found[c.Object.key()]; c.Live == nil {
+		if c.Live = found[c.Object.Key()]; c.Live == nil {
 			c.Action = ActionCreate
 		} else if err := m.adoptionError(c.Live, c.Desired); err != nil {
 			c.fail("%v", err)
@@ -290,7 +291,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 // is cheaper than a GET each.
 const lookupListThreshold = 8
 
-// lookup finds which of the changes' objects exist, keyed by ObjectRef.key.
+// lookup finds which of the changes' objects exist, keyed by object.Ref.Key.
 func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*unstructured.Unstructured, error) {
 	type scope struct {
 		resource   schema.GroupVersionResource
@@ -308,7 +309,7 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
 		delete(u.Object, "status")
 		mu.Lock()
-		found[RefOf(u).key()] = u
+		found[object.RefOf(u).Key()] = u
 		mu.Unlock()
 	}
 	var gets []*Change
@@ -412,15 +413,15 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 	case err == nil:
 	case isImmutable(err):
 		c.Action, c.Reason = ActionRecreate, immutableReason(err)
-		c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
+		c.Diff = object.DiffFieldsSetBy(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
 	case identityPending && apierrors.IsForbidden(err):
 		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: the tenant's identity is written by this sync"
-		c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
+		c.Diff = object.DiffFieldsSetBy(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
 	case c.limited && apierrors.IsForbidden(err):
 		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: these credentials may read the object but not write it"
-		c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
+		c.Diff = object.DiffFieldsSetBy(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -429,7 +430,7 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 		return nil
 	}
 	c.Predicted = res
-	c.Diff = diffOwned(cleanForDisplay(c.Live).Object, cleanForDisplay(res).Object, c.Desired.Object)
+	c.Diff = object.DiffFieldsSetBy(cleanForDisplay(c.Live).Object, cleanForDisplay(res).Object, c.Desired.Object)
 	switch {
 	case len(c.Diff) > 0 || len(c.Conflicts) > 0 || len(c.TakeBack) > 0:
 		c.Action = ActionUpdate
@@ -501,7 +502,7 @@ func (m *Manager) prunes(plan *Plan, live map[string]*unstructured.Unstructured,
 	}
 	desired := make(map[string]bool, len(changes))
 	for _, c := range changes {
-		desired[c.Object.key()] = true // failed changes too: they are still desired
+		desired[c.Object.Key()] = true // failed changes too: they are still desired
 	}
 	// (up-to-date members are not in live: they were desired)
 	var out []*Change
@@ -513,7 +514,7 @@ func (m *Manager) prunes(plan *Plan, live map[string]*unstructured.Unstructured,
 		if err != nil {
 			continue
 		}
-		c := &Change{Object: RefOf(u), Action: ActionDelete, Live: u, Source: u.GetAnnotations()[keys.Source],
+		c := &Change{Object: object.RefOf(u), Action: ActionDelete, Live: u, Source: u.GetAnnotations()[keys.Source],
 			resource: rm.Resource, namespaced: rm.Scope.Name() == meta.RESTScopeNameNamespace, stage: render.KindOrder(u.GetKind()),
 			tenant: tenantOf(u)}
 		if c.tenant != "" { // pruned as the tenant that declared it, before admin objects

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/managedfields"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,7 +54,7 @@ func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstruc
 	for _, in := range intents {
 		name := in.GetName()
 		wanted[name] = true
-		c := &Change{Object: RefOf(in), resource: nodeGVR, stage: render.KindOrder("Node")}
+		c := &Change{Object: object.RefOf(in), resource: nodeGVR, stage: render.KindOrder("Node")}
 		n := live[name]
 		if n == nil {
 			c.Action, c.Reason = ActionSkipped, "node not found; its pool labels are not applied"
@@ -74,7 +75,7 @@ func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstruc
 	}
 	for name, n := range live {
 		if !wanted[name] && len(labelsOwnedBy(n, m.opts.FieldManager, true)) > 0 && (pools == nil || pools[n.GetLabels()[keys.Pool]]) {
-			c := &Change{Object: RefOf(nodeApply(name, nil)), resource: nodeGVR, stage: render.KindOrder("Node")}
+			c := &Change{Object: object.RefOf(nodeApply(name, nil)), resource: nodeGVR, stage: render.KindOrder("Node")}
 			m.nodeChange(c, n, nil)
 			c.Reason = "in no pool any more: removes the labels gpuctl gave it"
 			out = append(out, c)
@@ -97,13 +98,13 @@ func (m *Manager) nodeChange(c *Change, n *unstructured.Unstructured, labels map
 	for _, k := range keysSorted {
 		old, ok := have[k]
 		if !ok || old != labels[k] {
-			c.Diff = append(c.Diff, FieldDiff{Path: "metadata.labels." + k, Old: orNil(old, ok), New: labels[k]})
+			c.Diff = append(c.Diff, object.FieldDiff{Path: "metadata.labels." + k, Old: orNil(old, ok), New: labels[k]})
 		}
 		takeOwnership = takeOwnership || !owned[k]
 	}
 	for k := range owned {
 		if _, keep := labels[k]; !keep {
-			c.Diff = append(c.Diff, FieldDiff{Path: "metadata.labels." + k, Old: have[k]})
+			c.Diff = append(c.Diff, object.FieldDiff{Path: "metadata.labels." + k, Old: have[k]})
 		}
 	}
 	sort.Slice(c.Diff, func(i, j int) bool { return c.Diff[i].Path < c.Diff[j].Path })

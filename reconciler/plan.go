@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -48,14 +49,14 @@ func TakenBackText(cs []Conflict) string {
 // ActionSkipped) with Error set: it writes nothing, is never pruned (it is still desired), and
 // the rest of the plan goes ahead. Plan.Failed lists such changes.
 type Change struct {
-	Object ObjectRef `json:"object"`
-	Action Action    `json:"action"`
+	Object object.Ref `json:"object"`
+	Action Action     `json:"action"`
 	// Reason explains recreates, skips and updates that change no field.
 	Reason string `json:"reason,omitempty"`
 	// Error is why the object could not be planned (the action is then skipped).
 	Error string `json:"error,omitempty"`
 	// Diff lists the fields that change (updates, recreates).
-	Diff []FieldDiff `json:"diff,omitempty"`
+	Diff []object.FieldDiff `json:"diff,omitempty"`
 	// Conflicts are fields another manager owns; the change is not applied without Force.
 	Conflicts []Conflict `json:"conflicts,omitempty"`
 	// TakeBack are fields another manager owns that the apply takes back with force: the

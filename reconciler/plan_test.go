@@ -3,6 +3,7 @@ package reconciler
 import (
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -16,9 +17,9 @@ func gpuJob(name string, gpus int64) *unstructured.Unstructured {
 // cluster to (Accepted), out of the counts of its action, and out of the GPU forecast.
 func TestFailedChangesAreNotApplied(t *testing.T) {
 	ok, bad, live := gpuJob("ok", 1), gpuJob("bad", 8), gpuJob("bad", 2)
-	failed := &Change{Object: RefOf(bad), Desired: bad, Live: live, Action: ActionUpdate}
+	failed := &Change{Object: object.RefOf(bad), Desired: bad, Live: live, Action: ActionUpdate}
 	failed.fail("dry-run apply: %s", "refused")
-	p := &Plan{Changes: []*Change{{Object: RefOf(ok), Desired: ok, Action: ActionCreate}, failed}}
+	p := &Plan{Changes: []*Change{{Object: object.RefOf(ok), Desired: ok, Action: ActionCreate}, failed}}
 	if got := p.Accepted([]*unstructured.Unstructured{ok, bad}); len(got) != 1 || got[0] != ok {
 		t.Fatalf("accepted %v", got)
 	}

@@ -35,7 +35,7 @@ func TestRedTeamSecondVersionOfAnAdminObject(t *testing.T) {
 	var refused []string
 	for _, c := range plan.Changes {
 		if c.Object.Kind == "HorizontalPodAutoscaler" && c.Error != "" {
-			refused = append(refused, c.Object.Version+": "+c.Error)
+			refused = append(refused, c.Object.Version()+": "+c.Error)
 		}
 	}
 	want := "v1: refused by rule declared-once: autoscaling/v2 HorizontalPodAutoscaler tenant-h/platform-scaler is also declared (declared in platform/hpa.yaml)"

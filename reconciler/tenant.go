@@ -161,8 +161,8 @@ func isTenantIdentity(c *Change) bool {
 	if c.tenant != "" || c.Object.Name != keys.TenantServiceAccount || c.Object.Namespace == "" {
 		return false
 	}
-	return (c.Object.Group == "" && c.Object.Kind == "ServiceAccount") ||
-		(c.Object.Group == "rbac.authorization.k8s.io" && c.Object.Kind == "RoleBinding")
+	return (c.Object.Group() == "" && c.Object.Kind == "ServiceAccount") ||
+		(c.Object.Group() == "rbac.authorization.k8s.io" && c.Object.Kind == "RoleBinding")
 }
 
 // pendingIdentities returns the tenant namespaces whose identity this plan writes: until it
@@ -185,7 +185,7 @@ func (m *Manager) skipDependents(changes []*Change) {
 	for _, c := range changes {
 		switch {
 		case c.Error == "":
-		case c.Object.Group == "" && c.Object.Kind == "Namespace" && c.Live == nil:
+		case c.Object.Group() == "" && c.Object.Kind == "Namespace" && c.Live == nil:
 			// A Namespace that exists but is not adopted still holds what is declared in it;
 			// only one that could not be created takes its objects down with it.
 			failedNS[c.Object.Name] = c.Object.String()
@@ -217,7 +217,7 @@ func (m *Manager) skipDependents(changes []*Change) {
 func refuseSecondDeclarations(changes []*Change) {
 	kept := map[string]*Change{}
 	for _, c := range changes {
-		k := c.Object.key()
+		k := c.Object.Key()
 		first, dup := kept[k]
 		if !dup {
 			kept[k] = c
@@ -228,6 +228,6 @@ func refuseSecondDeclarations(changes []*Change) {
 			refused, keep = first, c
 			kept[k] = c
 		}
-		refused.fail("refused by rule declared-once: %s/%s %s is also declared%s", keep.Object.Group, keep.Object.Version, keep.Object, declaredIn(keep.Desired))
+		refused.fail("refused by rule declared-once: %s/%s %s is also declared%s", keep.Object.Group(), keep.Object.Version(), keep.Object, declaredIn(keep.Desired))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	admissionv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
@@ -182,12 +183,12 @@ func TestAdmissionPolicyConfig(t *testing.T) {
 // binding once, labelled as gpuctl's, byte-identical whatever the order of the tenant set.
 func TestAdmissionPolicyRendered(t *testing.T) {
 	renderYAML := func() string {
-		st := &run{cfg: &Config{}, ds: &diagnostics{}, objSrc: map[string]string{},
+		st := &run{cfg: &Config{}, ds: &diagnostics{}, objSrc: map[object.Ref]string{},
 			tenants: map[string]bool{"team-c": true, "alice": true, "bob": true}}
 		var b strings.Builder
 		for _, o := range st.build() {
 			if o.GetLabels()[keys.ManagedBy] != keys.ManagedByValue {
-				t.Errorf("%s is not labelled %s", ObjectID(o), keys.ManagedBy)
+				t.Errorf("%s is not labelled %s", object.RefOf(o).String(), keys.ManagedBy)
 			}
 			y, err := yaml.Marshal(o.Object)
 			if err != nil {

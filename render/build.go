@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -70,9 +71,9 @@ func (st *run) build() []*unstructured.Unstructured {
 
 // add appends an object unless another file already rendered the same one.
 func (st *run) add(objs []*unstructured.Unstructured, o *unstructured.Unstructured, file string, p Pos) []*unstructured.Unstructured {
-	id := o.GetAPIVersion() + " " + ObjectID(o)
+	id := object.RefOf(o)
 	if first, dup := st.objSrc[id]; dup {
-		st.ds.errorf(file, p, "", "%s is rendered twice: also from %s", ObjectID(o), first)
+		st.ds.errorf(file, p, "", "%s is rendered twice: also from %s", id, first)
 		return objs
 	}
 	where := file

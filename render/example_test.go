@@ -3,6 +3,7 @@ package render_test
 import (
 	"fmt"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -23,7 +24,7 @@ resources: {pool: training-pool, gpu: 8, gpu-type: A100-80G, node_count: 2}
 		return
 	}
 	for _, o := range res.Objects {
-		fmt.Println(render.ObjectID(o))
+		fmt.Println(object.RefOf(o).String())
 	}
 	// Output:
 	// PriorityClass gpuctl-high

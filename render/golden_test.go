@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -103,7 +104,7 @@ func TestExamplesAreValid(t *testing.T) {
 		func() { // every value must be a JSON value that unstructured objects can hold
 			defer func() {
 				if r := recover(); r != nil {
-					t.Errorf("%s: DeepCopy: %v", render.ObjectID(o), r)
+					t.Errorf("%s: DeepCopy: %v", object.RefOf(o).String(), r)
 				}
 			}()
 			o.DeepCopy()

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -72,10 +73,10 @@ func TestKustomizeSourceIsTheResourceFile(t *testing.T) {
 				src  string
 			}{{job, "prod-sft", dir + "/train.yaml"}, {web, "prod-web", dir + "/web.yaml"}, {gen, "prod-gen-", dir + "/kustomization.yaml"}} {
 				if !strings.HasPrefix(c.o.GetName(), c.name) {
-					t.Errorf("%s: name %q, want %s", render.ObjectID(c.o), c.o.GetName(), c.name)
+					t.Errorf("%s: name %q, want %s", object.RefOf(c.o).String(), c.o.GetName(), c.name)
 				}
 				if got := c.o.GetAnnotations()[keys.Source]; got != c.src {
-					t.Errorf("%s: source %q, want %q", render.ObjectID(c.o), got, c.src)
+					t.Errorf("%s: source %q, want %q", object.RefOf(c.o).String(), got, c.src)
 				}
 			}
 			// the patches were applied
@@ -88,7 +89,7 @@ func TestKustomizeSourceIsTheResourceFile(t *testing.T) {
 			for _, o := range []*unstructured.Unstructured{job, web} {
 				cs, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
 				if mem, _, _ := unstructured.NestedString(cs[0].(map[string]any), "resources", "limits", "memory"); mem != "1Gi" {
-					t.Errorf("%s: the strategic-merge patch file was not applied: memory limit %q", render.ObjectID(o), mem)
+					t.Errorf("%s: the strategic-merge patch file was not applied: memory limit %q", object.RefOf(o).String(), mem)
 				}
 			}
 			if web.GetAnnotations()["patched"] != "yes" {

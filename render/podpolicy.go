@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -168,22 +169,6 @@ func (v Violation) String() string {
 	return v.Field + ": pod policy " + v.Rule + ": " + v.Message
 }
 
-// PodTemplatePath returns the path of the pod template (the map holding metadata and spec)
-// of a pod-creating kind: empty for a Pod (the object itself), spec.template for
-// Deployment, StatefulSet, ReplicaSet, DaemonSet, ReplicationController and Job,
-// spec.jobTemplate.spec.template for CronJob; false for every other kind.
-func PodTemplatePath(kind string) ([]string, bool) {
-	switch kind {
-	case "Pod":
-		return []string{}, true
-	case "Deployment", "StatefulSet", "ReplicaSet", "DaemonSet", "ReplicationController", "Job":
-		return []string{"spec", "template"}, true
-	case "CronJob":
-		return []string{"spec", "jobTemplate", "spec", "template"}, true
-	}
-	return nil, false
-}
-
 // CheckPodPolicy checks one object against the pod policy: the pod spec of a pod-creating
 // kind, a Service's externalIPs, a PersistentVolumeClaim's volumeName (also in StatefulSet
 // claim templates). A value of an unexpected type counts as set: render never accepts what
@@ -211,7 +196,7 @@ func CheckPodPolicy(obj *unstructured.Unstructured, p PodPolicy) []Violation {
 			c.volumeName(mapAt(t), fmt.Sprintf("spec.volumeClaimTemplates[%d]", i))
 		}
 	}
-	tp, ok := PodTemplatePath(obj.GetKind())
+	tp, ok := object.PodTemplatePath(obj.GetKind())
 	if !ok {
 		return c.out
 	}

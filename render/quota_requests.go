@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -137,7 +138,7 @@ func (st *run) checkQuotaRequests(objs []*unstructured.Unstructured, origins map
 	tc := &tenancyCheck{st: st, nodes: map[*source][]*yaml.Node{}}
 	for _, o := range objs {
 		ns := namespaceOf(o)
-		tp, ok := PodTemplatePath(o.GetKind())
+		tp, ok := object.PodTemplatePath(o.GetKind())
 		if !ok || len(q.needs[ns]) == 0 {
 			continue
 		}

@@ -11,6 +11,7 @@ import (
 	"sync"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -77,7 +78,7 @@ type run struct {
 	sources []*source
 	byAbs   map[string]*source
 	kdirs   []string // absolute kustomization directories
-	objSrc  map[string]string
+	objSrc  map[object.Ref]string
 	argDir  string // the rendered directory as the user named it
 	argAbs  string // and its absolute path
 	// tenants are the namespaces of tenant directories (mapped by .gpuctl.yaml) that hold
@@ -143,7 +144,7 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("render %s: %w", path, context.Cause(ctx))
 	}
-	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[string]string{},
+	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[object.Ref]string{},
 		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{}}
 	type outcome struct {
 		res *Result
@@ -435,31 +436,13 @@ func KindOrder(kind string) int {
 	return 4
 }
 
-// ObjectID identifies an object: group/version Kind namespace/name.
-func ObjectID(u *unstructured.Unstructured) string {
-	ns := u.GetNamespace()
-	if ns != "" {
-		ns += "/"
-	}
-	return u.GetKind() + " " + ns + u.GetName()
-}
-
 func sortObjects(objs []*unstructured.Unstructured) {
 	sort.SliceStable(objs, func(i, j int) bool {
 		a, b := objs[i], objs[j]
 		if oa, ob := KindOrder(a.GetKind()), KindOrder(b.GetKind()); oa != ob {
 			return oa < ob
 		}
-		if a.GetNamespace() != b.GetNamespace() {
-			return a.GetNamespace() < b.GetNamespace()
-		}
-		if a.GetKind() != b.GetKind() {
-			return a.GetKind() < b.GetKind()
-		}
-		if a.GetName() != b.GetName() {
-			return a.GetName() < b.GetName()
-		}
-		return a.GetAPIVersion() < b.GetAPIVersion()
+		return object.Compare(object.RefOf(a), object.RefOf(b)) < 0
 	})
 }
 

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"go.yaml.in/yaml/v3"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -269,7 +270,7 @@ func (st *run) checkKustomizeOutput(file, relDir, ns string, objs []map[string]a
 			continue
 		}
 		for _, v := range CheckPodPolicy(u, policy) {
-			st.ds.errorf(file, Pos{}, v.Field, "kustomize output %s: pod policy %s: %s", ObjectID(u), v.Rule, v.Message)
+			st.ds.errorf(file, Pos{}, v.Field, "kustomize output %s: pod policy %s: %s", object.RefOf(u).String(), v.Rule, v.Message)
 		}
 		markTenant(u, ns)
 	}
@@ -294,7 +295,7 @@ func (st *run) tenantRendered(u *unstructured.Unstructured, doc *Document, ns st
 		return
 	}
 	for _, v := range CheckPodPolicy(u, st.cfg.PodPolicy(ns)) {
-		st.ds.errorf(doc.File, doc.Pos, v.Field, "%s: pod policy %s: %s", ObjectID(u), v.Rule, v.Message)
+		st.ds.errorf(doc.File, doc.Pos, v.Field, "%s: pod policy %s: %s", object.RefOf(u).String(), v.Rule, v.Message)
 	}
 }
 

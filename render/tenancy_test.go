@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 )
 
@@ -256,7 +257,7 @@ func TestTenantObjectsAreMarked(t *testing.T) {
 	tenants := map[string]string{}
 	var identities []string
 	for _, o := range res.Objects {
-		id := render.ObjectID(o)
+		id := object.RefOf(o).String()
 		tenants[id] = o.GetAnnotations()[keys.Tenant]
 		if o.GetName() == keys.TenantServiceAccount {
 			identities = append(identities, id+" "+o.GetAnnotations()[keys.Source])
@@ -282,7 +283,7 @@ func TestTenantObjectsAreMarked(t *testing.T) {
 			ref := o.Object["roleRef"].(map[string]any)["name"]
 			subj := o.Object["subjects"].([]any)[0].(map[string]any)
 			if ref != keys.TenantClusterRole || subj["name"] != keys.TenantServiceAccount || subj["namespace"] != o.GetNamespace() {
-				t.Errorf("%s binds %s to %v", render.ObjectID(o), ref, subj)
+				t.Errorf("%s binds %s to %v", object.RefOf(o).String(), ref, subj)
 			}
 		}
 	}
@@ -405,15 +406,15 @@ func TestExamplesPassThePodPolicy(t *testing.T) {
 	}
 	checked := 0
 	for _, o := range res.Objects {
-		if _, ok := render.PodTemplatePath(o.GetKind()); ok {
+		if _, ok := object.PodTemplatePath(o.GetKind()); ok {
 			checked++
 		}
 		for _, v := range render.CheckPodPolicy(o, cfg.PodPolicy(o.GetNamespace())) {
-			t.Errorf("%s: %s", render.ObjectID(o), v)
+			t.Errorf("%s: %s", object.RefOf(o).String(), v)
 		}
 		src := o.GetAnnotations()[keys.Source]
 		if strings.HasPrefix(src, "teams/") && o.GetAnnotations()[keys.Tenant] != strings.Split(src, "/")[1] {
-			t.Errorf("%s from %s: tenant %q", render.ObjectID(o), src, o.GetAnnotations()[keys.Tenant])
+			t.Errorf("%s from %s: tenant %q", object.RefOf(o).String(), src, o.GetAnnotations()[keys.Tenant])
 		}
 	}
 	if checked < 10 {

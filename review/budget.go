@@ -5,7 +5,7 @@ import (
 	"sort"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -61,7 +61,7 @@ func ComputeBudget(base, head []*unstructured.Unstructured) Budget {
 	teams := map[string]*TeamBudget{}
 	add := func(objs []*unstructured.Unstructured, after bool) {
 		for _, u := range objs {
-			g := reconciler.GPUsRequested(u)
+			g := object.GPUs(u)
 			if g == 0 {
 				continue
 			}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -104,7 +104,7 @@ func poolTypes(docs []*render.Document) map[string][]string {
 // checkPods checks the policy's per-workload limits (maxGPUsPerJob, allowedRegistries,
 // highPriorityTeams) on a rendered object that runs pods.
 func (c *checker) checkPods(u *unstructured.Unstructured, w podWorkload) {
-	id := render.ObjectID(u)
+	id := object.RefOf(u).String()
 	subject := u.GetAPIVersion() + " " + id
 	file, doc := c.declaredBy(u)
 	// the line of a gpuctl document's field when the object has its value, else the
@@ -193,7 +193,7 @@ func (c *checker) checkQuotas() {
 	quotas := GPUQuotas(c.rev.Objects)
 	used := map[string]int64{}
 	for _, u := range c.rev.Objects {
-		used[u.GetNamespace()] += reconciler.GPUsRequested(u)
+		used[u.GetNamespace()] += object.GPUs(u)
 	}
 	for _, ns := range sortedKeys(quotas) {
 		if used[ns] <= quotas[ns] {

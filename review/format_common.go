@@ -5,10 +5,11 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/object"
 )
 
 // actionSymbols mark each action, as terraform and kubectl diff users expect.
-var actionSymbols = map[Action]string{ActionAdded: "+", ActionChanged: "~", ActionRemoved: "-"}
+var actionSymbols = map[DiffAction]string{DiffAdded: "+", DiffChanged: "~", DiffRemoved: "-"}
 
 // countsLine is "1 added, 2 changed, 0 removed".
 func countsLine(s Summary) string {
@@ -57,7 +58,7 @@ func quotaText(before, after *int64) string {
 func overQuota(t TeamBudget) bool { return t.QuotaAfter != nil && t.After > *t.QuotaAfter }
 
 // changeGPUs is " · GPUs 2 → 4" for changes that request GPUs, else "".
-func changeGPUs(c *Change) string {
+func changeGPUs(c *ObjectDiff) string {
 	if c.GPUsBefore == 0 && c.GPUsAfter == 0 {
 		return ""
 	}
@@ -68,14 +69,14 @@ func changeGPUs(c *Change) string {
 }
 
 // fieldLines are the lines of a changed object's field diff: "- path: old" and "+ path: new".
-func fieldLines(c *Change) []string {
+func fieldLines(c *ObjectDiff) []string {
 	var out []string
 	for _, f := range c.Fields {
 		if f.Old != nil {
-			out = append(out, "- "+f.Path+": "+valueText(f.Old))
+			out = append(out, "- "+f.Path+": "+object.Display(f.Old))
 		}
 		if f.New != nil {
-			out = append(out, "+ "+f.Path+": "+valueText(f.New))
+			out = append(out, "+ "+f.Path+": "+object.Display(f.New))
 		}
 	}
 	return out

@@ -175,10 +175,10 @@ func mdChanges(sb *strings.Builder, rep *Report, limit int, command string) {
 	}
 }
 
-func mdChange(c *Change) string {
+func mdChange(c *ObjectDiff) string {
 	var sb strings.Builder
-	icon := map[Action]string{ActionAdded: "➕", ActionChanged: "✏️", ActionRemoved: "➖"}[c.Action]
-	fmt.Fprintf(&sb, "<details><summary>%s %s <code>%s</code>", icon, c.Action, markdown.HTML(c.ID()))
+	icon := map[DiffAction]string{DiffAdded: "➕", DiffChanged: "✏️", DiffRemoved: "➖"}[c.Action]
+	fmt.Fprintf(&sb, "<details><summary>%s %s <code>%s</code>", icon, c.Action, markdown.HTML(c.Ref.String()))
 	if c.Source != "" {
 		fmt.Fprintf(&sb, " — %s", markdown.HTML(c.Source))
 	}
@@ -186,12 +186,12 @@ func mdChange(c *Change) string {
 	var lines []string
 	lang := "diff"
 	switch c.Action {
-	case ActionChanged:
+	case DiffChanged:
 		lines = fieldLines(c)
-	case ActionAdded:
+	case DiffAdded:
 		lines, lang = yamlLines(c.After), "yaml"
-	case ActionRemoved:
-		lines = []string{"- " + c.ID()}
+	case DiffRemoved:
+		lines = []string{"- " + c.Ref.String()}
 	}
 	if len(lines) > maxObjectLines {
 		lines = append(lines[:maxObjectLines:maxObjectLines], fmt.Sprintf("# … %d more lines", len(lines)-maxObjectLines))

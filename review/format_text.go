@@ -25,11 +25,11 @@ func (t textWriter) paint(code, s string) string {
 	return "\x1b[" + code + "m" + s + "\x1b[0m"
 }
 
-func (t textWriter) action(a Action, s string) string {
+func (t textWriter) action(a DiffAction, s string) string {
 	switch a {
-	case ActionAdded:
+	case DiffAdded:
 		return t.paint("32", s)
-	case ActionRemoved:
+	case DiffRemoved:
 		return t.paint("31", s)
 	}
 	return t.paint("33", s)
@@ -60,7 +60,7 @@ func (t textWriter) changes(rep *Report) {
 		return
 	}
 	for _, c := range rep.Changes {
-		head := fmt.Sprintf("%s %s %s", actionSymbols[c.Action], c.Action, c.ID())
+		head := fmt.Sprintf("%s %s %s", actionSymbols[c.Action], c.Action, c.Ref.String())
 		if c.Source != "" {
 			head += " (" + c.Source + ")"
 		}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/markdown/mdtest"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/review"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -21,10 +22,10 @@ func TestMarkdownHostileValues(t *testing.T) {
 		Path: evil,
 		Base: review.RevisionInfo{Name: evil, Excluded: []string{evil}},
 		Head: review.RevisionInfo{Name: evil, Failed: true},
-		Changes: []*review.Change{
-			{Action: review.ActionAdded, Kind: "ConfigMap", Namespace: evil, Name: evil, Source: evil, After: obj},
-			{Action: review.ActionChanged, Kind: "ConfigMap", Namespace: evil, Name: evil, Source: evil, GPUsAfter: 1,
-				Fields: []review.FieldDiff{{Path: "data." + evil, Old: evil, New: evil}}},
+		Changes: []*review.ObjectDiff{
+			{Action: review.DiffAdded, Ref: object.Ref{Kind: "ConfigMap", Namespace: evil, Name: evil}, Source: evil, After: obj},
+			{Action: review.DiffChanged, Ref: object.Ref{Kind: "ConfigMap", Namespace: evil, Name: evil}, Source: evil, GPUsAfter: 1,
+				Fields: []object.FieldDiff{{Path: "data." + evil, Old: evil, New: evil}}},
 		},
 		Budget: review.Budget{
 			Lines: []review.BudgetLine{{Namespace: evil, Pool: evil, GPUType: evil, Before: 1, After: 2}},

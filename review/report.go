@@ -54,13 +54,13 @@ type Summary struct {
 // Report is the result of a review: the object changes, the GPU budget and the violations.
 type Report struct {
 	// Path is the compared directory, relative to the repository root.
-	Path       string       `json:"path"`
-	Base       RevisionInfo `json:"base"`
-	Head       RevisionInfo `json:"head"`
-	Summary    Summary      `json:"summary"`
-	Changes    []*Change    `json:"changes"`
-	Budget     Budget       `json:"budget"`
-	Violations []*Violation `json:"violations"`
+	Path       string        `json:"path"`
+	Base       RevisionInfo  `json:"base"`
+	Head       RevisionInfo  `json:"head"`
+	Summary    Summary       `json:"summary"`
+	Changes    []*ObjectDiff `json:"changes"`
+	Budget     Budget        `json:"budget"`
+	Violations []*Violation  `json:"violations"`
 	// Policy is the policy the checks used (the base revision's when it has one).
 	Policy *Policy `json:"policy,omitempty"`
 }
@@ -84,11 +84,11 @@ func (r *Report) summarize() {
 	s := Summary{}
 	for _, c := range r.Changes {
 		switch c.Action {
-		case ActionAdded:
+		case DiffAdded:
 			s.Added++
-		case ActionChanged:
+		case DiffChanged:
 			s.Changed++
-		case ActionRemoved:
+		case DiffRemoved:
 			s.Removed++
 		}
 	}

@@ -75,12 +75,12 @@ func Compose(base, head *Revision, under string) (*Report, error) {
 		Policy:     pol,
 	}
 	if rep.Changes == nil {
-		rep.Changes = []*Change{}
+		rep.Changes = []*ObjectDiff{}
 	}
 	for _, c := range rep.Changes {
 		if c.Source != "" {
 			root := h.root
-			if c.Action == ActionRemoved {
+			if c.Action == DiffRemoved {
 				root = b.root
 			}
 			c.Source = path.Join(root, c.Source)
@@ -173,14 +173,14 @@ func blameQuota(rep *Report, head *Rendered) {
 				v.Message += fmt.Sprintf(" (set at %s)", v.Where())
 			}
 			v.File, v.Line = c.Source, sourceLine(head, c)
-			v.Message += fmt.Sprintf("; %s raises it by %d", c.ID(), c.GPUsAfter-c.GPUsBefore)
+			v.Message += fmt.Sprintf("; %s raises it by %d", c.Ref.String(), c.GPUsAfter-c.GPUsBefore)
 			break
 		}
 	}
 }
 
 // sourceLine finds the resources.gpu line of the workload document behind a change.
-func sourceLine(head *Rendered, c *Change) int {
+func sourceLine(head *Rendered, c *ObjectDiff) int {
 	for _, d := range head.Documents {
 		if d.Workload != nil && d.File == c.Source && d.Namespace == c.Namespace && d.Workload.Job.Name == c.Name {
 			return d.At("resources.gpu").Line

@@ -1,10 +1,12 @@
 package review
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -65,17 +67,29 @@ func TestImageAllowed(t *testing.T) {
 	}
 }
 
-func TestDiffFields(t *testing.T) {
-	a := map[string]any{"spec": map[string]any{"replicas": int64(1), "keep": "x", "gone": "y", "list": []any{"a"}}}
-	b := map[string]any{"spec": map[string]any{"replicas": float64(2), "keep": "x", "new": map[string]any{"k": "v"}, "list": []any{"a", "b"}}}
-	got := DiffFields(a, b)
+// TestCompareFieldDiff: a changed object carries its changed leaf fields, printed with
+// object.Display (numbers by value, maps as JSON).
+func TestCompareFieldDiff(t *testing.T) {
+	obj := func(spec map[string]any) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"name": "c", "namespace": "team"}, "spec": spec}}
+	}
+	a := obj(map[string]any{"replicas": int64(1), "keep": "x", "gone": "y", "list": []any{"a"}})
+	b := obj(map[string]any{"replicas": float64(2), "keep": "x", "new": map[string]any{"k": "v"}, "list": []any{"a", "b"}})
+	diffs := Compare([]*unstructured.Unstructured{a}, []*unstructured.Unstructured{b})
+	if len(diffs) != 1 || diffs[0].Action != DiffChanged || diffs[0].Ref.String() != "ConfigMap team/c" {
+		t.Fatalf("diffs %+v", diffs)
+	}
 	var lines []string
-	for _, f := range got {
-		lines = append(lines, fmt.Sprintf("%s: %s → %s", f.Path, valueText(f.Old), valueText(f.New)))
+	for _, f := range diffs[0].Fields {
+		lines = append(lines, fmt.Sprintf("%s: %s → %s", f.Path, object.Display(f.Old), object.Display(f.New)))
 	}
 	want := "spec.gone: y → <none>\nspec.list[1]: <none> → b\nspec.new: <none> → {\"k\":\"v\"}\nspec.replicas: 1 → 2"
 	if strings.Join(lines, "\n") != want {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(lines, "\n"), want)
+	}
+	if got, want := strings.Join(fieldLines(diffs[0]), "\n"), "- spec.gone: y\n+ spec.list[1]: b\n+ spec.new: {\"k\":\"v\"}\n- spec.replicas: 1\n+ spec.replicas: 2"; got != want {
+		t.Errorf("fieldLines\n%s\nwant\n%s", got, want)
 	}
 }
 
@@ -161,5 +175,17 @@ func TestPodWorkloadOf(t *testing.T) {
 				t.Errorf("got %d GPUs, images %q, priority %q; want %d, %q, %q", w.GPUs, w.Images, w.PriorityClass, tc.gpus, tc.images, tc.priority)
 			}
 		})
+	}
+}
+
+// TestObjectDiffJSON: an object's diff keeps its JSON shape, the object's fields flat.
+func TestObjectDiffJSON(t *testing.T) {
+	d := ObjectDiff{Action: DiffChanged, Ref: object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web"},
+		Source: "web.yaml", GPUsBefore: 1, GPUsAfter: 2, Fields: []object.FieldDiff{{Path: "spec.replicas", Old: int64(1), New: int64(2)}}}
+	b, err := json.Marshal(d)
+	want := `{"action":"changed","apiVersion":"apps/v1","kind":"Deployment","namespace":"team","name":"web","source":"web.yaml",` +
+		`"gpusBefore":1,"gpusAfter":2,"fields":[{"path":"spec.replicas","old":1,"new":2}]}`
+	if err != nil || string(b) != want {
+		t.Errorf("got %s (%v)\nwant %s", b, err, want)
 	}
 }

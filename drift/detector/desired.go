@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -18,7 +18,7 @@ import (
 // the maps of an unstructured object (10,000 objects: about 3 MB instead of 100), decoded only
 // when the object is evaluated.
 type desiredObject struct {
-	ref    drift.Ref
+	ref    object.Ref
 	gvr    schema.GroupVersionResource
 	source string
 	raw    []byte // flate-compressed JSON
@@ -76,17 +76,12 @@ type nodeIntent struct {
 type desiredState struct {
 	revision string
 	digest   string                    // reconciler.Digest of the objects
-	objects  map[string]*desiredObject // by objectKey
+	objects  map[string]*desiredObject // by object.Ref.Key
 	// gvrs are the resources of the objects, with their group-kind.
 	gvrs       map[schema.GroupVersionResource]schema.GroupKind
 	nodes      map[string]nodeIntent
 	namespaces map[string]bool // namespaces gpuctl manages: shadow workloads are looked for there
 	partOf     string          // the inventory's ApplySet id
-}
-
-// objectKey identifies an object across API versions: group/kind/namespace/name.
-func objectKey(group, kind, namespace, name string) string {
-	return group + "/" + kind + "/" + namespace + "/" + name
 }
 
 // newDesiredState indexes the objects of an applied revision (as Plan prepared them), whose
@@ -111,9 +106,8 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 			return nil, err
 		}
 		ann := u.GetAnnotations()
-		o := &desiredObject{ref: drift.Ref{APIVersion: u.GetAPIVersion(), Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()},
-			gvr: gvr, source: ann[keys.Source], raw: raw}
-		ds.objects[objectKey(gvk.Group, gvk.Kind, u.GetNamespace(), u.GetName())] = o
+		o := &desiredObject{ref: object.RefOf(u), gvr: gvr, source: ann[keys.Source], raw: raw}
+		ds.objects[o.ref.Key()] = o
 		ds.gvrs[gvr] = gvk.GroupKind()
 		if ns := u.GetNamespace(); ns != "" {
 			ds.namespaces[ns] = true

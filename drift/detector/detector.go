@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -176,7 +177,7 @@ func (d *Detector) BeginSync() {
 // EndSync resumes evaluation; with desired, against the objects of revision. The objects in
 // pending may differ from them; the others were just applied and are evaluated only when
 // they change (or at the next Resync).
-func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, pending []reconciler.ObjectRef) {
+func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, pending []object.Ref) {
 	var ds *desiredState
 	digest := ""
 	if desired != nil {
@@ -203,7 +204,7 @@ func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured
 		clear(d.attempts) // the loop guard starts again with each sync
 		d.pending = d.pending[:0]
 		for _, r := range pending {
-			d.pending = append(d.pending, "o:"+objectKey(r.Group, r.Kind, r.Namespace, r.Name))
+			d.pending = append(d.pending, "o:"+r.Key())
 		}
 	}
 	if d.desired != nil {
@@ -256,7 +257,7 @@ func (d *Detector) state(ctx context.Context) *desiredState {
 
 // The queue's keys: keyAll (re-evaluate everything), keyWatch (after a sync: start watches
 // for new kinds, then evaluate what the sync left pending, the nodes and the workloads),
-// "o:<objectKey>", "n:<node>", "s:<kind>/<namespace>/<name>".
+// "o:<object.Ref.Key>", "n:<node>", "s:<kind>/<namespace>/<name>".
 const (
 	keyAll   = "all"
 	keyWatch = "watch"

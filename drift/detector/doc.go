@@ -13,8 +13,9 @@
 //   - Nodes: pool labels changed or removed by hand, pool labels set by hand on a node no pool
 //     names, pool nodes that do not exist, and a pool's gpu-type that differs from the one
 //     gpuctl-node-labeler published;
-//   - Pods, Jobs, Deployments and StatefulSets requesting GPUs in the namespaces gpuctl manages
-//     (and Pods on pool nodes anywhere) that are not in Git: "shadow" workloads.
+//   - Pods, Jobs, Deployments and StatefulSets requesting GPUs (object.TypedGPUs) in the
+//     namespaces gpuctl manages (and Pods on pool nodes anywhere) that are not in Git:
+//     "shadow" workloads.
 //
 // Detection pauses while the daemon syncs (BeginSync/EndSync) so that gpuctl's own writes are
 // never reported. Each new or changed item is recorded in the history, emitted as a Kubernetes

@@ -10,7 +10,7 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/managedfields"
-	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/internal/object"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -52,7 +52,7 @@ func (d *Detector) evaluateAll(ctx context.Context, ds *desiredState, full bool)
 	}
 	d.reportedKeys(func(it drift.Item) { // re-check what is reported: it may be gone
 		if it.Category == drift.Modified || it.Category == drift.Deleted {
-			d.queue.Add("o:" + objectKeyOf(it.Object))
+			d.queue.Add("o:" + it.Object.Key())
 			return
 		}
 		switch it.Category {
@@ -82,7 +82,7 @@ func (d *Detector) listObjects(ctx context.Context, ds *desiredState) error {
 			}
 			for i := range l.Items {
 				live := &l.Items[i]
-				key := objectKey(gk.Group, gk.Kind, live.GetNamespace(), live.GetName())
+				key := object.KeyOf(gk, live.GetNamespace(), live.GetName())
 				o := ds.objects[key]
 				if o == nil {
 					continue
@@ -96,7 +96,7 @@ func (d *Detector) listObjects(ctx context.Context, ds *desiredState) error {
 					d.resolveObject(o.ref, "", whyIgnored)
 					continue
 				}
-				if live.GetDeletionTimestamp() == nil && reconciler.Contains(desired, live) {
+				if live.GetDeletionTimestamp() == nil && object.Contains(desired, live) {
 					d.resolveObject(o.ref, "", whyMatches)
 					continue
 				}
@@ -115,15 +115,6 @@ func (d *Detector) listObjects(ctx context.Context, ds *desiredState) error {
 	return nil
 }
 
-// objectKeyOf is the objectKey of a reported object.
-func objectKeyOf(r drift.Ref) string {
-	group, _, found := strings.Cut(r.APIVersion, "/")
-	if !found {
-		group = ""
-	}
-	return objectKey(group, r.Kind, r.Namespace, r.Name)
-}
-
 // staleKeys are the reported object items whose objects are no longer applied.
 func (d *Detector) staleKeys(ds *desiredState) []string {
 	var out []string
@@ -131,7 +122,7 @@ func (d *Detector) staleKeys(ds *desiredState) []string {
 		if it.Category != drift.Modified && it.Category != drift.Deleted {
 			return
 		}
-		if ds.objects[objectKeyOf(it.Object)] == nil {
+		if ds.objects[it.Object.Key()] == nil {
 			out = append(out, it.Key())
 		}
 	})
@@ -189,7 +180,7 @@ func (d *Detector) evalObject(ctx context.Context, ds *desiredState, key string)
 // attribute turns the fields an apply would change into drift fields, naming who owns each
 // live value. Fields that gpuctl's own manager holds (a revision being applied) and fields of
 // the ignored controllers are not drift.
-func (d *Detector) attribute(diffs []reconciler.FieldDiff, owners []managedfields.Owner) []drift.Field {
+func (d *Detector) attribute(diffs []object.FieldDiff, owners []managedfields.Owner) []drift.Field {
 	self := d.opts.Engine.Options().FieldManager
 	none := func(managedfields.Owner) bool { return false }
 	others := func(o managedfields.Owner) bool { return o.Manager == self }
@@ -217,7 +208,7 @@ func (d *Detector) attribute(diffs []reconciler.FieldDiff, owners []managedfield
 
 // evalNode checks one node against the pools: labels, existence, gpu-type.
 func (d *Detector) evalNode(ctx context.Context, ds *desiredState, name string) error {
-	ref := drift.Ref{APIVersion: "v1", Kind: "Node", Name: name}
+	ref := object.Ref{APIVersion: "v1", Kind: "Node", Name: name}
 	intent, inPool := ds.nodes[name]
 	obj, found, err := d.w.nodes.GetIndexer().GetByKey(name)
 	if err != nil {
@@ -313,12 +304,12 @@ func anyMap(m map[string]string) map[string]any {
 	return out
 }
 
-func itemKey(c drift.Category, ref drift.Ref) string {
+func itemKey(c drift.Category, ref object.Ref) string {
 	return drift.Item{Category: c, Object: ref}.Key()
 }
 
 // resolveObject resolves the modified and deleted items of an object.
-func (d *Detector) resolveObject(ref drift.Ref, how drift.Change, why string) {
+func (d *Detector) resolveObject(ref object.Ref, how drift.Change, why string) {
 	d.resolve(itemKey(drift.Modified, ref), how, why)
 	d.resolve(itemKey(drift.Deleted, ref), how, why)
 }

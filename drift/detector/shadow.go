@@ -8,31 +8,13 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	appsv1 "k8s.io/api/apps/v1"
+	"github.com/gpuctl/gpuctl/internal/object"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
-
-// podGPUs is the number of whole GPUs a pod spec asks for: per container the larger of the
-// limit and the request (a limit alone is also the request).
-func podGPUs(cs []corev1.Container) int64 {
-	var n int64
-	for _, c := range cs {
-		l := c.Resources.Limits[keys.ResourceGPU]
-		r := c.Resources.Requests[keys.ResourceGPU]
-		n += max(l.Value(), r.Value())
-	}
-	return n
-}
-
-func replicas(p *int32) int64 {
-	if p == nil {
-		return 1
-	}
-	return int64(*p)
-}
 
 // workloadFinished says how a pod or a Job ended ("completed" or "failed"), or "" while it
 // runs (and for other kinds).
@@ -61,23 +43,15 @@ func workloadFinished(obj any) string {
 	return ""
 }
 
-// workloadGPUs is the number of GPUs a workload holds or will hold: pods that have not
-// terminated, jobs that have not finished, deployments and statefulsets by their replicas.
+// workloadGPUs is the number of GPUs a workload holds or will hold (object.TypedGPUs): pods
+// that have not terminated, Jobs that have not finished, Deployments and StatefulSets by
+// their replicas.
 func workloadGPUs(obj any) int64 {
-	if workloadFinished(obj) != "" {
+	o, ok := obj.(runtime.Object)
+	if !ok || workloadFinished(obj) != "" {
 		return 0
 	}
-	switch o := obj.(type) {
-	case *corev1.Pod:
-		return podGPUs(o.Spec.Containers)
-	case *batchv1.Job:
-		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Parallelism)
-	case *appsv1.Deployment:
-		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Replicas)
-	case *appsv1.StatefulSet:
-		return podGPUs(o.Spec.Template.Spec.Containers) * replicas(o.Spec.Replicas)
-	}
-	return 0
+	return object.TypedGPUs(o)
 }
 
 // gpusOf reads the GPUs that slim recorded on a cached workload.
@@ -103,7 +77,7 @@ var workloadResources = map[string]schema.GroupVersionResource{
 func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string) error {
 	kind, rest, _ := strings.Cut(key, "/")
 	ns, name, _ := strings.Cut(rest, "/")
-	ref := drift.Ref{APIVersion: workloadResources[kind].GroupVersion().String(), Kind: kind, Namespace: ns, Name: name}
+	ref := object.Ref{APIVersion: workloadResources[kind].GroupVersion().String(), Kind: kind, Namespace: ns, Name: name}
 	itemKey := drift.Item{Category: drift.Shadow, Object: ref}.Key()
 	inf := d.w.workloads[kind]
 	if inf == nil {
@@ -200,7 +174,7 @@ func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj 
 func (d *Detector) hasShadow(key string) bool {
 	kind, rest, _ := strings.Cut(key, "/")
 	ns, name, _ := strings.Cut(rest, "/")
-	k := drift.Item{Category: drift.Shadow, Object: drift.Ref{Kind: kind, Namespace: ns, Name: name}}.Key()
+	k := drift.Item{Category: drift.Shadow, Object: object.Ref{Kind: kind, Namespace: ns, Name: name}}.Key()
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	_, ok := d.items[k]

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -133,7 +134,7 @@ func (w *watches) startMeta(ctx context.Context, gvr schema.GroupVersionResource
 		if err != nil {
 			return ""
 		}
-		return "o:" + objectKey(gk.Group, gk.Kind, m.GetNamespace(), m.GetName())
+		return "o:" + object.KeyOf(gk, m.GetNamespace(), m.GetName())
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {

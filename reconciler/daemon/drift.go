@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/sources"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // Detector watches the cluster for drift against the last applied revision (drift/detector
@@ -25,7 +25,7 @@ type Detector interface {
 	// its objects (as Plan prepared them) and pending those that may still differ from them
 	// (conflicts not applied, or a plan left unapplied); the others were just applied. With
 	// desired nil the last applied revision stays the reference.
-	EndSync(revision string, desired []*unstructured.Unstructured, pending []reconciler.ObjectRef)
+	EndSync(revision string, desired []*unstructured.Unstructured, pending []object.Ref)
 	// Current returns the report and history held in memory, or false before the first
 	// report.
 	Current() (drift.Report, []drift.Entry, bool)
@@ -46,13 +46,11 @@ func takenBack(plan *reconciler.Plan, cs *reconciler.ChangeSet, revision string)
 			continue
 		}
 		c := plan.Changes[i]
-		diffs := map[string]reconciler.FieldDiff{}
+		diffs := map[string]object.FieldDiff{}
 		for _, d := range c.Diff {
 			diffs["."+d.Path] = d
 		}
-		it := drift.Item{Object: drift.Ref{APIVersion: schema.GroupVersion{Group: r.Object.Group, Version: r.Object.Version}.String(),
-			Kind: r.Object.Kind, Namespace: r.Object.Namespace, Name: r.Object.Name},
-			Category: drift.Modified, Source: c.Source, Manager: r.TakenBack[0].Manager, Detected: time.Now().UTC(),
+		it := drift.Item{Object: r.Object, Category: drift.Modified, Source: c.Source, Manager: r.TakenBack[0].Manager, Detected: time.Now().UTC(),
 			Message: "took back " + reconciler.TakenBackText(r.TakenBack) + " (revision " + sources.ShortID(revision) + " changes this object)"}
 		for _, tb := range r.TakenBack {
 			d := diffs[tb.Field]
@@ -83,8 +81,8 @@ func (d *Daemon) recordTakenBack(ctx context.Context, items []drift.Item) {
 
 // pendingOf lists the objects of a plan that may differ from Git after it: all that the plan
 // would write when it was not applied, else those whose changes had conflicts.
-func pendingOf(plan *reconciler.Plan, applied bool) []reconciler.ObjectRef {
-	var out []reconciler.ObjectRef
+func pendingOf(plan *reconciler.Plan, applied bool) []object.Ref {
+	var out []object.Ref
 	for _, c := range plan.Changes {
 		if len(c.Conflicts) > 0 || (!applied && c.Writes()) {
 			out = append(out, c.Object)

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -39,7 +40,7 @@ func (d *Daemon) jobStartErrors(ctx context.Context, cs *reconciler.ChangeSet, a
 	}
 	ctx, cancel := context.WithTimeout(ctx, jobStartWait)
 	defer cancel()
-	refused := map[reconciler.ObjectRef]string{}
+	refused := map[object.Ref]string{}
 	for {
 		settled := 0
 		for ns, names := range jobs {
@@ -81,7 +82,7 @@ func createdJobs(cs *reconciler.ChangeSet) map[string]map[string]bool {
 	}
 	for _, r := range cs.Results {
 		o := r.Object
-		if r.Error != "" || o.Group != "batch" || o.Kind != "Job" ||
+		if r.Error != "" || o.Group() != "batch" || o.Kind != "Job" ||
 			(r.Action != reconciler.ActionCreate && r.Action != reconciler.ActionRecreate) {
 			continue
 		}
@@ -104,7 +105,7 @@ func countJobs(jobs map[string]map[string]bool) int {
 // settle reads the events of a namespace's Jobs since a time: a Job is settled once it has
 // created a pod or been refused by the quota (recorded in refused). It returns how many of
 // names are settled.
-func settle(evs []corev1.Event, ns string, names map[string]bool, since time.Time, refused map[reconciler.ObjectRef]string) int {
+func settle(evs []corev1.Event, ns string, names map[string]bool, since time.Time, refused map[object.Ref]string) int {
 	settled := map[string]bool{}
 	for _, ev := range evs {
 		name := ev.InvolvedObject.Name
@@ -116,7 +117,7 @@ func settle(evs []corev1.Event, ns string, names map[string]bool, since time.Tim
 			settled[name] = true
 		case ev.Reason == "FailedCreate" && strings.Contains(ev.Message, "failed quota:"):
 			settled[name] = true
-			ref := reconciler.ObjectRef{Group: "batch", Version: "v1", Kind: "Job", Namespace: ns, Name: name}
+			ref := object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: ns, Name: name}
 			msg := ev.Message
 			if _, after, ok := strings.Cut(msg, "is forbidden: "); ok {
 				msg = after // the pod's generated name says nothing
@@ -139,7 +140,7 @@ func eventTime(ev corev1.Event) time.Time {
 	return t
 }
 
-func sortedErrors(refused map[reconciler.ObjectRef]string) []string {
+func sortedErrors(refused map[object.Ref]string) []string {
 	out := make([]string, 0, len(refused))
 	for ref, msg := range refused {
 		out = append(out, fmt.Sprintf("%s: cannot start: %s", ref, msg))

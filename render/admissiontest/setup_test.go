@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 )
@@ -141,7 +142,7 @@ func (e *env) waitEnforced(ctx context.Context) error {
 func (e *env) apply(ctx context.Context, objs []*unstructured.Unstructured) error {
 	for _, o := range objs {
 		if err := e.applyOne(ctx, o); err != nil {
-			return fmt.Errorf("%s: apply: %w", render.ObjectID(o), err)
+			return fmt.Errorf("%s: apply: %w", object.RefOf(o).String(), err)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -88,7 +89,7 @@ func TestRenderedObjectsPassServerSideDryRun(t *testing.T) {
 				ensureNamespace(t, apply, o.GetNamespace())
 			}
 			if err := apply(o, true); err != nil {
-				t.Errorf("%s: %s rejected by the API server: %v", tree, render.ObjectID(o), err)
+				t.Errorf("%s: %s rejected by the API server: %v", tree, object.RefOf(o).String(), err)
 			}
 			total++
 		}

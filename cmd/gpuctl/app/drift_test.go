@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/client-go/kubernetes/fake"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -21,16 +22,16 @@ var driftNow = time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 func driftFixture() (drift.Report, []drift.Entry) {
 	changed := driftNow.Add(-10 * time.Minute)
 	web := drift.Item{
-		Object:   drift.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team-a", Name: "web"},
+		Object:   object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team-a", Name: "web"},
 		Category: drift.Modified, Source: "teams/a/web.yaml", Message: "1 field differs",
 		Fields:  []drift.Field{{Path: "spec.replicas", Desired: 1, Live: 3, Manager: "kubectl-edit", Operation: "Update", Time: &changed}},
 		Manager: "kubectl-edit", Changed: &changed, Detected: driftNow.Add(-9 * time.Minute),
 	}
 	shadow := drift.Item{
-		Object:   drift.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "team-b", Name: "sweep"},
+		Object:   object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "team-b", Name: "sweep"},
 		Category: drift.Shadow, Message: "4 GPUs, not in Git", GPUs: 4, Detected: driftNow.Add(-3 * 24 * time.Hour),
 	}
-	old := drift.Item{Object: drift.Ref{Kind: "Service", Namespace: "team-a", Name: "old-svc"}, Category: drift.Deleted}
+	old := drift.Item{Object: object.Ref{Kind: "Service", Namespace: "team-a", Name: "old-svc"}, Category: drift.Deleted}
 	r := drift.Report{Generated: driftNow.Add(-time.Minute), Mode: "report", Revision: "0123456789abcdef", Items: []drift.Item{web, shadow}}
 	hist := []drift.Entry{
 		{Time: driftNow.Add(-48 * time.Hour), Change: drift.Resolved, Item: old},

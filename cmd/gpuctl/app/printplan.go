@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -53,9 +54,9 @@ func printPlanDiff(w io.Writer, plan *reconciler.Plan, p palette) {
 		for _, cf := range c.TakeBack {
 			fmt.Fprintf(w, "  %s %s\n", p.yellow("take back:"), reconciler.TakenBackText([]reconciler.Conflict{cf}))
 		}
-		if c.Object.Kind == "Node" && c.Object.Group == "" {
+		if c.Object.Kind == "Node" && c.Object.Group() == "" {
 			for _, d := range c.Diff {
-				fmt.Fprintf(w, "  %s: %s → %s\n", d.Path, valueText(d.Old), valueText(d.New))
+				fmt.Fprintf(w, "  %s: %s → %s\n", d.Path, object.Display(d.Old), object.Display(d.New))
 			}
 			continue
 		}
@@ -157,13 +158,6 @@ func writeColoredDiff(w io.Writer, p palette, diff string) {
 		}
 		fmt.Fprintln(w, "  "+line)
 	}
-}
-
-func valueText(v any) string {
-	if v == nil {
-		return "<none>"
-	}
-	return fmt.Sprint(v)
 }
 
 // printChangeSet writes the results of a sync as a table of what changed or failed.

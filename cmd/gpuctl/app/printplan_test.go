@@ -6,14 +6,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
 )
 
 // failedPlan is a plan with one object to create and one that could not be planned.
 func failedPlan() *reconciler.Plan {
 	return &reconciler.Plan{Changes: []*reconciler.Change{
-		{Object: reconciler.ObjectRef{Version: "v1", Kind: "ConfigMap", Namespace: "team", Name: "ok"}, Action: reconciler.ActionCreate},
-		{Object: reconciler.ObjectRef{Group: "rbac.authorization.k8s.io", Version: "v1", Kind: "ClusterRoleBinding", Name: "take"},
+		{Object: object.Ref{APIVersion: "v1", Kind: "ConfigMap", Namespace: "team", Name: "ok"}, Action: reconciler.ActionCreate},
+		{Object: object.Ref{APIVersion: "rbac.authorization.k8s.io/v1", Kind: "ClusterRoleBinding", Name: "take"},
 			Action: reconciler.ActionSkipped, Source: "teams/team/crb.yaml",
 			Error: "refused by rule tenant-scope: ClusterRoleBinding is cluster-scoped"},
 	}}
@@ -59,7 +60,7 @@ func TestChangeSetCountsPlanFailures(t *testing.T) {
 // TestTakeBackPrinted: a change that takes fields back from another manager says so in the
 // diff, and the sync table says what it took back.
 func TestTakeBackPrinted(t *testing.T) {
-	ref := reconciler.ObjectRef{Group: "apps", Version: "v1", Kind: "Deployment", Namespace: "team", Name: "web"}
+	ref := object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "team", Name: "web"}
 	tb := []reconciler.Conflict{{Manager: "kubectl", Field: ".spec.replicas"}}
 	var diff bytes.Buffer
 	printPlanDiff(&diff, &reconciler.Plan{Changes: []*reconciler.Change{{Object: ref, Action: reconciler.ActionUpdate, TakeBack: tb}}}, palette{})
@@ -70,5 +71,23 @@ func TestTakeBackPrinted(t *testing.T) {
 	printChangeSet(&out, &reconciler.ChangeSet{Results: []reconciler.Result{{Object: ref, Action: reconciler.ActionUpdate, TakenBack: tb}}}, palette{})
 	if !strings.Contains(out.String(), `ok, took back .spec.replicas from "kubectl"`) {
 		t.Fatalf("change set:\n%s", out.String())
+	}
+}
+
+// TestPlanNodeDiffValues: a node's label diff prints its values as object.Display does: a
+// missing value as <none>, never Go's map[…] form.
+func TestPlanNodeDiffValues(t *testing.T) {
+	plan := &reconciler.Plan{Changes: []*reconciler.Change{{
+		Object: object.Ref{APIVersion: "v1", Kind: "Node", Name: "gpu-1"}, Action: reconciler.ActionUpdate,
+		Diff: []object.FieldDiff{{Path: "metadata.labels.g8s.host/pool", New: "training-pool"},
+			{Path: "metadata.labels.team", Old: "a"}, {Path: "spec.taints", Old: []any{map[string]any{"key": "k", "effect": "NoSchedule"}}}},
+	}}}
+	var out bytes.Buffer
+	printPlanDiff(&out, plan, palette{})
+	for _, want := range []string{"  metadata.labels.g8s.host/pool: <none> → training-pool\n", "  metadata.labels.team: a → <none>\n",
+		`  spec.taints: [{"effect":"NoSchedule","key":"k"}] → <none>` + "\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("diff lacks %q:\n%s", want, out.String())
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/object"
 )
 
 // testDrift is a drift report with one item of four categories and a history of five entries
@@ -14,7 +15,7 @@ import (
 func testDrift(now time.Time) (drift.Report, []drift.Entry) {
 	tm := func(d time.Duration) *time.Time { t := now.Add(-d); return &t }
 	items := []drift.Item{
-		{Object: drift.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "bob", Name: "llm"},
+		{Object: object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "bob", Name: "llm"},
 			Category: drift.Modified, Source: "teams/bob/llm.yaml",
 			Message: "2 fields differ from Git", Manager: "kubectl-edit", Changed: tm(40 * time.Minute),
 			Detected: *tm(35 * time.Minute),
@@ -24,15 +25,15 @@ func testDrift(now time.Time) (drift.Report, []drift.Entry) {
 				{Path: "spec.template.spec.containers[0].image", Desired: "vllm/vllm-openai:v0.4.0",
 					Live: "vllm/vllm-openai:v0.5.1", Manager: "kubectl-edit", Operation: "Update"},
 			}},
-		{Object: drift.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "alice", Name: "sft"},
+		{Object: object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "alice", Name: "sft"},
 			Category: drift.Deleted, Source: "teams/alice/sft.yaml", Message: "deleted from the cluster",
 			Manager: "kubectl", Detected: *tm(3 * time.Hour)},
-		{Object: drift.Ref{APIVersion: "v1", Kind: "Node", Name: "gpu-2"}, Category: drift.NodeLabel,
+		{Object: object.Ref{APIVersion: "v1", Kind: "Node", Name: "gpu-2"}, Category: drift.NodeLabel,
 			Source: "pools/training.yaml", Message: "pool label removed by hand", Manager: "kubectl-label",
 			Changed: tm(5 * time.Hour), Detected: *tm(5 * time.Hour),
 			Fields: []drift.Field{{Path: "metadata.labels.g8s.host/pool", Desired: "training-pool",
 				Manager: "kubectl-label", Inferred: true}}},
-		{Object: drift.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "bob", Name: "rogue-vllm"},
+		{Object: object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "bob", Name: "rogue-vllm"},
 			Category: drift.Shadow, Message: "requests 8 GPUs and is not in Git", Manager: "kubectl-create",
 			GPUs: 8, Changed: tm(2 * time.Hour), Detected: *tm(2 * time.Hour)},
 	}
@@ -41,7 +42,7 @@ func testDrift(now time.Time) (drift.Report, []drift.Entry) {
 		Items: items}
 	hist := []drift.Entry{
 		{Time: now.Add(-30 * time.Hour), Change: drift.Detected, Item: drift.Item{Category: drift.Modified,
-			Object: drift.Ref{Kind: "Deployment", Namespace: "alice", Name: "web"}, Manager: "kubectl-scale",
+			Object: object.Ref{Kind: "Deployment", Namespace: "alice", Name: "web"}, Manager: "kubectl-scale",
 			Message: "spec.replicas differs"}},
 		{Time: now.Add(-5 * time.Hour), Change: drift.Detected, Item: items[2]},
 		{Time: now.Add(-3 * time.Hour), Change: drift.Detected, Item: items[1]},

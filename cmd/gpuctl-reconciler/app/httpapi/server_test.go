@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes/fake"
@@ -117,9 +118,9 @@ func TestPlan(t *testing.T) {
 
 	b.plan = &reconciler.Plan{
 		Changes: []*reconciler.Change{
-			{Object: reconciler.ObjectRef{Group: "batch", Version: "v1", Kind: "Job", Namespace: "alice", Name: "sft"},
+			{Object: object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "alice", Name: "sft"},
 				Action: reconciler.ActionCreate, Source: "teams/alice/sft.yaml"},
-			{Object: reconciler.ObjectRef{Version: "v1", Kind: "Namespace", Name: "alice"}, Action: reconciler.ActionUnchanged},
+			{Object: object.Ref{APIVersion: "v1", Kind: "Namespace", Name: "alice"}, Action: reconciler.ActionUnchanged},
 		},
 		GPUs: []reconciler.GPUDelta{{Namespace: "alice", Pool: "training-pool", Before: 0, After: 4}},
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	htmltmpl "html/template"
 	"net/http"
@@ -265,8 +264,7 @@ func (s *server) uiDrift(ctx context.Context, now time.Time) uiDrift {
 			ui.When = *it.Changed
 		}
 		for _, f := range it.Fields {
-			ui.Fields = append(ui.Fields, fmt.Sprintf("%s: %s (Git: %s)", f.Path, fieldValue(f.Live, "removed"),
-				fieldValue(f.Desired, "unset")))
+			ui.Fields = append(ui.Fields, f.String()) // as the text report prints it
 		}
 		// The item's manager is its first field's: inferred when that field was removed.
 		ui.Inferred = len(it.Fields) > 0 && it.Fields[0].Inferred && it.Fields[0].Manager == it.Manager
@@ -283,21 +281,6 @@ func (s *server) uiDrift(ctx context.Context, now time.Time) uiDrift {
 			Message: e.Item.Message})
 	}
 	return out
-}
-
-// fieldValue formats a field's value: strings as they are, anything else as JSON.
-func fieldValue(v any, none string) string {
-	switch v := v.(type) {
-	case nil:
-		return "(" + none + ")"
-	case string:
-		return v
-	}
-	b, err := json.Marshal(v)
-	if err != nil {
-		return fmt.Sprint(v)
-	}
-	return string(b)
 }
 
 func (s *server) uiQuotas(ctx context.Context) uiChart {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -104,7 +105,7 @@ func TestPage(t *testing.T) {
 		"Job alice/x: forbidden",
 		"4 drifted: 1 modified, 1 deleted, 1 node-label, 1 shadow (8 GPUs)",
 		"spec.replicas: 3 (Git: 2)",
-		"metadata.labels.g8s.host/pool: (removed) (Git: training-pool)",
+		"metadata.labels.g8s.host/pool: &lt;none&gt; (Git: training-pool)",
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("page lacks %q", want)
@@ -224,7 +225,7 @@ func TestPageEscapes(t *testing.T) {
 	evil := `<script>alert(1)</script>`
 	b.status.Message = evil
 	b.drift = drift.Report{Mode: "report", Items: []drift.Item{{
-		Object:   drift.Ref{Kind: "Deployment", Namespace: "bob", Name: `x"><img src=x onerror=alert(1)>`},
+		Object:   object.Ref{Kind: "Deployment", Namespace: "bob", Name: `x"><img src=x onerror=alert(1)>`},
 		Category: drift.Shadow, Message: evil, Manager: `"><b>mallory</b>`, GPUs: 1,
 		Fields: []drift.Field{{Path: "spec.x", Live: evil, Desired: map[string]any{"a": "</code>"}}},
 	}}}
@@ -267,7 +268,7 @@ func TestPageReadsAsAPersonWrites(t *testing.T) {
 	b.status.AppliedRevision, b.status.Revision = full, full
 	b.status.LastAttempt, b.status.LastSuccess = now.Add(-37*time.Second), now.Add(-5*time.Minute-10*time.Second)
 	b.status.Duration = 312475106 * time.Nanosecond
-	shadow := drift.Item{Object: drift.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "bob", Name: "quick"},
+	shadow := drift.Item{Object: object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "bob", Name: "quick"},
 		Category: drift.Shadow, Message: "requests 1 GPU in namespace bob, which gpuctl manages, and is not in Git", GPUs: 1, Manager: "kubectl-create",
 		Detected: now.Add(-3 * time.Hour)}
 	b.drift = drift.Report{Generated: now.Add(-2 * 24 * time.Hour), Mode: "report", Revision: full, Items: []drift.Item{shadow}}
