@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,50 +26,11 @@ func (r *requests) add(o requests) {
 	r.memory.Add(o.memory)
 }
 
-// max raises each resource of r to o's where o's is larger.
-func (r *requests) max(o requests) {
-	r.gpu, r.gpuMem = max(r.gpu, o.gpu), max(r.gpuMem, o.gpuMem)
-	if o.cpu.Cmp(r.cpu) > 0 {
-		r.cpu = o.cpu.DeepCopy()
-	}
-	if o.memory.Cmp(r.memory) > 0 {
-		r.memory = o.memory.DeepCopy()
-	}
-}
-
-// requestsOf is what a pod requests, as the scheduler counts it: the sum of its containers
-// (restartable init containers, i.e. sidecars, included) or the largest other init container,
-// whichever is larger per resource. A container without a request counts its limit, which is
-// what the API server defaults the request to.
+// requestsOf is what a pod requests, as the scheduler counts it (object.PodRequests).
 func requestsOf(spec *corev1.PodSpec) requests {
-	var sum, inits requests
-	for i := range spec.Containers {
-		sum.add(containerRequests(&spec.Containers[i]))
-	}
-	for i := range spec.InitContainers {
-		c := &spec.InitContainers[i]
-		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
-			sum.add(containerRequests(c))
-			continue
-		}
-		inits.max(containerRequests(c))
-	}
-	sum.max(inits)
-	return sum
-}
-
-func containerRequests(c *corev1.Container) requests {
-	get := func(name corev1.ResourceName) resource.Quantity {
-		if q, ok := c.Resources.Requests[name]; ok {
-			return q.DeepCopy()
-		}
-		if q, ok := c.Resources.Limits[name]; ok {
-			return q.DeepCopy()
-		}
-		return resource.Quantity{}
-	}
-	gpu, mem := get(keys.ResourceGPU), get(keys.ResourceGPUMem)
-	return requests{gpu: gpu.Value(), gpuMem: mem.Value(), cpu: get(corev1.ResourceCPU), memory: get(corev1.ResourceMemory)}
+	l := object.PodRequests(spec)
+	gpu, mem := l[keys.ResourceGPU], l[keys.ResourceGPUMem]
+	return requests{gpu: gpu.Value(), gpuMem: mem.Value(), cpu: l[corev1.ResourceCPU], memory: l[corev1.ResourceMemory]}
 }
 
 // active reports whether a pod still holds its node's resources.

@@ -83,30 +83,44 @@ func GPUs(u *unstructured.Unstructured) int64 {
 // request, or its limit when it sets no request (the API server defaults the one to the
 // other). Ephemeral containers reserve nothing.
 func PodGPUs(spec map[string]any) int64 {
-	var running []int64
+	var running []corev1.ResourceList
 	for _, c := range Containers(spec, "containers") {
-		running = append(running, containerGPUs(c, "requests", "limits"))
+		running = append(running, gpuList(containerGPUs(c, "requests", "limits")))
 	}
-	var inits []initGPUs
+	var inits []initRequests
 	for _, c := range Containers(spec, "initContainers") {
-		inits = append(inits, initGPUs{gpus: containerGPUs(c, "requests", "limits"), sidecar: c["restartPolicy"] == "Always"})
+		inits = append(inits, initRequests{list: gpuList(containerGPUs(c, "requests", "limits")), sidecar: c["restartPolicy"] == "Always"})
 	}
-	return effectiveGPUs(running, inits)
+	q := effective(running, inits)[keys.ResourceGPU]
+	return q.Value()
+}
+
+// gpuList is a resource list of n GPUs.
+func gpuList(n int64) corev1.ResourceList {
+	return corev1.ResourceList{keys.ResourceGPU: *resource.NewQuantity(n, resource.DecimalSI)}
 }
 
 // PodSpecGPUs is PodGPUs of a typed pod spec.
 func PodSpecGPUs(spec *corev1.PodSpec) int64 {
-	var running []int64
+	q := PodRequests(spec)[keys.ResourceGPU]
+	return q.Value()
+}
+
+// PodRequests returns every resource that the scheduler reserves for one pod of a typed pod
+// spec, by the rule of PodGPUs (containers and sidecars, or the largest init container plus
+// the sidecars started before it; a container's request, or its limit when it sets none).
+func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	var running []corev1.ResourceList
 	for i := range spec.Containers {
-		running = append(running, typedContainerGPUs(spec.Containers[i].Resources))
+		running = append(running, containerRequests(spec.Containers[i].Resources))
 	}
-	var inits []initGPUs
+	var inits []initRequests
 	for i := range spec.InitContainers {
 		c := &spec.InitContainers[i]
 		sidecar := c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways
-		inits = append(inits, initGPUs{gpus: typedContainerGPUs(c.Resources), sidecar: sidecar})
+		inits = append(inits, initRequests{list: containerRequests(c.Resources), sidecar: sidecar})
 	}
-	return effectiveGPUs(running, inits)
+	return effective(running, inits)
 }
 
 // TypedGPUs is GPUs of a typed object (Pod, Deployment, StatefulSet, ReplicaSet, DaemonSet,
@@ -144,29 +158,50 @@ func count(p *int32) int64 {
 	return int64(*p)
 }
 
-// initGPUs is what an init container requests, and whether it is a sidecar.
-type initGPUs struct {
-	gpus    int64
+// initRequests is what an init container requests, and whether it is a sidecar.
+type initRequests struct {
+	list    corev1.ResourceList
 	sidecar bool
 }
 
-// effectiveGPUs is the rule of PodGPUs over the requests of the containers and the init
-// containers (in order).
-func effectiveGPUs(containers []int64, inits []initGPUs) int64 {
-	var running, sidecars, initMax int64
-	for _, n := range containers {
-		running += n
+// effective is the rule of PodGPUs, per resource, over the requests of the containers and
+// of the init containers (in order).
+func effective(containers []corev1.ResourceList, inits []initRequests) corev1.ResourceList {
+	running, sidecars, initMax := corev1.ResourceList{}, corev1.ResourceList{}, corev1.ResourceList{}
+	for _, l := range containers {
+		addTo(running, l)
 	}
 	for _, c := range inits {
 		if c.sidecar {
-			sidecars += c.gpus
-			running += c.gpus
-			initMax = max(initMax, sidecars)
-		} else {
-			initMax = max(initMax, sidecars+c.gpus)
+			addTo(sidecars, c.list)
+			addTo(running, c.list)
+			maxTo(initMax, sidecars)
+			continue
+		}
+		withSidecars := sidecars.DeepCopy()
+		addTo(withSidecars, c.list)
+		maxTo(initMax, withSidecars)
+	}
+	maxTo(running, initMax)
+	return running
+}
+
+// addTo adds every quantity of l to sum.
+func addTo(sum, l corev1.ResourceList) {
+	for name, q := range l {
+		v := sum[name]
+		v.Add(q)
+		sum[name] = v
+	}
+}
+
+// maxTo raises every quantity of m to l's where l's is larger.
+func maxTo(m, l corev1.ResourceList) {
+	for name, q := range l {
+		if v, ok := m[name]; !ok || q.Cmp(v) > 0 {
+			m[name] = q.DeepCopy()
 		}
 	}
-	return max(running, initMax)
 }
 
 // Containers returns the maps of one container list of a pod spec (unstructured content):
@@ -199,11 +234,15 @@ func containerGPUs(c map[string]any, maps ...string) int64 {
 	return 0
 }
 
-// typedContainerGPUs is containerGPUs of typed resources.
-func typedContainerGPUs(r corev1.ResourceRequirements) int64 {
-	if q, ok := r.Requests[keys.ResourceGPU]; ok {
-		return q.Value()
+// containerRequests is what one container requests: per resource, its request, or its
+// limit when it sets no request.
+func containerRequests(r corev1.ResourceRequirements) corev1.ResourceList {
+	out := r.Limits.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
 	}
-	q := r.Limits[keys.ResourceGPU]
-	return q.Value()
+	for name, q := range r.Requests {
+		out[name] = q.DeepCopy()
+	}
+	return out
 }

@@ -3,6 +3,9 @@ package object
 import (
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -96,5 +99,42 @@ func TestPodSpec(t *testing.T) {
 	}
 	if _, _, ok := PodSpec(&unstructured.Unstructured{Object: map[string]any{"kind": "ConfigMap"}}); ok {
 		t.Error("a ConfigMap runs pods")
+	}
+}
+
+// TestPodRequests checks the effective-request rule on every resource, not only GPUs: a
+// container without a request counts its limit, sidecars run beside the containers and
+// before later init containers, and the larger of the two phases wins per resource.
+func TestPodRequests(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	res := func(cpu, mem string, gpus int64) corev1.ResourceRequirements {
+		return corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem),
+			keys.ResourceGPU: *resource.NewQuantity(gpus, resource.DecimalSI)}}
+	}
+	spec := &corev1.PodSpec{
+		InitContainers: []corev1.Container{
+			{Name: "sidecar", RestartPolicy: &always, Resources: res("500m", "1Gi", 0)},
+			{Name: "download", Resources: res("4", "1Gi", 0)},
+		},
+		Containers: []corev1.Container{
+			{Name: "train", Resources: res("2", "8Gi", 4)},
+			{Name: "limits-only", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{keys.ResourceGPU: resource.MustParse("2")}}},
+		},
+	}
+	got := PodRequests(spec)
+	want := map[corev1.ResourceName]string{
+		corev1.ResourceCPU:    "4500m", // the download init container plus the sidecar beats 2.5
+		corev1.ResourceMemory: "9Gi",   // containers plus the sidecar beat 2Gi
+		keys.ResourceGPU:      "6",     // 4 requested, 2 from a limit
+	}
+	for name, w := range want {
+		q := got[name]
+		if q.Cmp(resource.MustParse(w)) != 0 {
+			t.Errorf("%s = %s, want %s", name, q.String(), w)
+		}
+	}
+	if n := PodSpecGPUs(spec); n != 6 {
+		t.Errorf("PodSpecGPUs = %d, want 6", n)
 	}
 }
