@@ -1,7 +1,8 @@
 // Package drift models drift reports: where the cluster differs from Git, who made it differ,
-// and GPU workloads that bypass review. It holds the data (Report, Item, Entry), the bounded
-// history of changes, their renderings as text, JSON and Markdown, and the Store that keeps
-// the current report and the history in a ConfigMap of the daemon's namespace.
+// and GPU workloads that bypass review. It holds the data (Report, Item, Entry), the drift
+// Mode (the value of gpuctl-reconciler --drift), the bounded history of changes, their
+// renderings as text, JSON and Markdown, and the Store that keeps the current report and the
+// history in a ConfigMap of the daemon's namespace.
 //
 // Detection lives in drift/detector; this package needs no watch and no engine, so the CLI
 // (`gpuctl drift`), the HTTP API and the web page read reports through it.

@@ -122,7 +122,7 @@ func headerLine(r Report, now time.Time) string {
 		parts = append(parts, "revision "+sources.ShortID(r.Revision))
 	}
 	if r.Mode != "" {
-		parts = append(parts, "mode "+r.Mode)
+		parts = append(parts, "mode "+r.Mode.String())
 	}
 	if !r.Generated.IsZero() {
 		parts = append(parts, fmt.Sprintf("generated %s UTC (%s ago)", r.Generated.UTC().Format(timeLayout), age(now, r.Generated)))
@@ -350,7 +350,7 @@ func markdown(r Report, now time.Time, limit int) string {
 		meta = append(meta, "revision "+md.Code(sources.ShortID(r.Revision)))
 	}
 	if r.Mode != "" {
-		meta = append(meta, "mode "+md.Code(r.Mode))
+		meta = append(meta, "mode "+md.Code(r.Mode.String()))
 	}
 	if !r.Generated.IsZero() {
 		meta = append(meta, fmt.Sprintf("generated %s UTC (%s ago)", r.Generated.UTC().Format(timeLayout), age(now, r.Generated)))

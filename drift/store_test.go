@@ -22,7 +22,7 @@ func TestAddHistory(t *testing.T) {
 	if _, h, err := s.Read(ctx); err != nil || len(h) != 1 || h[0].Item.Object.Name != "a" {
 		t.Fatalf("history of a new ConfigMap: %+v, %v", h, err)
 	}
-	if err := s.Write(ctx, Report{Mode: "report", Items: []Item{{Object: Ref{Kind: "Job", Name: "j"}, Category: Deleted}}},
+	if err := s.Write(ctx, Report{Mode: ModeReport, Items: []Item{{Object: Ref{Kind: "Job", Name: "j"}, Category: Deleted}}},
 		[]Entry{entry("a")}); err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestAddHistory(t *testing.T) {
 	if len(h) != 2 || h[0].Item.Object.Name != "b" || h[1].Item.Object.Name != "c" || h[1].Change != TakenBack {
 		t.Fatalf("history %+v, want b and c", h)
 	}
-	if len(r.Items) != 1 || r.Mode != "report" {
+	if len(r.Items) != 1 || r.Mode != ModeReport {
 		t.Fatalf("the stored report was not kept: %+v", r)
 	}
 }

@@ -25,7 +25,7 @@ const (
 // found records a drifted item and, in correct mode, repairs it with fix. The repair's own
 // watch event (and a re-evaluation of qkey shortly after) then resolves the item as corrected.
 func (d *Detector) found(ctx context.Context, qkey string, it drift.Item, fix func(context.Context) error) error {
-	if d.opts.Mode != ModeCorrect || !it.Category.Correctable() {
+	if d.opts.Mode != drift.ModeCorrect || !it.Category.Correctable() {
 		d.set(it)
 		return nil
 	}

@@ -3,7 +3,6 @@ package detector
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -22,12 +21,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// The drift modes.
-const (
-	ModeReport  = "report"
-	ModeCorrect = "correct"
-)
-
 // Options configure a Detector.
 type Options struct {
 	// Config reaches the cluster (watches); Kube and Engine must use the same cluster.
@@ -37,9 +30,9 @@ type Options struct {
 	Engine *reconciler.Manager
 	// Store receives the report and history; nil keeps them in memory only.
 	Store *drift.Store
-	// Mode is ModeReport (record only) or ModeCorrect (re-apply owned fields, recreate deleted
-	// objects, re-label nodes).
-	Mode string
+	// Mode is drift.ModeReport (record only, the default) or drift.ModeCorrect (re-apply owned
+	// fields, recreate deleted objects, re-label nodes).
+	Mode drift.Mode
 	// DeleteShadow lets correct mode delete shadow workloads (never by default).
 	DeleteShadow bool
 	// IgnoreManagers are field managers whose writes are not drift: controllers that own a
@@ -91,10 +84,10 @@ type Detector struct {
 // New returns a detector; Run starts it.
 func New(opts Options) (*Detector, error) {
 	if opts.Mode == "" {
-		opts.Mode = ModeReport
+		opts.Mode = drift.ModeReport
 	}
-	if opts.Mode != ModeReport && opts.Mode != ModeCorrect {
-		return nil, fmt.Errorf("drift mode %q: report or correct", opts.Mode)
+	if _, err := drift.ParseMode(string(opts.Mode)); err != nil {
+		return nil, err
 	}
 	if opts.IgnoreManagers == nil {
 		opts.IgnoreManagers = DefaultIgnoreManagers

@@ -13,11 +13,11 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/drift/detector"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources/local"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -65,7 +65,7 @@ func newHarness(t testing.TB, name string, opts detector.Options, files map[stri
 		}
 	}
 	eopts := reconciler.DefaultOptions()
-	eopts.Namespace, eopts.MaxPrune, eopts.Force = h.ns, 1, opts.Mode == detector.ModeCorrect
+	eopts.Namespace, eopts.MaxPrune, eopts.Force = h.ns, 1, opts.Mode == drift.ModeCorrect
 	engine, err := reconciler.NewManager(cfg, eopts)
 	if err != nil {
 		t.Fatal(err)

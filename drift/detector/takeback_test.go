@@ -28,7 +28,7 @@ func TestScaleDoesNotBlockLaterSyncs(t *testing.T) {
 	cm := func(name, value string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: " + ns + "}\ndata: {k: " + value + "}\n"
 	}
-	h := newHarness(t, "takeback-"+run, detector.Options{Mode: detector.ModeReport},
+	h := newHarness(t, "takeback-"+run, detector.Options{Mode: drift.ModeReport},
 		map[string]string{"web.yaml": web("nginx:1"), "other.yaml": cm("other", "a"), "gone.yaml": cm("gone", "a")}, ns)
 	deployment := func() (int32, string) {
 		d, err := h.kube.AppsV1().Deployments(ns).Get(h.ctx, "web", metav1.GetOptions{})

@@ -34,10 +34,10 @@ type Options struct {
 	MinBackoff time.Duration
 	// Identity names this replica in the status (pod name).
 	Identity string
-	// DriftMode is "report" (default: a sync of an unchanged revision leaves drift as it is;
-	// a new revision or a sync request applies everything) or "correct" (every sync applies,
-	// and Drift repairs drift as it happens).
-	DriftMode string
+	// DriftMode is drift.ModeReport (default: a sync of an unchanged revision leaves drift as
+	// it is; a new revision or a sync request applies everything) or drift.ModeCorrect (every
+	// sync applies, and Drift repairs drift as it happens).
+	DriftMode drift.Mode
 	// Drift detects drift between syncs; nil disables detection (DriftStore is still read).
 	Drift Detector
 	// DriftStore holds the drift report that Drift writes; a standby reads it from there.
@@ -95,7 +95,7 @@ func New(opts Options) *Daemon {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.DriftMode == "" {
-		opts.DriftMode = "report"
+		opts.DriftMode = drift.ModeReport
 	}
 	if opts.RenderTimeout <= 0 {
 		opts.RenderTimeout = DefaultRenderTimeout
@@ -286,7 +286,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		return
 	}
 	digest := reconciler.Digest(objects)
-	if d.opts.DriftMode != "correct" && !requested && prev.Result == ResultSucceeded && prev.AppliedDigest == digest {
+	if d.opts.DriftMode != drift.ModeCorrect && !requested && prev.Result == ResultSucceeded && prev.AppliedDigest == digest {
 		// Report mode: the revision is applied; what differs now is drift, reported by the
 		// detector and left as it is until Git changes or someone asks for a sync.
 		st.Result, st.AppliedRevision, st.LastSuccess = ResultSucceeded, rev.ID, time.Now()
@@ -299,7 +299,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		}
 		return
 	}
-	if d.opts.DriftMode != "correct" && !requested && plan.LeaveDrift() > 0 {
+	if d.opts.DriftMode != drift.ModeCorrect && !requested && plan.LeaveDrift() > 0 {
 		// A new revision: Git wins on the objects it changes (the engine takes their fields
 		// back); on the others, fields another manager took are drift, left as they are.
 		st.Summary, st.Counts = plan.Summary(), counts(plan)

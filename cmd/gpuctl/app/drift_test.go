@@ -31,7 +31,7 @@ func driftFixture() (drift.Report, []drift.Entry) {
 		Category: drift.Shadow, Message: "4 GPUs, not in Git", GPUs: 4, Detected: driftNow.Add(-3 * 24 * time.Hour),
 	}
 	old := drift.Item{Object: drift.Ref{Kind: "Service", Namespace: "team-a", Name: "old-svc"}, Category: drift.Deleted}
-	r := drift.Report{Generated: driftNow.Add(-time.Minute), Mode: "report", Revision: "0123456789abcdef", Items: []drift.Item{web, shadow}}
+	r := drift.Report{Generated: driftNow.Add(-time.Minute), Mode: drift.ModeReport, Revision: "0123456789abcdef", Items: []drift.Item{web, shadow}}
 	hist := []drift.Entry{
 		{Time: driftNow.Add(-48 * time.Hour), Change: drift.Resolved, Item: old},
 		{Time: driftNow.Add(-9 * time.Minute), Change: drift.Detected, Item: web},
@@ -113,7 +113,7 @@ func TestDriftExit(t *testing.T) {
 	}{
 		"drift, no --exit-code":      {r, false, 0},
 		"drift, --exit-code":         {r, true, ExitFailed},
-		"no drift, --exit-code":      {drift.Report{Mode: "report"}, true, 0},
+		"no drift, --exit-code":      {drift.Report{Mode: drift.ModeReport}, true, 0},
 		"truncated only, -exit-code": {drift.Report{Truncated: 3}, true, ExitFailed},
 	}
 	for name, tc := range cases {
