@@ -7,7 +7,7 @@
 // Detection lives in drift/detector; this package needs no watch and no engine, so the CLI
 // (`gpuctl drift`), the HTTP API and the web page read reports through it.
 //
-//	r, hist, err := drift.NewStore(kube, "gpuctl-system").Read(ctx)
+//	r, hist, err := drift.NewStore(kube, keys.SystemNamespace).Read(ctx)
 //	now := time.Now()
 //	drift.WriteText(os.Stdout, r.Since(hist, 24*time.Hour, now), now)
 package drift

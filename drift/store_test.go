@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -12,7 +13,7 @@ import (
 // is kept; without a ConfigMap one is started.
 func TestAddHistory(t *testing.T) {
 	ctx := context.Background()
-	s := NewStore(fake.NewClientset(), "gpuctl-system")
+	s := NewStore(fake.NewClientset(), keys.SystemNamespace)
 	entry := func(name string) Entry {
 		return Entry{Time: time.Unix(0, 0).UTC(), Change: TakenBack, Item: Item{Object: Ref{Kind: "Deployment", Name: name}, Category: Modified}}
 	}

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/test/testcluster"
 	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/test/testcluster"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -84,7 +84,7 @@ func TestPlanWithTeamCredentials(t *testing.T) {
 	}
 	notes := strings.Join(plan.Notes, "\n")
 	for _, want := range []string{"scoped to teams/scope-a/",
-		"the inventory gpuctl-system/" + opts.InventoryName + " is not readable with these credentials: prunes are not shown",
+		"the inventory " + keys.SystemNamespace + "/" + opts.InventoryName + " is not readable with these credentials: prunes are not shown",
 		"objects not readable with these credentials, not checked (shown as skipped): 3"} { // RoleBinding, admission policy and binding {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -120,7 +121,7 @@ func TestDiffWithTeamCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	const update, prune = "~ update Deployment alice/bge-m3-embedding", "- delete Job alice/qwen25-7b-medical-lora"
-	const noInventory = "note: the inventory gpuctl-system/gpuctl-inventory is not readable with these credentials: prunes are not shown"
+	const noInventory = "note: the inventory " + keys.SystemNamespace + "/" + keys.InventoryName + " is not readable with these credentials: prunes are not shown"
 
 	out, errOut, code := gpuctlAs(t, dev, "diff", alice, "--color", "never")
 	if code != app.ExitFailed || !strings.Contains(out, update) || strings.Contains(out, prune) || !strings.Contains(out, noInventory) ||

@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
 )
 
 // TestRenderFlagsFollowTheConfigRules: the daemon's render flags are held to the rules of
@@ -15,7 +17,7 @@ func TestRenderFlagsFollowTheConfigRules(t *testing.T) {
 	}{
 		"team map":            {RenderOptions{NamespaceMap: []string{"teams/*/**=$1"}}, ""},
 		"kube-system":         {RenderOptions{NamespaceMap: []string{"teams/*/**=kube-system"}}, "kube-system"},
-		"system namespace":    {RenderOptions{NamespaceMap: []string{"ops/**=gpuctl-system"}}, "gpuctl-system"},
+		"system namespace":    {RenderOptions{NamespaceMap: []string{"ops/**=" + keys.SystemNamespace}}, keys.SystemNamespace},
 		"no equals":           {RenderOptions{NamespaceMap: []string{"teams"}}, "PATTERN=NAMESPACE"},
 		"root prefix":         {RenderOptions{HostPathPrefixes: []string{"/"}}, "hostPathPrefixes"},
 		"writable outside":    {RenderOptions{HostPathPrefixes: []string{"/data"}, WritableHostPathPrefixes: []string{"/etc"}}, "writableHostPathPrefixes"},

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"k8s.io/client-go/kubernetes/fake"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -184,21 +185,21 @@ func TestDriftFlags(t *testing.T) {
 func TestRunDriftStore(t *testing.T) {
 	ctx := context.Background()
 	kube := fake.NewClientset()
-	o := driftOptions{namespace: "gpuctl-system", output: "text", exitCode: true}
+	o := driftOptions{namespace: keys.SystemNamespace, output: "text", exitCode: true}
 
 	var out bytes.Buffer
 	err := runDrift(ctx, &out, kube, o, 24*time.Hour, driftNow)
 	if Code(err) != ExitTrouble || out.Len() != 0 {
 		t.Fatalf("without ConfigMap: exit %d, output %q", Code(err), out.String())
 	}
-	for _, want := range []string{"no drift report in namespace gpuctl-system yet", "gpuctl-drift", "gpuctl-reconciler writes it"} {
+	for _, want := range []string{"no drift report in namespace " + keys.SystemNamespace + " yet", "gpuctl-drift", "gpuctl-reconciler writes it"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
 
 	r, hist := driftFixture()
-	if err := drift.NewStore(kube, "gpuctl-system").Write(ctx, r, hist); err != nil {
+	if err := drift.NewStore(kube, keys.SystemNamespace).Write(ctx, r, hist); err != nil {
 		t.Fatal(err)
 	}
 	err = runDrift(ctx, &out, kube, o, 24*time.Hour, driftNow)

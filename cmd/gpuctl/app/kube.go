@@ -38,7 +38,7 @@ func (o *KubeOptions) RESTConfig() (*rest.Config, error) {
 
 // EngineOptions are the flags of commands that plan or apply.
 type EngineOptions struct {
-	// Namespace holds the inventory (default gpuctl-system); the daemon sets its --namespace.
+	// Namespace holds the inventory (default keys.SystemNamespace); the daemon sets its --namespace.
 	Namespace  string
 	Force      bool
 	Prune      bool
