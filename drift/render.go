@@ -12,7 +12,6 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	md "github.com/gpuctl/gpuctl/internal/markdown"
-	"github.com/gpuctl/gpuctl/sources"
 )
 
 // Renderings of a report. Each shows the items and, when the report carries one (see Since),
@@ -119,7 +118,7 @@ func textItems(buf *bytes.Buffer, r Report, now time.Time) {
 func headerLine(r Report, now time.Time) string {
 	var parts []string
 	if r.Revision != "" {
-		parts = append(parts, "revision "+sources.ShortID(r.Revision))
+		parts = append(parts, "revision "+humanize.Revision(r.Revision))
 	}
 	if r.Mode != "" {
 		parts = append(parts, "mode "+r.Mode.String())
@@ -347,7 +346,7 @@ func markdown(r Report, now time.Time, limit int) string {
 	fmt.Fprintf(&sb, "**%s**\n", mdText(r.Summary()))
 	var meta []string
 	if r.Revision != "" {
-		meta = append(meta, "revision "+md.Code(sources.ShortID(r.Revision)))
+		meta = append(meta, "revision "+md.Code(humanize.Revision(r.Revision)))
 	}
 	if r.Mode != "" {
 		meta = append(meta, "mode "+md.Code(r.Mode.String()))

@@ -3,6 +3,8 @@ package review
 import (
 	"sort"
 	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/humanize"
 )
 
 // RevisionInfo describes one side of a report.
@@ -21,23 +23,15 @@ type RevisionInfo struct {
 	Failed bool `json:"failed,omitempty"`
 }
 
-// ShortCommit returns the first 12 characters of the commit.
-func (r RevisionInfo) ShortCommit() string {
-	if len(r.Commit) > 12 {
-		return r.Commit[:12]
-	}
-	return r.Commit
-}
-
 // Label returns "name (commit)", or the short commit when the name is a hash, or the name.
 func (r RevisionInfo) Label() string {
 	switch {
 	case r.Commit == "":
 		return r.Name
 	case strings.HasPrefix(r.Commit, r.Name):
-		return r.ShortCommit()
+		return humanize.Revision(r.Commit)
 	}
-	return r.Name + " (" + r.ShortCommit() + ")"
+	return r.Name + " (" + humanize.Revision(r.Commit) + ")"
 }
 
 // Summary counts what a report holds.

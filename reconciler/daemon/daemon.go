@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
@@ -217,7 +218,7 @@ func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
 }
 
 func (d *Daemon) log(st Status) {
-	attrs := []any{"result", st.Result, "revision", sources.ShortID(st.Revision), "duration", st.Duration.Round(time.Millisecond)}
+	attrs := []any{"result", st.Result, "revision", humanize.Revision(st.Revision), "duration", st.Duration.Round(time.Millisecond)}
 	if st.Summary != "" {
 		attrs = append(attrs, "summary", st.Summary)
 	}
@@ -245,7 +246,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	if err != nil {
 		st.Result, st.Message = ResultFetchFailed, err.Error()
 		if st.AppliedRevision != "" {
-			st.Message += "; revision " + sources.ShortID(st.AppliedRevision) + " stays applied"
+			st.Message += "; revision " + humanize.Revision(st.AppliedRevision) + " stays applied"
 		}
 		return
 	}
@@ -266,7 +267,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	case err != nil:
 		st.Result, st.Message = ResultFailed, "render: "+err.Error()
 		if st.AppliedRevision != "" {
-			st.Message += "; revision " + sources.ShortID(st.AppliedRevision) + " stays applied"
+			st.Message += "; revision " + humanize.Revision(st.AppliedRevision) + " stays applied"
 		}
 		return
 	}
@@ -290,7 +291,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		// Report mode: the revision is applied; what differs now is drift, reported by the
 		// detector and left as it is until Git changes or someone asks for a sync.
 		st.Result, st.AppliedRevision, st.LastSuccess = ResultSucceeded, rev.ID, time.Now()
-		st.Message = "revision " + sources.ShortID(rev.ID) + " is applied"
+		st.Message = "revision " + humanize.Revision(rev.ID) + " is applied"
 		if plan.HasChanges() {
 			st.Message += "; drift is reported, not corrected (--drift=report): gpuctl sync applies it again"
 		}
@@ -335,7 +336,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		reportJobErrors(st, jobErrors)
 		return
 	}
-	st.Result, st.Message = ResultSucceeded, "applied revision "+sources.ShortID(rev.ID)
+	st.Result, st.Message = ResultSucceeded, "applied revision "+humanize.Revision(rev.ID)
 	if len(taken) > 0 {
 		st.Message += fmt.Sprintf("; took back fields from other managers on %d objects (Git wins on what a revision changes)", len(taken))
 	}

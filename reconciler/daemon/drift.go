@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler"
-	"github.com/gpuctl/gpuctl/sources"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -53,7 +53,7 @@ func takenBack(plan *reconciler.Plan, cs *reconciler.ChangeSet, revision string)
 		it := drift.Item{Object: drift.Ref{APIVersion: schema.GroupVersion{Group: r.Object.Group, Version: r.Object.Version}.String(),
 			Kind: r.Object.Kind, Namespace: r.Object.Namespace, Name: r.Object.Name},
 			Category: drift.Modified, Source: c.Source, Manager: r.TakenBack[0].Manager, Detected: time.Now().UTC(),
-			Message: "took back " + reconciler.TakenBackText(r.TakenBack) + " (revision " + sources.ShortID(revision) + " changes this object)"}
+			Message: "took back " + reconciler.TakenBackText(r.TakenBack) + " (revision " + humanize.Revision(revision) + " changes this object)"}
 		for _, tb := range r.TakenBack {
 			d := diffs[tb.Field]
 			it.Fields = append(it.Fields, drift.Field{Path: strings.TrimPrefix(tb.Field, "."), Manager: tb.Manager, Live: d.Old, Desired: d.New})

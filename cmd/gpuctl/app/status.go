@@ -11,7 +11,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
-	"github.com/gpuctl/gpuctl/sources"
 	"github.com/spf13/cobra"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -77,13 +76,13 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 		}
 	}
 	row("Source:", st.Source)
-	rev := sources.ShortID(st.Revision)
+	rev := humanize.Revision(st.Revision)
 	if st.RevisionMessage != "" {
 		rev += "  " + st.RevisionMessage
 	}
 	row("Revision:", rev)
 	if st.AppliedRevision != st.Revision {
-		row("Applied:", sources.ShortID(st.AppliedRevision))
+		row("Applied:", humanize.Revision(st.AppliedRevision))
 	}
 	result := string(st.Result)
 	if st.Result == daemon.ResultSucceeded {

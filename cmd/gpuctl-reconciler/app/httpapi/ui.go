@@ -18,7 +18,6 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
-	"github.com/gpuctl/gpuctl/sources"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -249,7 +248,7 @@ func resultClass(r daemon.Result) string {
 }
 
 // shortRevision shortens a revision for the page ("main@<40 hex digits>" to 12 digits).
-var shortRevision = sources.ShortID
+var shortRevision = humanize.Revision
 
 func (s *server) uiDrift(ctx context.Context, now time.Time) uiDrift {
 	rep, err := s.drift(ctx, defaultDriftSince, now)
