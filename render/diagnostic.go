@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/hashicorp/go-multierror"
 )
 
@@ -167,11 +168,7 @@ func formatErrors(errs []error) string {
 	for i, err := range errs {
 		lines[i] = err.Error()
 	}
-	noun := "errors"
-	if len(errs) == 1 {
-		noun = "error"
-	}
-	return fmt.Sprintf("%d %s:\n%s", len(errs), noun, strings.Join(lines, "\n"))
+	return humanize.Plural(len(errs), "error") + ":\n" + strings.Join(lines, "\n")
 }
 
 // Unwrap lets errors.As find individual diagnostics.

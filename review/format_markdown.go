@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/markdown"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -167,8 +168,8 @@ func mdChanges(sb *strings.Builder, rep *Report, limit int, command string) {
 			if command == "" {
 				command = "gpuctl diff --base " + rep.Base.Name
 			}
-			fmt.Fprintf(sb, "\n> ✂️ %d more changed objects are not shown (comment size limit). Run %s for the full diff.\n",
-				len(rep.Changes)-i, markdown.Code(command))
+			fmt.Fprintf(sb, "\n> ✂️ %s not shown (comment size limit). Run %s for the full diff.\n",
+				humanize.Plural(len(rep.Changes)-i, "more changed object is", "more changed objects are"), markdown.Code(command))
 			return
 		}
 		sb.WriteString(block)
@@ -194,7 +195,7 @@ func mdChange(c *Change) string {
 		lines = []string{"- " + c.ID()}
 	}
 	if len(lines) > maxObjectLines {
-		lines = append(lines[:maxObjectLines:maxObjectLines], fmt.Sprintf("# … %d more lines", len(lines)-maxObjectLines))
+		lines = append(lines[:maxObjectLines:maxObjectLines], "# … "+humanize.Plural(len(lines)-maxObjectLines, "more line"))
 	}
 	body := strings.Join(lines, "\n")
 	fence := markdown.Fence(body)

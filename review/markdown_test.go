@@ -51,3 +51,18 @@ func TestMarkdownHostileValues(t *testing.T) {
 		t.Errorf("%d headings, want the title and three sections:\n%s", n, md)
 	}
 }
+
+// A long diff of one object is cut with a note counting the lines left out, in the singular
+// for one.
+func TestMarkdownLongObjectDiffCountsLinesLeftOut(t *testing.T) {
+	for n, want := range map[int]string{121: "# … 1 more line\n", 125: "# … 5 more lines\n"} {
+		c := &review.Change{Action: review.ActionChanged, Kind: "ConfigMap", Namespace: "a", Name: "big"}
+		for i := 0; i < n; i++ {
+			c.Fields = append(c.Fields, review.FieldDiff{Path: fmt.Sprintf("data.k%d", i), New: "v"})
+		}
+		md := review.Markdown(&review.Report{Changes: []*review.Change{c}}, review.MarkdownOptions{})
+		if !strings.Contains(md, want) {
+			t.Errorf("%d changed fields: no %q in\n%s", n, want, md[max(0, len(md)-300):])
+		}
+	}
+}

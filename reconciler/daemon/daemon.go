@@ -259,7 +259,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	switch {
 	case errors.As(err, &ve):
 		st.Result = ResultInvalid
-		st.Message = fmt.Sprintf("%d errors in the files; nothing applied", len(res.Errors()))
+		st.Message = humanize.Plural(len(res.Errors()), "error") + " in the files; nothing applied"
 		for _, diag := range res.Errors() { // paths relative to the revision, as in the repository
 			st.Errors = appendBounded(st.Errors, strings.TrimPrefix(diag.Error(), rev.Dir+string(filepath.Separator)))
 		}
@@ -326,7 +326,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	jobErrors := d.jobStartErrors(ctx, cs, applied)
 	if err != nil {
-		st.Result, st.Message = ResultFailed, fmt.Sprintf("%d objects failed", len(failed(cs)))
+		st.Result, st.Message = ResultFailed, humanize.Plural(len(failed(cs)), "object")+" failed"
 		for _, r := range failed(cs) {
 			st.Errors = appendBounded(st.Errors, fmt.Sprintf("%s: %s: %s", r.Object, r.Action, r.Error))
 		}
@@ -338,7 +338,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	st.Result, st.Message = ResultSucceeded, "applied revision "+humanize.Revision(rev.ID)
 	if len(taken) > 0 {
-		st.Message += fmt.Sprintf("; took back fields from other managers on %d objects (Git wins on what a revision changes)", len(taken))
+		st.Message += "; took back fields from other managers on " + humanize.Plural(len(taken), "object") + " (Git wins on what a revision changes)"
 	}
 	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
 	reportJobErrors(st, jobErrors)

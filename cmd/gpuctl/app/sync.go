@@ -7,6 +7,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 
 	"github.com/gpuctl/gpuctl/reconciler"
@@ -86,7 +87,7 @@ inventory apply what they may and prune nothing. Exit code 0: synced;
 				printChangeSet(s.Out, cs, pal)
 			}
 			if err != nil {
-				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("%d objects failed", len(cs.Failed()))}
+				return &ExitError{Code: ExitTrouble, Err: errors.New(humanize.Plural(len(cs.Failed()), "object") + " failed")}
 			}
 			return nil
 		},
