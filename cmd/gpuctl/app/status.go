@@ -86,9 +86,9 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 	}
 	result := string(st.Result)
 	if st.Result == daemon.ResultSucceeded {
-		result = p.green(result)
+		result = p.OK(result)
 	} else if st.Result != daemon.ResultPending {
-		result = p.red(result)
+		result = p.Error(result)
 	}
 	if st.Message != "" {
 		result += ": " + st.Message

@@ -4,15 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
-
+	"github.com/gpuctl/gpuctl/internal/term"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 func newSyncCommand(s Streams) *cobra.Command {
@@ -127,8 +125,7 @@ func finishPlanOnly(s Streams, output string, plan *reconciler.Plan, pal palette
 // progressLine reports apply progress: one rewritten line on a terminal, else a line every
 // tenth of the work.
 func progressLine(w io.Writer) reconciler.Progress {
-	f, ok := w.(*os.File)
-	tty := ok && term.IsTerminal(int(f.Fd()))
+	tty := term.IsTerminal(w)
 	lastTenth := -1
 	return func(done, total int, r reconciler.Result) {
 		status := "ok"
