@@ -18,10 +18,6 @@ import (
 // the history: WriteText for a terminal, WriteMarkdown for a pull-request comment, an issue
 // or a wiki page, WriteJSON for programs.
 
-// MarkdownMaxChars bounds the size of WriteMarkdown's output, below GitHub's 65,536-character
-// limit of a comment or issue body. What does not fit is counted in a note.
-const MarkdownMaxChars = 60000
-
 // timeLayout is how the renderings print absolute times (always in UTC).
 const timeLayout = "2006-01-02 15:04:05"
 
@@ -330,10 +326,10 @@ func WriteJSON(w io.Writer, r Report) error {
 // WriteMarkdown writes the report for a pull-request comment, an issue or a wiki page: a
 // heading, the summary, a table of the items, the desired and live value of each modified
 // field in a collapsible section, and the history as a collapsed table. The output stays
-// within MarkdownMaxChars; items, field values and history entries that do not fit are left
+// within markdown.MaxChars; items, field values and history entries that do not fit are left
 // out with a note saying how many.
 func WriteMarkdown(w io.Writer, r Report, now time.Time) error {
-	_, err := io.WriteString(w, markdown(r, now, MarkdownMaxChars))
+	_, err := io.WriteString(w, markdown(r, now, md.MaxChars))
 	return err
 }
 

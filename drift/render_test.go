@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/markdown"
 	"github.com/gpuctl/gpuctl/internal/markdown/mdtest"
 )
 
@@ -335,8 +336,8 @@ func TestMarkdownBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := buf.String()
-	if len(md) >= drift.MarkdownMaxChars {
-		t.Fatalf("markdown of 2000 items is %d characters, want < %d", len(md), drift.MarkdownMaxChars)
+	if len(md) >= markdown.MaxChars {
+		t.Fatalf("markdown of 2000 items is %d characters, want < %d", len(md), markdown.MaxChars)
 	}
 	m := regexp.MustCompile(`✂️ (\d+) of 2000 items are not listed here`).FindStringSubmatch(md)
 	if m == nil {

@@ -15,10 +15,6 @@ import (
 // comment instead of adding another.
 const CommentMarker = "<!-- gpuctl-review -->"
 
-// DefaultMaxChars keeps a markdown report under GitHub's 65,536-character comment limit
-// (GitLab's is larger).
-const DefaultMaxChars = 65000
-
 // Caps of one markdown report; what is left out is counted in a note.
 const (
 	maxTableRows   = 100
@@ -27,7 +23,7 @@ const (
 
 // MarkdownOptions configure WriteMarkdown.
 type MarkdownOptions struct {
-	// MaxChars is the size limit of the comment (default DefaultMaxChars). Object diffs that
+	// MaxChars is the size limit of the comment (default markdown.MaxChars). Object diffs that
 	// do not fit are left out with a note.
 	MaxChars int
 	// Command is the command line shown in the truncation note for the full diff.
@@ -45,7 +41,7 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 func Markdown(rep *Report, opts MarkdownOptions) string {
 	limit := opts.MaxChars
 	if limit <= 0 {
-		limit = DefaultMaxChars
+		limit = markdown.MaxChars
 	}
 	var sb strings.Builder
 	mdHeader(&sb, rep)
