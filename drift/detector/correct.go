@@ -55,7 +55,7 @@ func (d *Detector) found(ctx context.Context, qkey string, it drift.Item, fix fu
 
 // corrected records a repair: one more attempt for the loop guard, and how the item's
 // resolution, when its watch event comes, is to be recorded.
-func (d *Detector) corrected(key string, how drift.Change) {
+func (d *Detector) corrected(key string, how drift.Transition) {
 	d.attempt(key, true)
 	d.mu.Lock()
 	d.correcting[key] = how

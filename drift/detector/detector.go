@@ -74,7 +74,7 @@ type Detector struct {
 	evalAt   time.Time
 	attempts map[string][]time.Time // corrections per item key, for the loop guard
 	// correcting: items gpuctl repaired whose resolution is awaited (Corrected, ShadowDeleted)
-	correcting map[string]drift.Change
+	correcting map[string]drift.Transition
 	// pending are the object keys a sync left possibly different, evaluated after it
 	pending []string
 
@@ -110,7 +110,7 @@ func New(opts Options) (*Detector, error) {
 		return nil, err
 	}
 	d := &Detector{opts: opts, meta: mc, dyn: dyn, paused: true, items: map[string]drift.Item{},
-		history: drift.History{Max: opts.HistorySize}, attempts: map[string][]time.Time{}, correcting: map[string]drift.Change{},
+		history: drift.History{Max: opts.HistorySize}, attempts: map[string][]time.Time{}, correcting: map[string]drift.Transition{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](250*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "gpuctl-drift"})}
 	d.cond = sync.NewCond(&d.mu)

@@ -244,7 +244,7 @@ func TestPoolsAndControllers(t *testing.T) {
 	}
 }
 
-func countChange(hist []drift.Entry, c drift.Change) int {
+func countChange(hist []drift.Entry, c drift.Transition) int {
 	n := 0
 	for _, e := range hist {
 		if e.Change == c {

@@ -318,7 +318,7 @@ func itemKey(c drift.Category, ref drift.Ref) string {
 }
 
 // resolveObject resolves the modified and deleted items of an object.
-func (d *Detector) resolveObject(ref drift.Ref, how drift.Change, why string) {
+func (d *Detector) resolveObject(ref drift.Ref, how drift.Transition, why string) {
 	d.resolve(itemKey(drift.Modified, ref), how, why)
 	d.resolve(itemKey(drift.Deleted, ref), how, why)
 }
