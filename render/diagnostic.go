@@ -10,7 +10,8 @@ import (
 	"github.com/hashicorp/go-multierror"
 )
 
-// Severity tells whether a Diagnostic fails validation.
+// Severity tells whether a Diagnostic fails validation. review's violations and policies use
+// the same type (a policy may also turn a rule off: review.SeverityOff).
 type Severity string
 
 const (

@@ -140,7 +140,7 @@ func mdViolations(sb *strings.Builder, vs []*Violation) {
 			break
 		}
 		icon := "⚠️"
-		if v.Severity == SeverityError {
+		if v.Severity == render.SeverityError {
 			icon = "❌"
 		}
 		msg := markdown.Text(v.Message)

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/gpuctl/gpuctl/internal/term"
+	"github.com/gpuctl/gpuctl/render"
 )
 
 // TextOptions configure WriteText.
@@ -102,7 +103,7 @@ func (t textWriter) violations(vs []*Violation) {
 	fmt.Fprintf(t.w, "\n%s\n", t.p.Bold("Violations"))
 	for _, v := range vs {
 		sev := string(v.Severity)
-		if v.Severity == SeverityError {
+		if v.Severity == render.SeverityError {
 			sev = t.p.Error(sev)
 		} else {
 			sev = t.p.Warning(sev)

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/term"
+	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/review"
 )
 
@@ -14,8 +15,8 @@ func TestTextColours(t *testing.T) {
 	rep := &review.Report{
 		Changes: []*review.Change{{Action: review.ActionAdded, Kind: "Job", Namespace: "a", Name: "train"}},
 		Violations: []*review.Violation{
-			{Rule: "maxGPUsPerJob", Severity: review.SeverityError, File: "a.yaml", Message: "too many"},
-			{Rule: "allowedRegistries", Severity: review.SeverityWarning, File: "a.yaml", Message: "not allowed"},
+			{Rule: "maxGPUsPerJob", Severity: render.SeverityError, File: "a.yaml", Message: "too many"},
+			{Rule: "allowedRegistries", Severity: render.SeverityWarning, File: "a.yaml", Message: "not allowed"},
 		},
 	}
 	p := term.Palette{On: true}

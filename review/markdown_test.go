@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/markdown/mdtest"
+	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/review"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -30,7 +31,7 @@ func TestMarkdownHostileValues(t *testing.T) {
 			Lines: []review.BudgetLine{{Namespace: evil, Pool: evil, GPUType: evil, Before: 1, After: 2}},
 			Teams: []review.TeamBudget{{Namespace: evil, Before: 1, After: 2, QuotaAfter: one(1)}},
 		},
-		Violations: []*review.Violation{{Rule: review.RuleRender, Severity: review.SeverityError, File: evil, Line: 3, Message: evil}},
+		Violations: []*review.Violation{{Rule: review.RuleRender, Severity: render.SeverityError, File: evil, Line: 3, Message: evil}},
 	}
 	md := review.Markdown(rep, review.MarkdownOptions{Command: "gpuctl diff --base " + evil})
 	out := strings.Replace(mdtest.HTML(t, md), review.CommentMarker, "", 1)

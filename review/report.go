@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/render"
 )
 
 // RevisionInfo describes one side of a report.
@@ -66,7 +67,7 @@ func (r *Report) HasChanges() bool { return len(r.Changes) > 0 }
 func (r *Report) Failing() []*Violation {
 	var out []*Violation
 	for _, v := range r.Violations {
-		if v.Severity == SeverityError && !v.Preexisting {
+		if v.Severity == render.SeverityError && !v.Preexisting {
 			out = append(out, v)
 		}
 	}
@@ -88,8 +89,8 @@ func (r *Report) summarize() {
 	}
 	sort.SliceStable(r.Violations, func(i, j int) bool {
 		a, b := r.Violations[i], r.Violations[j]
-		if (a.Severity == SeverityError) != (b.Severity == SeverityError) {
-			return a.Severity == SeverityError
+		if (a.Severity == render.SeverityError) != (b.Severity == render.SeverityError) {
+			return a.Severity == render.SeverityError
 		}
 		if a.Preexisting != b.Preexisting {
 			return !a.Preexisting
@@ -103,7 +104,7 @@ func (r *Report) summarize() {
 		switch {
 		case v.Preexisting:
 			s.Preexisting++
-		case v.Severity == SeverityError:
+		case v.Severity == render.SeverityError:
 			s.Errors++
 		default:
 			s.Warnings++
