@@ -38,7 +38,7 @@ func teamMember(e *env, ns string) *rest.Config {
 	return &rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: admin.TLSClientConfig}
 }
 
-// TestPlanWithTeamCredentials (issue 12 item 7): with credentials that may only edit namespace
+// TestPlanWithTeamCredentials: with credentials that may only edit namespace
 // scope-a, a plan (Options.LimitedCredentials) is made without the inventory: the team's edit
 // is planned, a removed file's object is not shown as a prune (the notes say why), what these
 // credentials may not read (the tenant's RoleBinding, nodes) is unchecked, not failed; Apply

@@ -47,7 +47,7 @@ func renderDir(t *testing.T, files map[string]string, dir string) []*unstructure
 	return res.Objects
 }
 
-// TestScopedPlan (issue 12 item 6): a plan of teams/scope-a (Options.Scope) plans what the
+// TestScopedPlan: a plan of teams/scope-a (Options.Scope) plans what the
 // directory declares and takes away only what it declared: none of scope-b's objects, no
 // Namespace or quota, no identity or PriorityClass, no node label; removing a file prunes
 // exactly its objects, and the inventory keeps naming the kinds declared elsewhere. A scope

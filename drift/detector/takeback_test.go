@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestScaleDoesNotBlockLaterSyncs (issue 12, item 2): after `kubectl scale` of a managed
+// TestScaleDoesNotBlockLaterSyncs: after `kubectl scale` of a managed
 // Deployment, in report mode, a revision that leaves the Deployment unchanged syncs and leaves
 // the replicas scaled; one that removes a file prunes it; one that changes the Deployment's
 // image takes spec.replicas back from kubectl, says so in the status and records it in the
