@@ -243,20 +243,6 @@ func TestPageEscapes(t *testing.T) {
 	}
 }
 
-func TestShortRevision(t *testing.T) {
-	for in, want := range map[string]string{
-		"":            "",
-		"main@abc123": "main@abc123",
-		"main@0123456789abcdef0123456789abcdef01234567": "main@0123456789ab",
-		"0123456789abcdef0123456789abcdef01234567":      "0123456789ab",
-		"local@sha256-not-a-hash-really":                "local@sha256-not-a-hash-really",
-	} {
-		if got := shortRevision(in); got != want {
-			t.Errorf("shortRevision(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestPageReadsAsAPersonWrites: the page says "1 GPU", rounds durations ("took 312ms"),
 // prints ages as kubectl does ("37s ago"), shortens every revision to 12 digits (the whole one
 // in the title), and says why a resolved drift item resolved.
