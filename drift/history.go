@@ -2,31 +2,32 @@ package drift
 
 import "time"
 
-// Change is what happened to an item.
-type Change string
+// Transition is what happened to an item, as a history entry records it: it appeared,
+// changed, was resolved, corrected, ... (the JSON field "change" of an entry).
+type Transition string
 
-// The changes a history records.
+// The transitions a history records.
 const (
 	// Detected: a new difference.
-	Detected Change = "detected"
+	Detected Transition = "detected"
 	// Changed: an item's fields, values or manager changed.
-	Changed Change = "changed"
+	Changed Transition = "changed"
 	// Resolved: the difference is gone (reverted by hand, Git changed, or the object left
 	// the managed set).
-	Resolved Change = "resolved"
+	Resolved Transition = "resolved"
 	// Corrected: gpuctl repaired it (--drift=correct).
-	Corrected Change = "corrected"
+	Corrected Transition = "corrected"
 	// ShadowDeleted: gpuctl deleted a shadow workload (--drift-delete-shadow).
-	ShadowDeleted Change = "shadow-deleted"
+	ShadowDeleted Transition = "shadow-deleted"
 	// TakenBack: a sync of a revision that changes the object took back the fields another
 	// manager had taken (Git wins on the fields it declares), in either mode.
-	TakenBack Change = "taken-back"
+	TakenBack Transition = "taken-back"
 )
 
 // Entry is one change to the report.
 type Entry struct {
-	Time   time.Time `json:"time"`
-	Change Change    `json:"change"`
+	Time   time.Time  `json:"time"`
+	Change Transition `json:"change"`
 	// Item is the item as it was at that time (for resolved: as it was last seen).
 	Item Item `json:"item"`
 	// Reason says why a resolved item resolved, in a few words: "completed", "deleted",

@@ -13,16 +13,11 @@ import (
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	md "github.com/gpuctl/gpuctl/internal/markdown"
 	"github.com/gpuctl/gpuctl/internal/object"
-	"github.com/gpuctl/gpuctl/sources"
 )
 
 // Renderings of a report. Each shows the items and, when the report carries one (see Since),
 // the history: WriteText for a terminal, WriteMarkdown for a pull-request comment, an issue
 // or a wiki page, WriteJSON for programs.
-
-// MarkdownMaxChars bounds the size of WriteMarkdown's output, below GitHub's 65,536-character
-// limit of a comment or issue body. What does not fit is counted in a note.
-const MarkdownMaxChars = 60000
 
 // timeLayout is how the renderings print absolute times (always in UTC).
 const timeLayout = "2006-01-02 15:04:05"
@@ -120,10 +115,10 @@ func textItems(buf *bytes.Buffer, r Report, now time.Time) {
 func headerLine(r Report, now time.Time) string {
 	var parts []string
 	if r.Revision != "" {
-		parts = append(parts, "revision "+sources.ShortID(r.Revision))
+		parts = append(parts, "revision "+humanize.Revision(r.Revision))
 	}
 	if r.Mode != "" {
-		parts = append(parts, "mode "+r.Mode)
+		parts = append(parts, "mode "+r.Mode.String())
 	}
 	if !r.Generated.IsZero() {
 		parts = append(parts, fmt.Sprintf("generated %s UTC (%s ago)", r.Generated.UTC().Format(timeLayout), age(now, r.Generated)))
@@ -310,10 +305,10 @@ func WriteJSON(w io.Writer, r Report) error {
 // WriteMarkdown writes the report for a pull-request comment, an issue or a wiki page: a
 // heading, the summary, a table of the items, the desired and live value of each modified
 // field in a collapsible section, and the history as a collapsed table. The output stays
-// within MarkdownMaxChars; items, field values and history entries that do not fit are left
+// within markdown.MaxChars; items, field values and history entries that do not fit are left
 // out with a note saying how many.
 func WriteMarkdown(w io.Writer, r Report, now time.Time) error {
-	_, err := io.WriteString(w, markdown(r, now, MarkdownMaxChars))
+	_, err := io.WriteString(w, markdown(r, now, md.MaxChars))
 	return err
 }
 
@@ -326,10 +321,10 @@ func markdown(r Report, now time.Time, limit int) string {
 	fmt.Fprintf(&sb, "**%s**\n", mdText(r.Summary()))
 	var meta []string
 	if r.Revision != "" {
-		meta = append(meta, "revision "+md.Code(sources.ShortID(r.Revision)))
+		meta = append(meta, "revision "+md.Code(humanize.Revision(r.Revision)))
 	}
 	if r.Mode != "" {
-		meta = append(meta, "mode "+md.Code(r.Mode))
+		meta = append(meta, "mode "+md.Code(r.Mode.String()))
 	}
 	if !r.Generated.IsZero() {
 		meta = append(meta, fmt.Sprintf("generated %s UTC (%s ago)", r.Generated.UTC().Format(timeLayout), age(now, r.Generated)))

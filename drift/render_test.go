@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/markdown"
 	"github.com/gpuctl/gpuctl/internal/markdown/mdtest"
 	"github.com/gpuctl/gpuctl/internal/object"
 )
@@ -85,7 +86,7 @@ func fullReport() drift.Report {
 			Manager: "kubectl-create", Changed: ago(45 * time.Second), GPUs: 8, Detected: now.Add(-30 * time.Second),
 		},
 	}
-	r := drift.Report{Generated: now.Add(-20 * time.Second), Mode: "correct", Revision: "0123456789abcdef0123456789abcdef01234567", Items: items}
+	r := drift.Report{Generated: now.Add(-20 * time.Second), Mode: drift.ModeCorrect, Revision: "0123456789abcdef0123456789abcdef01234567", Items: items}
 	hist := []drift.Entry{
 		{Time: now.Add(-30 * time.Hour), Change: drift.Detected, Item: drift.Item{Object: object.Ref{Kind: "Deployment", Namespace: "team-a", Name: "old"}, Category: drift.Modified, Manager: "kubectl-scale"}},
 		{Time: now.Add(-25 * time.Hour), Change: drift.Detected, Item: items[3]},
@@ -126,7 +127,7 @@ func golden(t *testing.T, name string, got []byte) {
 
 func TestGolden(t *testing.T) {
 	reports := map[string]drift.Report{
-		"empty": {Generated: now.Add(-2 * time.Minute), Mode: "report", Revision: "fedcba9876543210"},
+		"empty": {Generated: now.Add(-2 * time.Minute), Mode: drift.ModeReport, Revision: "fedcba9876543210"},
 		"full":  fullReport(),
 	}
 	for name, r := range reports {
@@ -241,7 +242,7 @@ func checkTables(t *testing.T, md string) {
 }
 
 func TestMarkdownEscapes(t *testing.T) {
-	r := drift.Report{Generated: now, Mode: "report", Items: []drift.Item{{
+	r := drift.Report{Generated: now, Mode: drift.ModeReport, Items: []drift.Item{{
 		Object:   object.Ref{Kind: "ConfigMap", Namespace: "ns", Name: "a|b"},
 		Category: drift.Modified, Source: "x.yaml", Message: "m",
 		Fields: []drift.Field{
@@ -289,7 +290,7 @@ func TestMarkdownHostileValues(t *testing.T) {
 		Fields:  []drift.Field{{Path: "data." + evil, Desired: evil, Live: map[string]any{evil: evil}, Manager: evil, Operation: evil, Time: ago(time.Minute)}},
 		Manager: evil, Detected: now, Correction: evil, Error: evil,
 	}
-	r := drift.Report{Generated: now, Mode: "correct", Items: []drift.Item{it},
+	r := drift.Report{Generated: now, Mode: drift.ModeCorrect, Items: []drift.Item{it},
 		History: []drift.Entry{{Time: now, Change: drift.Detected, Item: it}}}
 	var buf bytes.Buffer
 	if err := drift.WriteMarkdown(&buf, r, now); err != nil {
@@ -310,7 +311,7 @@ func TestMarkdownHostileValues(t *testing.T) {
 
 // bigReport has n modified items of two fields each, and a history of 200 entries.
 func bigReport(n int) drift.Report {
-	r := drift.Report{Generated: now, Mode: "report", Revision: "abc"}
+	r := drift.Report{Generated: now, Mode: drift.ModeReport, Revision: "abc"}
 	for i := range n {
 		it := drift.Item{
 			Object:   object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: fmt.Sprintf("team-%03d", i%100), Name: fmt.Sprintf("service-number-%04d", i)},
@@ -336,8 +337,8 @@ func TestMarkdownBound(t *testing.T) {
 		t.Fatal(err)
 	}
 	md := buf.String()
-	if len(md) >= drift.MarkdownMaxChars {
-		t.Fatalf("markdown of 2000 items is %d characters, want < %d", len(md), drift.MarkdownMaxChars)
+	if len(md) >= markdown.MaxChars {
+		t.Fatalf("markdown of 2000 items is %d characters, want < %d", len(md), markdown.MaxChars)
 	}
 	m := regexp.MustCompile(`✂️ (\d+) of 2000 items are not listed here`).FindStringSubmatch(md)
 	if m == nil {

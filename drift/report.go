@@ -95,8 +95,8 @@ func (it Item) Key() string {
 type Report struct {
 	// Generated is when the report was last brought up to date.
 	Generated time.Time `json:"generated"`
-	// Mode is the daemon's drift mode: report or correct.
-	Mode string `json:"mode"`
+	// Mode is the daemon's drift mode.
+	Mode Mode `json:"mode"`
 	// Revision is the applied revision the cluster is compared with.
 	Revision string `json:"revision,omitempty"`
 	// Items are the differences, in Sort order.

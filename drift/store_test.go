@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -13,7 +14,7 @@ import (
 // is kept; without a ConfigMap one is started.
 func TestAddHistory(t *testing.T) {
 	ctx := context.Background()
-	s := NewStore(fake.NewClientset(), "gpuctl-system")
+	s := NewStore(fake.NewClientset(), keys.SystemNamespace)
 	entry := func(name string) Entry {
 		return Entry{Time: time.Unix(0, 0).UTC(), Change: TakenBack, Item: Item{Object: object.Ref{Kind: "Deployment", Name: name}, Category: Modified}}
 	}
@@ -23,7 +24,7 @@ func TestAddHistory(t *testing.T) {
 	if _, h, err := s.Read(ctx); err != nil || len(h) != 1 || h[0].Item.Object.Name != "a" {
 		t.Fatalf("history of a new ConfigMap: %+v, %v", h, err)
 	}
-	if err := s.Write(ctx, Report{Mode: "report", Items: []Item{{Object: object.Ref{Kind: "Job", Name: "j"}, Category: Deleted}}},
+	if err := s.Write(ctx, Report{Mode: ModeReport, Items: []Item{{Object: object.Ref{Kind: "Job", Name: "j"}, Category: Deleted}}},
 		[]Entry{entry("a")}); err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +38,7 @@ func TestAddHistory(t *testing.T) {
 	if len(h) != 2 || h[0].Item.Object.Name != "b" || h[1].Item.Object.Name != "c" || h[1].Change != TakenBack {
 		t.Fatalf("history %+v, want b and c", h)
 	}
-	if len(r.Items) != 1 || r.Mode != "report" {
+	if len(r.Items) != 1 || r.Mode != ModeReport {
 		t.Fatalf("the stored report was not kept: %+v", r)
 	}
 }

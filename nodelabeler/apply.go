@@ -21,21 +21,21 @@ type NodeClient interface {
 	Apply(ctx context.Context, node *corev1ac.NodeApplyConfiguration, opts metav1.ApplyOptions) (*corev1.Node, error)
 }
 
-// Action says what [Apply] did to a node.
-type Action string
+// Outcome says what [Apply] did to a node's labels.
+type Outcome string
 
-// Actions of a [Result].
+// Outcomes of a [Result].
 const (
-	// ActionConfigured: the labels were applied because something differed.
-	ActionConfigured Action = "configured"
-	// ActionUnchanged: the node already carried exactly these labels, owned by the labeler.
-	ActionUnchanged Action = "unchanged"
+	// OutcomeConfigured: the labels were applied because something differed.
+	OutcomeConfigured Outcome = "configured"
+	// OutcomeUnchanged: the node already carried exactly these labels, owned by the labeler.
+	OutcomeUnchanged Outcome = "unchanged"
 )
 
 // Result is what one [Apply] did.
 type Result struct {
-	Node   string
-	Action Action
+	Node    string
+	Outcome Outcome
 	// Labels are the labels published.
 	Labels map[string]string
 	// Set are the keys that were added or changed, sorted.
@@ -71,13 +71,13 @@ func Apply(ctx context.Context, nodes NodeClient, name string, labels map[string
 	slices.Sort(res.Removed)
 	takeOver := slices.ContainsFunc(slices.Collect(maps.Keys(labels)), func(k string) bool { return !owned[k] })
 	if len(res.Set) == 0 && len(res.Removed) == 0 && !takeOver {
-		res.Action = ActionUnchanged
+		res.Outcome = OutcomeUnchanged
 		return res, nil
 	}
 	ac := corev1ac.Node(name).WithLabels(labels)
 	if _, err := nodes.Apply(ctx, ac, metav1.ApplyOptions{FieldManager: keys.NodeLabelerFieldManager, Force: true}); err != nil {
 		return res, fmt.Errorf("node %s: apply labels: %w", name, err)
 	}
-	res.Action = ActionConfigured
+	res.Outcome = OutcomeConfigured
 	return res, nil
 }

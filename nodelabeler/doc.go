@@ -1,6 +1,7 @@
 // Package nodelabeler turns what NVML says about a node (an [nvmlinfo.Inventory]) into the
-// g8s.host/ GPU labels of SPEC §3, and publishes them on the node's Node object with
-// server-side apply under the field manager gpuctl-node-labeler.
+// g8s.host/ GPU labels (internal/keys; docs/node-labeler.md lists them), and publishes them
+// on the node's Node object with server-side apply under the field manager
+// gpuctl-node-labeler.
 //
 // The mapping is pure and needs no cluster:
 //

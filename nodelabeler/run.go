@@ -93,7 +93,7 @@ func (l *Labeler) Pass(ctx context.Context) (Result, error) {
 	if err != nil {
 		return res, err
 	}
-	l.Log.Info("labels "+string(res.Action), "node", l.Node, "gpus", len(inv.GPUs),
+	l.Log.Info("labels "+string(res.Outcome), "node", l.Node, "gpus", len(inv.GPUs),
 		"labels", res.Labels, "set", res.Set, "removed", res.Removed)
 	return res, nil
 }

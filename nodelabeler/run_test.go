@@ -75,11 +75,11 @@ func TestPassPublishesAndRemovesStaleLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Action != nodelabeler.ActionConfigured || nodes.node.Labels[keys.GPUType] != "a100-40g" || len(res.Set) != 7 {
+	if res.Outcome != nodelabeler.OutcomeConfigured || nodes.node.Labels[keys.GPUType] != "a100-40g" || len(res.Set) != 7 {
 		t.Errorf("first pass: %+v, labels %v", res, nodes.node.Labels)
 	}
 	res, err = l.Pass(context.Background())
-	if err != nil || res.Action != nodelabeler.ActionUnchanged || nodes.applies != 1 {
+	if err != nil || res.Outcome != nodelabeler.OutcomeUnchanged || nodes.applies != 1 {
 		t.Errorf("second pass: %+v, %v, %d applies", res, err, nodes.applies)
 	}
 	mig := dgxh100.New()

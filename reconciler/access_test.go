@@ -38,7 +38,7 @@ func teamMember(e *env, ns string) *rest.Config {
 	return &rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: admin.TLSClientConfig}
 }
 
-// TestPlanWithTeamCredentials (issue 12 item 7): with credentials that may only edit namespace
+// TestPlanWithTeamCredentials: with credentials that may only edit namespace
 // scope-a, a plan (Options.LimitedCredentials) is made without the inventory: the team's edit
 // is planned, a removed file's object is not shown as a prune (the notes say why), what these
 // credentials may not read (the tenant's RoleBinding, nodes) is unchecked, not failed; Apply
@@ -84,7 +84,7 @@ func TestPlanWithTeamCredentials(t *testing.T) {
 	}
 	notes := strings.Join(plan.Notes, "\n")
 	for _, want := range []string{"scoped to teams/scope-a/",
-		"the inventory gpuctl-system/" + opts.InventoryName + " is not readable with these credentials: prunes are not shown",
+		"the inventory " + keys.SystemNamespace + "/" + opts.InventoryName + " is not readable with these credentials: prunes are not shown",
 		"objects not readable with these credentials, not checked (shown as skipped): 3"} { // RoleBinding, admission policy and binding {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes lack %q:\n%s", want, notes)

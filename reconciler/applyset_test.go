@@ -41,7 +41,7 @@ func writeParent(t *testing.T, e *env, manager, id, tooling string) *corev1.Conf
 	return live
 }
 
-// TestForeignApplySetRefused (issue 12, item 3): a parent that kubectl's ApplySet manages
+// TestForeignApplySetRefused: a parent that kubectl's ApplySet manages
 // (same id, tooling kubectl/v1.37.1), one with another id and a plain ConfigMap are refused
 // before anything is written, naming the parent and its tooling; another gpuctl version's
 // parent is gpuctl's.

@@ -31,7 +31,7 @@ func members(kind, ns, prefix string, n int) []*unstructured.Unstructured {
 	return out
 }
 
-// TestPruneBudgetEdges (issue 12, item 1): the prune budget counts every member of the
+// TestPruneBudgetEdges: the prune budget counts every member of the
 // inventory, whatever the kinds and their order after sorting: at the budget and one under are
 // allowed, one over is refused with the right count. The issue's case: 42 members, 9 removed
 // (21 %) was refused as "9 of 34" because the count read a slice that the sort had reordered.

@@ -10,7 +10,7 @@ import (
 type Options struct {
 	// FieldManager is the server-side apply field manager (default gpuctl).
 	FieldManager string
-	// Namespace holds the inventory's parent object (default gpuctl-system).
+	// Namespace holds the inventory's parent object (default keys.SystemNamespace).
 	Namespace string
 	// InventoryName names the inventory's parent ConfigMap (default gpuctl-inventory).
 	InventoryName string

@@ -47,7 +47,7 @@ func renderDir(t *testing.T, files map[string]string, dir string) []*unstructure
 	return res.Objects
 }
 
-// TestScopedPlan (issue 12 item 6): a plan of teams/scope-a (Options.Scope) plans what the
+// TestScopedPlan: a plan of teams/scope-a (Options.Scope) plans what the
 // directory declares and takes away only what it declared: none of scope-b's objects, no
 // Namespace or quota, no identity or PriorityClass, no node label; removing a file prunes
 // exactly its objects, and the inventory keeps naming the kinds declared elsewhere. A scope
@@ -116,7 +116,7 @@ func TestScopedPlan(t *testing.T) {
 	pools := scoped("pools/a/")
 	files["pools/a/pool.yaml"] = strings.Replace(files["pools/a/pool.yaml"], "gpu-a100-0", "gpu-t4-0", 1)
 	plan, _ = pools.sync(renderDir(t, files, "pools/a"))
-	if got, want := sortedLines(actions(plan)), "update ConfigMap gpuctl-system/"+keys.PoolRegistryPrefix+"scope-pa\nupdate Node gpu-a100-0\nupdate Node gpu-t4-0"; got != want {
+	if got, want := sortedLines(actions(plan)), "update ConfigMap "+keys.SystemNamespace+"/"+keys.PoolRegistryPrefix+"scope-pa\nupdate Node gpu-a100-0\nupdate Node gpu-t4-0"; got != want {
 		t.Fatalf("scoped sync of a pool:\n%s\nwant:\n%s", got, want)
 	}
 	// the pool file goes (pools/a renders nothing: allowed), its registry ConfigMap names the
@@ -124,7 +124,7 @@ func TestScopedPlan(t *testing.T) {
 	delete(files, "pools/a/pool.yaml")
 	files["pools/a/README.yaml"] = "# nothing here\n"
 	plan, _ = pools.sync(renderDir(t, files, "pools/a"))
-	if got, want := sortedLines(actions(plan)), "delete ConfigMap gpuctl-system/"+keys.PoolRegistryPrefix+"scope-pa\nupdate Node gpu-t4-0"; got != want {
+	if got, want := sortedLines(actions(plan)), "delete ConfigMap "+keys.SystemNamespace+"/"+keys.PoolRegistryPrefix+"scope-pa\nupdate Node gpu-t4-0"; got != want {
 		t.Fatalf("scoped sync of a removed pool:\n%s\nwant:\n%s", got, want)
 	}
 	for node, pool := range map[string]string{"gpu-a100-0": "", "gpu-t4-0": "", "gpu-a100-1": "scope-pb"} {

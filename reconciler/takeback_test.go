@@ -41,7 +41,7 @@ func replicasOf(t *testing.T, e *env, ns, name string) (int32, string) {
 	return *d.Spec.Replicas, d.Spec.Template.Spec.Containers[0].Image
 }
 
-// TestRevisionTakesBackWhatItChanges (issue 12, items 2 and 9): after `kubectl scale`, a plan
+// TestRevisionTakesBackWhatItChanges: after `kubectl scale`, a plan
 // of the same revision reports the conflict with a diff of only the fields gpuctl sets (a
 // forced dry-run: no server defaults shown as removals); its failed apply does not stop the
 // prune of a removed file's object; report mode leaves the drift alone (Plan.LeaveDrift);

@@ -27,7 +27,7 @@ type Config struct {
 	// read-write; every other workdir is mounted read-only (default
 	// DefaultWritableHostPathPrefixes). Each must lie below one of HostPathPrefixes.
 	WritableHostPathPrefixes []string `gpuctl:"writableHostPathPrefixes"`
-	// SystemNamespace holds the pool registry (default gpuctl-system).
+	// SystemNamespace holds the pool registry (default keys.SystemNamespace).
 	SystemNamespace string `gpuctl:"systemNamespace"`
 	// Tenancy configures what a directory mapped to a namespace may hold (docs/tenancy.md).
 	Tenancy Tenancy `gpuctl:"tenancy"`

@@ -14,7 +14,7 @@ import (
 )
 
 // The decoder maps a YAML node tree onto the schema structs of spec.go. Struct tags name the
-// field in the seeds' spelling: `gpuctl:"gpu-type"`; `gpuctl:"name,required"`; `gpuctl:",key"`
+// field in its documented spelling (docs/format.md): `gpuctl:"gpu-type"`; `gpuctl:"name,required"`; `gpuctl:",key"`
 // marks the field that receives the key when a slice of structs is written as a mapping
 // (nodes: {node1: {...}}). Every field accepts its kebab, snake and camel spelling.
 //

@@ -6,10 +6,12 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/hashicorp/go-multierror"
 )
 
-// Severity tells whether a Diagnostic fails validation.
+// Severity tells whether a Diagnostic fails validation. review's violations and policies use
+// the same type (a policy may also turn a rule off: review.SeverityOff).
 type Severity string
 
 const (
@@ -167,11 +169,7 @@ func formatErrors(errs []error) string {
 	for i, err := range errs {
 		lines[i] = err.Error()
 	}
-	noun := "errors"
-	if len(errs) == 1 {
-		noun = "error"
-	}
-	return fmt.Sprintf("%d %s:\n%s", len(errs), noun, strings.Join(lines, "\n"))
+	return humanize.Plural(len(errs), "error") + ":\n" + strings.Join(lines, "\n")
 }
 
 // Unwrap lets errors.As find individual diagnostics.

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -127,7 +128,7 @@ func TestConfigPodPolicy(t *testing.T) {
 	if !(*render.Config)(nil).PodPolicy("x").AllowHighPriority {
 		t.Error("without a configuration every namespace may use gpuctl-high")
 	}
-	for ns, want := range map[string]bool{"default": true, "kube-public": true, "gpuctl-system": true, "alice": false, "kubeflow": false} {
+	for ns, want := range map[string]bool{"default": true, "kube-public": true, keys.SystemNamespace: true, "alice": false, "kubeflow": false} {
 		if cfg.ReservedNamespace(ns) != want {
 			t.Errorf("ReservedNamespace(%q) = %v", ns, !want)
 		}

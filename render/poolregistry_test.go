@@ -18,8 +18,8 @@ func TestPoolRecordRoundTrip(t *testing.T) {
 	}
 	for name, rec := range tests {
 		t.Run(name, func(t *testing.T) {
-			cm := rec.ConfigMap("gpuctl-system", "pools/p.yaml")
-			if cm.Name != keys.PoolRegistryPrefix+rec.Name || cm.Namespace != "gpuctl-system" ||
+			cm := rec.ConfigMap(keys.SystemNamespace, "pools/p.yaml")
+			if cm.Name != keys.PoolRegistryPrefix+rec.Name || cm.Namespace != keys.SystemNamespace ||
 				cm.Annotations[keys.Source] != "pools/p.yaml" || cm.Labels[keys.Pool] != rec.Name {
 				t.Errorf("metadata %+v", cm.ObjectMeta)
 			}

@@ -13,7 +13,7 @@ const (
 	KindCompute   = "compute"
 	KindPool      = "pool"
 	KindQuota     = "quota"
-	// KindResource is the PRD's spelling of a pool document, with a `pool:` block.
+	// KindResource is the other spelling of a pool document, with a `pool:` block.
 	KindResource = "resource"
 )
 
@@ -126,7 +126,7 @@ type poolDoc struct {
 	Nodes    []PoolNode `gpuctl:"nodes"`
 }
 
-// resourceDoc is the PRD's `kind: resource` with a pool block.
+// resourceDoc is a pool written as `kind: resource` with a pool block.
 type resourceDoc struct {
 	Kind    string     `gpuctl:"kind,required"`
 	Version string     `gpuctl:"version,required"`

@@ -5,7 +5,7 @@ import (
 	"unicode"
 )
 
-// spellings returns the accepted spellings of a field named in the seeds' spelling: the name
+// spellings returns the accepted spellings of a field named in its documented spelling: the name
 // itself plus its kebab-case, snake_case and camelCase forms (gpu-type, gpu_type, gpuType).
 func spellings(name string) []string {
 	words := splitWords(name)

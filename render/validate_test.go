@@ -206,4 +206,7 @@ func TestAllErrorsOfAllFiles(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "4 errors:\n") {
 		t.Fatalf("error text starts %q", strings.SplitN(err.Error(), "\n", 2)[0])
 	}
+	if _, err := renderFiles(t, map[string]string{"b.yaml": "kind: nope\nversion: v0.1\n"}); err == nil || !strings.HasPrefix(err.Error(), "1 error:\n") {
+		t.Fatalf("one problem: %v, want an error text starting \"1 error:\"", err)
+	}
 }

@@ -16,11 +16,11 @@ import (
 
 // Violation is one policy problem of the head revision.
 type Violation struct {
-	Rule     Rule     `json:"rule"`
-	Severity Severity `json:"severity"`
-	File     string   `json:"file"`
-	Line     int      `json:"line,omitempty"`
-	Message  string   `json:"message"`
+	Rule     Rule            `json:"rule"`
+	Severity render.Severity `json:"severity"`
+	File     string          `json:"file"`
+	Line     int             `json:"line,omitempty"`
+	Message  string          `json:"message"`
 	// Preexisting is set when the base revision has the same violation: the change did not
 	// cause it. Preexisting violations are reported but do not fail a review.
 	Preexisting bool `json:"preexisting,omitempty"`

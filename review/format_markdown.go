@@ -5,6 +5,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/markdown"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,10 +15,6 @@ import (
 // comment instead of adding another.
 const CommentMarker = "<!-- gpuctl-review -->"
 
-// DefaultMaxChars keeps a markdown report under GitHub's 65,536-character comment limit
-// (GitLab's is larger).
-const DefaultMaxChars = 65000
-
 // Caps of one markdown report; what is left out is counted in a note.
 const (
 	maxTableRows   = 100
@@ -26,7 +23,7 @@ const (
 
 // MarkdownOptions configure WriteMarkdown.
 type MarkdownOptions struct {
-	// MaxChars is the size limit of the comment (default DefaultMaxChars). Object diffs that
+	// MaxChars is the size limit of the comment (default markdown.MaxChars). Object diffs that
 	// do not fit are left out with a note.
 	MaxChars int
 	// Command is the command line shown in the truncation note for the full diff.
@@ -44,7 +41,7 @@ func WriteMarkdown(w io.Writer, rep *Report, opts MarkdownOptions) error {
 func Markdown(rep *Report, opts MarkdownOptions) string {
 	limit := opts.MaxChars
 	if limit <= 0 {
-		limit = DefaultMaxChars
+		limit = markdown.MaxChars
 	}
 	var sb strings.Builder
 	mdHeader(&sb, rep)
@@ -143,7 +140,7 @@ func mdViolations(sb *strings.Builder, vs []*Violation) {
 			break
 		}
 		icon := "⚠️"
-		if v.Severity == SeverityError {
+		if v.Severity == render.SeverityError {
 			icon = "❌"
 		}
 		msg := markdown.Text(v.Message)
@@ -167,8 +164,8 @@ func mdChanges(sb *strings.Builder, rep *Report, limit int, command string) {
 			if command == "" {
 				command = "gpuctl diff --base " + rep.Base.Name
 			}
-			fmt.Fprintf(sb, "\n> ✂️ %d more changed objects are not shown (comment size limit). Run %s for the full diff.\n",
-				len(rep.Changes)-i, markdown.Code(command))
+			fmt.Fprintf(sb, "\n> ✂️ %s not shown (comment size limit). Run %s for the full diff.\n",
+				humanize.Plural(len(rep.Changes)-i, "more changed object is", "more changed objects are"), markdown.Code(command))
 			return
 		}
 		sb.WriteString(block)
@@ -194,7 +191,7 @@ func mdChange(c *ObjectDiff) string {
 		lines = []string{"- " + c.Ref.String()}
 	}
 	if len(lines) > maxObjectLines {
-		lines = append(lines[:maxObjectLines:maxObjectLines], fmt.Sprintf("# … %d more lines", len(lines)-maxObjectLines))
+		lines = append(lines[:maxObjectLines:maxObjectLines], "# … "+humanize.Plural(len(lines)-maxObjectLines, "more line"))
 	}
 	body := strings.Join(lines, "\n")
 	fence := markdown.Fence(body)

@@ -5,6 +5,9 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/gpuctl/gpuctl/internal/term"
+	"github.com/gpuctl/gpuctl/render"
 )
 
 // TextOptions configure WriteText.
@@ -14,43 +17,36 @@ type TextOptions struct {
 }
 
 type textWriter struct {
-	w     io.Writer
-	color bool
-}
-
-func (t textWriter) paint(code, s string) string {
-	if !t.color {
-		return s
-	}
-	return "\x1b[" + code + "m" + s + "\x1b[0m"
+	w io.Writer
+	p term.Palette
 }
 
 func (t textWriter) action(a DiffAction, s string) string {
 	switch a {
 	case DiffAdded:
-		return t.paint("32", s)
+		return t.p.Added(s)
 	case DiffRemoved:
-		return t.paint("31", s)
+		return t.p.Removed(s)
 	}
-	return t.paint("33", s)
+	return t.p.Changed(s)
 }
 
 // WriteText writes the report for a terminal: each change with its field diff, the GPU
 // budget, the violations and a summary line.
 func WriteText(w io.Writer, rep *Report, opts TextOptions) error {
-	t := textWriter{w: w, color: opts.Color}
-	fmt.Fprintf(w, "%s\n", t.paint("1", fmt.Sprintf("gpuctl diff %s → %s (path %s)", rep.Base.Label(), rep.Head.Label(), rep.Path)))
+	t := textWriter{w: w, p: term.Palette{On: opts.Color}}
+	fmt.Fprintf(w, "%s\n", t.p.Bold(fmt.Sprintf("gpuctl diff %s → %s (path %s)", rep.Base.Label(), rep.Head.Label(), rep.Path)))
 	t.changes(rep)
 	t.budget(rep.Budget)
 	t.violations(rep.Violations)
-	fmt.Fprintf(w, "\n%s; %s; %s\n", t.paint("1", countsLine(rep.Summary)), gpuLine(rep.Budget), violationsLine(rep.Summary))
+	fmt.Fprintf(w, "\n%s; %s; %s\n", t.p.Bold(countsLine(rep.Summary)), gpuLine(rep.Budget), violationsLine(rep.Summary))
 	return nil
 }
 
 func (t textWriter) changes(rep *Report) {
 	for _, side := range []RevisionInfo{rep.Base, rep.Head} {
 		if side.Failed {
-			fmt.Fprintf(t.w, "%s\n", t.paint("31", side.Label()+" does not render: its objects are left out"))
+			fmt.Fprintf(t.w, "%s\n", t.p.Error(side.Label()+" does not render: its objects are left out"))
 		} else if len(side.Excluded) > 0 {
 			fmt.Fprintf(t.w, "%s: files with errors left out: %s\n", side.Label(), strings.Join(side.Excluded, ", "))
 		}
@@ -64,12 +60,12 @@ func (t textWriter) changes(rep *Report) {
 		if c.Source != "" {
 			head += " (" + c.Source + ")"
 		}
-		fmt.Fprintln(t.w, t.paint("1", t.action(c.Action, head))+changeGPUs(c))
+		fmt.Fprintln(t.w, t.p.Bold(t.action(c.Action, head))+changeGPUs(c))
 		for _, l := range fieldLines(c) {
 			if strings.HasPrefix(l, "-") {
-				l = t.paint("31", l)
+				l = t.p.Removed(l)
 			} else {
-				l = t.paint("32", l)
+				l = t.p.Added(l)
 			}
 			fmt.Fprintln(t.w, "    "+l)
 		}
@@ -80,7 +76,7 @@ func (t textWriter) budget(b Budget) {
 	if len(b.Lines) == 0 {
 		return
 	}
-	fmt.Fprintf(t.w, "\n%s\n", t.paint("1", "GPU budget"))
+	fmt.Fprintf(t.w, "\n%s\n", t.p.Bold("GPU budget"))
 	tw := tabwriter.NewWriter(t.w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tPOOL\tGPU TYPE\tBEFORE\tAFTER\tCHANGE")
 	for _, l := range b.Lines {
@@ -93,7 +89,7 @@ func (t textWriter) budget(b Budget) {
 	for _, tb := range b.Teams {
 		note := ""
 		if overQuota(tb) {
-			note = t.paint("31", "over quota")
+			note = t.p.Error("over quota")
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", tb.Namespace, tb.Before, tb.After, quotaText(tb.QuotaBefore, tb.QuotaAfter), note)
 	}
@@ -104,13 +100,13 @@ func (t textWriter) violations(vs []*Violation) {
 	if len(vs) == 0 {
 		return
 	}
-	fmt.Fprintf(t.w, "\n%s\n", t.paint("1", "Violations"))
+	fmt.Fprintf(t.w, "\n%s\n", t.p.Bold("Violations"))
 	for _, v := range vs {
 		sev := string(v.Severity)
-		if v.Severity == SeverityError {
-			sev = t.paint("31", sev)
+		if v.Severity == render.SeverityError {
+			sev = t.p.Error(sev)
 		} else {
-			sev = t.paint("33", sev)
+			sev = t.p.Warning(sev)
 		}
 		pre := ""
 		if v.Preexisting {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/markdown/mdtest"
 	"github.com/gpuctl/gpuctl/internal/object"
+	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/review"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -31,7 +32,7 @@ func TestMarkdownHostileValues(t *testing.T) {
 			Lines: []review.BudgetLine{{Namespace: evil, Pool: evil, GPUType: evil, Before: 1, After: 2}},
 			Teams: []review.TeamBudget{{Namespace: evil, Before: 1, After: 2, QuotaAfter: one(1)}},
 		},
-		Violations: []*review.Violation{{Rule: review.RuleRender, Severity: review.SeverityError, File: evil, Line: 3, Message: evil}},
+		Violations: []*review.Violation{{Rule: review.RuleRender, Severity: render.SeverityError, File: evil, Line: 3, Message: evil}},
 	}
 	md := review.Markdown(rep, review.MarkdownOptions{Command: "gpuctl diff --base " + evil})
 	out := strings.Replace(mdtest.HTML(t, md), review.CommentMarker, "", 1)
@@ -50,5 +51,20 @@ func TestMarkdownHostileValues(t *testing.T) {
 	}
 	if n := strings.Count(out, "<h3>") + strings.Count(out, "<h4>"); n != 4 {
 		t.Errorf("%d headings, want the title and three sections:\n%s", n, md)
+	}
+}
+
+// A long diff of one object is cut with a note counting the lines left out, in the singular
+// for one.
+func TestMarkdownLongObjectDiffCountsLinesLeftOut(t *testing.T) {
+	for n, want := range map[int]string{121: "# … 1 more line\n", 125: "# … 5 more lines\n"} {
+		c := &review.ObjectDiff{Action: review.DiffChanged, Ref: object.Ref{Kind: "ConfigMap", Namespace: "a", Name: "big"}}
+		for i := 0; i < n; i++ {
+			c.Fields = append(c.Fields, object.FieldDiff{Path: fmt.Sprintf("data.k%d", i), New: "v"})
+		}
+		md := review.Markdown(&review.Report{Changes: []*review.ObjectDiff{c}}, review.MarkdownOptions{})
+		if !strings.Contains(md, want) {
+			t.Errorf("%d changed fields: no %q in\n%s", n, want, md[max(0, len(md)-300):])
+		}
 	}
 }

@@ -41,21 +41,16 @@ const (
 	RuleSkipped Rule = "skipped"
 )
 
-// Severity says whether a violation fails the review.
-type Severity string
-
-// Severities of violations; SeverityOff turns a rule off.
-const (
-	SeverityError   Severity = "error"
-	SeverityWarning Severity = "warning"
-	SeverityOff     Severity = "off"
-)
+// SeverityOff is the severity of a rule that a policy turns off: the rule is not checked, so
+// no Violation carries it. The other severities are render's: render.SeverityError fails the
+// review, render.SeverityWarning is reported only.
+const SeverityOff render.Severity = "off"
 
 // defaultSeverity is each rule's severity when the policy does not set it.
-var defaultSeverity = map[Rule]Severity{
-	RuleRender: SeverityError, RuleQuota: SeverityError, RulePool: SeverityError, RuleGPUType: SeverityError,
-	RuleMaxGPUs: SeverityError, RuleRegistry: SeverityError, RuleHighPriority: SeverityError,
-	RulePolicy: SeverityError, RuleSkipped: SeverityWarning,
+var defaultSeverity = map[Rule]render.Severity{
+	RuleRender: render.SeverityError, RuleQuota: render.SeverityError, RulePool: render.SeverityError, RuleGPUType: render.SeverityError,
+	RuleMaxGPUs: render.SeverityError, RuleRegistry: render.SeverityError, RuleHighPriority: render.SeverityError,
+	RulePolicy: render.SeverityError, RuleSkipped: render.SeverityWarning,
 }
 
 // Policy is a repository's gpuctl-policy.yaml.
@@ -70,7 +65,7 @@ type Policy struct {
 	// absent, any namespace may.
 	HighPriorityTeams []string `yaml:"highPriorityTeams" json:"highPriorityTeams,omitempty"`
 	// Severity overrides the severity of rules: error, warning or off.
-	Severity map[Rule]Severity `yaml:"severity" json:"severity,omitempty"`
+	Severity map[Rule]render.Severity `yaml:"severity" json:"severity,omitempty"`
 
 	// File is where the policy was read from; empty for the default policy.
 	File string `yaml:"-" json:"file,omitempty"`
@@ -79,7 +74,7 @@ type Policy struct {
 }
 
 // SeverityOf returns the severity of a rule under the policy.
-func (p *Policy) SeverityOf(r Rule) Severity {
+func (p *Policy) SeverityOf(r Rule) render.Severity {
 	if p != nil {
 		if s, ok := p.Severity[r]; ok {
 			return s
@@ -140,7 +135,7 @@ func ParsePolicy(file string, data []byte) (*Policy, error) {
 		if _, ok := defaultSeverity[r]; !ok {
 			bad("severity."+string(r), "severity: unknown rule %q (rules: %s)", r, ruleNames())
 		}
-		if s != SeverityError && s != SeverityWarning && s != SeverityOff {
+		if s != render.SeverityError && s != render.SeverityWarning && s != SeverityOff {
 			bad("severity."+string(r), "severity.%s: %q is not error, warning or off", r, s)
 		}
 	}

@@ -3,6 +3,9 @@ package review
 import (
 	"sort"
 	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/render"
 )
 
 // RevisionInfo describes one side of a report.
@@ -21,23 +24,15 @@ type RevisionInfo struct {
 	Failed bool `json:"failed,omitempty"`
 }
 
-// ShortCommit returns the first 12 characters of the commit.
-func (r RevisionInfo) ShortCommit() string {
-	if len(r.Commit) > 12 {
-		return r.Commit[:12]
-	}
-	return r.Commit
-}
-
 // Label returns "name (commit)", or the short commit when the name is a hash, or the name.
 func (r RevisionInfo) Label() string {
 	switch {
 	case r.Commit == "":
 		return r.Name
 	case strings.HasPrefix(r.Commit, r.Name):
-		return r.ShortCommit()
+		return humanize.Revision(r.Commit)
 	}
-	return r.Name + " (" + r.ShortCommit() + ")"
+	return r.Name + " (" + humanize.Revision(r.Commit) + ")"
 }
 
 // Summary counts what a report holds.
@@ -72,7 +67,7 @@ func (r *Report) HasChanges() bool { return len(r.Changes) > 0 }
 func (r *Report) Failing() []*Violation {
 	var out []*Violation
 	for _, v := range r.Violations {
-		if v.Severity == SeverityError && !v.Preexisting {
+		if v.Severity == render.SeverityError && !v.Preexisting {
 			out = append(out, v)
 		}
 	}
@@ -94,8 +89,8 @@ func (r *Report) summarize() {
 	}
 	sort.SliceStable(r.Violations, func(i, j int) bool {
 		a, b := r.Violations[i], r.Violations[j]
-		if (a.Severity == SeverityError) != (b.Severity == SeverityError) {
-			return a.Severity == SeverityError
+		if (a.Severity == render.SeverityError) != (b.Severity == render.SeverityError) {
+			return a.Severity == render.SeverityError
 		}
 		if a.Preexisting != b.Preexisting {
 			return !a.Preexisting
@@ -109,7 +104,7 @@ func (r *Report) summarize() {
 		switch {
 		case v.Preexisting:
 			s.Preexisting++
-		case v.Severity == SeverityError:
+		case v.Severity == render.SeverityError:
 			s.Errors++
 		default:
 			s.Warnings++

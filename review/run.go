@@ -130,7 +130,7 @@ func basePolicy(base *Revision, under string) (*Policy, []*Violation) {
 	var out []*Violation
 	for _, e := range unwrapAll(err) {
 		pe, _ := e.(*PolicyError)
-		v := &Violation{Rule: RulePolicy, Severity: SeverityError, File: file, Message: e.Error()}
+		v := &Violation{Rule: RulePolicy, Severity: render.SeverityError, File: file, Message: e.Error()}
 		if pe != nil {
 			v.Line, v.Message = pe.Line, pe.Message
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/markdown"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -109,7 +110,7 @@ func TestMarkdownHugeDiffIsTruncated(t *testing.T) {
 		t.Fatalf("%d changes", len(rep.Changes))
 	}
 	md := Markdown(rep, MarkdownOptions{Command: "gpuctl diff --base main"})
-	if len(md) >= 65000 {
+	if len(md) >= markdown.MaxChars {
 		t.Fatalf("markdown is %d characters", len(md))
 	}
 	if !strings.Contains(md, "more changed objects are not shown (comment size limit). Run `gpuctl diff --base main` for the full diff.") {

@@ -2,7 +2,6 @@ package sources
 
 import (
 	"context"
-	"strings"
 	"time"
 )
 
@@ -51,17 +50,4 @@ func Notify(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
-}
-
-// ShortID shortens a revision ID for people, as git does: a commit or content hash to its first
-// 12 digits; "ref@hash" keeps its ref. Anything else is returned as it is.
-func ShortID(id string) string {
-	prefix, hash := "", id
-	if i := strings.LastIndexByte(id, '@'); i >= 0 {
-		prefix, hash = id[:i+1], id[i+1:]
-	}
-	if len(hash) > 12 && strings.Trim(strings.ToLower(hash), "0123456789abcdef") == "" {
-		hash = hash[:12]
-	}
-	return prefix + hash
 }

@@ -14,7 +14,7 @@ import (
 
 // Engine are the flags of commands that plan or apply.
 type Engine struct {
-	// Namespace holds the inventory (default gpuctl-system); the daemon sets its --namespace.
+	// Namespace holds the inventory (default keys.SystemNamespace); the daemon sets its --namespace.
 	Namespace  string
 	Force      bool
 	Prune      bool

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/spf13/pflag"
 )
 
@@ -20,7 +21,7 @@ func TestRenderFlagsFollowTheConfigRules(t *testing.T) {
 	}{
 		"team map":            {Render{NamespaceMap: []string{"teams/*/**=$1"}}, ""},
 		"kube-system":         {Render{NamespaceMap: []string{"teams/*/**=kube-system"}}, "kube-system"},
-		"system namespace":    {Render{NamespaceMap: []string{"ops/**=gpuctl-system"}}, "gpuctl-system"},
+		"system namespace":    {Render{NamespaceMap: []string{"ops/**=" + keys.SystemNamespace}}, keys.SystemNamespace},
 		"no equals":           {Render{NamespaceMap: []string{"teams"}}, "PATTERN=NAMESPACE"},
 		"root prefix":         {Render{HostPathPrefixes: []string{"/"}}, "hostPathPrefixes"},
 		"writable outside":    {Render{HostPathPrefixes: []string{"/data"}, WritableHostPathPrefixes: []string{"/etc"}}, "writableHostPathPrefixes"},

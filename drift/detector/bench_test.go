@@ -33,21 +33,21 @@ func passFail(ok bool) string {
 // of correct mode, which stops after 5 corrections in 5 minutes). Bar: 5 s for both.
 func BenchmarkDriftLatency(b *testing.B) {
 	for i := 0; i < b.N; i++ {
-		for _, mode := range []string{detector.ModeReport, detector.ModeCorrect} {
+		for _, mode := range drift.Modes {
 			run := uniq()
-			ns := "bench-" + mode + "-" + run
+			ns := "bench-" + mode.String() + "-" + run
 			fs := map[string]string{}
 			for n := 0; n < 30; n++ {
 				fs[fmt.Sprintf("web-%d.yaml", n)] = fmt.Sprintf("kind: compute\nversion: v0.1\njob: {name: web-%d, namespace: %s}\n"+
 					"environment: {image: nginx}\nservice: {replicas: 1}\n", n, ns)
 			}
-			h := newHarness(b, "bench-"+mode+"-"+run, detector.Options{Mode: mode}, fs, ns)
+			h := newHarness(b, "bench-"+mode.String()+"-"+run, detector.Options{Mode: mode}, fs, ns)
 			var lat []time.Duration
 			for n := 0; n < 30; n++ {
 				name := fmt.Sprintf("web-%d", n)
 				start := time.Now()
 				h.edit("deployments", ns, name, `{"spec":{"replicas":3}}`)
-				if mode == detector.ModeReport {
+				if mode == drift.ModeReport {
 					h.waitReport("the edit", has(drift.Modified, "Deployment", name))
 				} else {
 					h.poll("the correction", func() (bool, string) {
@@ -58,8 +58,8 @@ func BenchmarkDriftLatency(b *testing.B) {
 				lat = append(lat, time.Since(start))
 			}
 			p50, p95, worst := percentile(lat, 0.5), percentile(lat, 0.95), slices.Max(lat)
-			b.ReportMetric(p95.Seconds(), mode+"-p95-s")
-			what := map[string]string{detector.ModeReport: "in the report", detector.ModeCorrect: "corrected"}[mode]
+			b.ReportMetric(p95.Seconds(), mode.String()+"-p95-s")
+			what := map[drift.Mode]string{drift.ModeReport: "in the report", drift.ModeCorrect: "corrected"}[mode]
 			fmt.Printf("drift %s: kubectl-edit -> %s over 30 edits: p50 %s, p95 %s, max %s (bar 5 s): %s\n", mode, what,
 				p50.Round(time.Millisecond), p95.Round(time.Millisecond), worst.Round(time.Millisecond), passFail(worst <= 5*time.Second))
 		}
@@ -90,7 +90,7 @@ func BenchmarkSoak(b *testing.B) {
 		delete(fs, "train.yaml")
 		fs["web.yaml"] = "kind: compute\nversion: v0.1\njob: {name: web, namespace: " + ns + "}\nenvironment: {image: nginx}\nservice: {replicas: 2}\n"
 		fs["job-0.yaml"] = job(0)
-		h := newHarness(b, "soak-"+run, detector.Options{Mode: detector.ModeReport, Resync: 20 * time.Second}, fs)
+		h := newHarness(b, "soak-"+run, detector.Options{Mode: drift.ModeReport, Resync: 20 * time.Second}, fs)
 		h.unlabel("gpu-a100-0")
 		start, commits, completed := time.Now(), 0, 0
 		for n := 1; time.Since(start) < soak; n++ {

@@ -25,7 +25,7 @@ const (
 // found records a drifted item and, in correct mode, repairs it with fix. The repair's own
 // watch event (and a re-evaluation of qkey shortly after) then resolves the item as corrected.
 func (d *Detector) found(ctx context.Context, qkey string, it drift.Item, fix func(context.Context) error) error {
-	if d.opts.Mode != ModeCorrect || !it.Category.Correctable() {
+	if d.opts.Mode != drift.ModeCorrect || !it.Category.Correctable() {
 		d.set(it)
 		return nil
 	}
@@ -55,7 +55,7 @@ func (d *Detector) found(ctx context.Context, qkey string, it drift.Item, fix fu
 
 // corrected records a repair: one more attempt for the loop guard, and how the item's
 // resolution, when its watch event comes, is to be recorded.
-func (d *Detector) corrected(key string, how drift.Change) {
+func (d *Detector) corrected(key string, how drift.Transition) {
 	d.attempt(key, true)
 	d.mu.Lock()
 	d.correcting[key] = how

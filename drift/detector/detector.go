@@ -3,7 +3,6 @@ package detector
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
@@ -23,12 +22,6 @@ import (
 	"k8s.io/client-go/util/workqueue"
 )
 
-// The drift modes.
-const (
-	ModeReport  = "report"
-	ModeCorrect = "correct"
-)
-
 // Options configure a Detector.
 type Options struct {
 	// Config reaches the cluster (watches); Kube and Engine must use the same cluster.
@@ -38,9 +31,9 @@ type Options struct {
 	Engine *reconciler.Manager
 	// Store receives the report and history; nil keeps them in memory only.
 	Store *drift.Store
-	// Mode is ModeReport (record only) or ModeCorrect (re-apply owned fields, recreate deleted
-	// objects, re-label nodes).
-	Mode string
+	// Mode is drift.ModeReport (record only, the default) or drift.ModeCorrect (re-apply owned
+	// fields, recreate deleted objects, re-label nodes).
+	Mode drift.Mode
 	// DeleteShadow lets correct mode delete shadow workloads (never by default).
 	DeleteShadow bool
 	// IgnoreManagers are field managers whose writes are not drift: controllers that own a
@@ -82,7 +75,7 @@ type Detector struct {
 	evalAt   time.Time
 	attempts map[string][]time.Time // corrections per item key, for the loop guard
 	// correcting: items gpuctl repaired whose resolution is awaited (Corrected, ShadowDeleted)
-	correcting map[string]drift.Change
+	correcting map[string]drift.Transition
 	// pending are the object keys a sync left possibly different, evaluated after it
 	pending []string
 
@@ -92,10 +85,10 @@ type Detector struct {
 // New returns a detector; Run starts it.
 func New(opts Options) (*Detector, error) {
 	if opts.Mode == "" {
-		opts.Mode = ModeReport
+		opts.Mode = drift.ModeReport
 	}
-	if opts.Mode != ModeReport && opts.Mode != ModeCorrect {
-		return nil, fmt.Errorf("drift mode %q: report or correct", opts.Mode)
+	if _, err := drift.ParseMode(string(opts.Mode)); err != nil {
+		return nil, err
 	}
 	if opts.IgnoreManagers == nil {
 		opts.IgnoreManagers = DefaultIgnoreManagers
@@ -118,7 +111,7 @@ func New(opts Options) (*Detector, error) {
 		return nil, err
 	}
 	d := &Detector{opts: opts, meta: mc, dyn: dyn, paused: true, items: map[string]drift.Item{},
-		history: drift.History{Max: opts.HistorySize}, attempts: map[string][]time.Time{}, correcting: map[string]drift.Change{},
+		history: drift.History{Max: opts.HistorySize}, attempts: map[string][]time.Time{}, correcting: map[string]drift.Transition{},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.NewTypedItemExponentialFailureRateLimiter[string](250*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "gpuctl-drift"})}
 	d.cond = sync.NewCond(&d.mu)

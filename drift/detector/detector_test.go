@@ -35,7 +35,7 @@ func (h *harness) shadowJob(ns, name string, gpus int64) {
 func TestReportMode(t *testing.T) {
 	run := uniq()
 	ns := "drift-report-" + run
-	h := newHarness(t, "report-"+run, detector.Options{Mode: detector.ModeReport}, files(ns, "report-pool", "gpu-t4-0"))
+	h := newHarness(t, "report-"+run, detector.Options{Mode: drift.ModeReport}, files(ns, "report-pool", "gpu-t4-0"))
 	h.unlabel("gpu-t4-0")
 
 	// No false drift while the Job runs to completion and controllers fill in status.
@@ -108,7 +108,7 @@ func TestReportMode(t *testing.T) {
 
 	// Recorded in the cluster, in metrics, and as Events.
 	stored, hist, err := h.store.Read(h.ctx)
-	if err != nil || len(stored.Items) != 5 || stored.Mode != "report" {
+	if err != nil || len(stored.Items) != 5 || stored.Mode != drift.ModeReport {
 		t.Fatalf("stored report: %v, %s", err, itemsOf(stored))
 	}
 	if n := countChange(hist, drift.Detected); n < 5 {
@@ -139,7 +139,7 @@ func TestReportMode(t *testing.T) {
 func TestCorrectMode(t *testing.T) {
 	run := uniq()
 	ns := "drift-correct-" + run
-	h := newHarness(t, "correct-"+run, detector.Options{Mode: detector.ModeCorrect}, files(ns, "correct-pool", "gpu-a100-1"))
+	h := newHarness(t, "correct-"+run, detector.Options{Mode: drift.ModeCorrect}, files(ns, "correct-pool", "gpu-a100-1"))
 	h.unlabel("gpu-a100-1")
 
 	start := time.Now()
@@ -181,7 +181,7 @@ func TestCorrectMode(t *testing.T) {
 func TestDeleteShadow(t *testing.T) {
 	run := uniq()
 	ns := "drift-shadow-" + run
-	h := newHarness(t, "shadow-"+run, detector.Options{Mode: detector.ModeCorrect, DeleteShadow: true}, map[string]string{
+	h := newHarness(t, "shadow-"+run, detector.Options{Mode: drift.ModeCorrect, DeleteShadow: true}, map[string]string{
 		"web.yaml": "kind: compute\nversion: v0.1\njob: {name: web, namespace: " + ns + "}\nenvironment: {image: nginx}\nservice: {replicas: 1}\n"}, ns)
 	h.shadowJob(ns, "sneaky", 1)
 	h.poll("the shadow job deleted", func() (bool, string) {
@@ -207,7 +207,7 @@ func TestDeleteShadow(t *testing.T) {
 func TestPoolsAndControllers(t *testing.T) {
 	run := uniq()
 	ns := "drift-pools-" + run
-	h := newHarness(t, "pools-"+run, detector.Options{Mode: detector.ModeReport}, map[string]string{
+	h := newHarness(t, "pools-"+run, detector.Options{Mode: drift.ModeReport}, map[string]string{
 		"pool.yaml": "kind: pool\nversion: v0.1\nmetadata: {name: pools-pool}\nnodes:\n  gpu-h100-0: {gpu-type: H100-94G}\n  ghost-node: {}\n",
 		"web.yaml":  "kind: compute\nversion: v0.1\njob: {name: web, namespace: " + ns + "}\nenvironment: {image: nginx}\nservice: {replicas: 1}\n"}, ns)
 	h.unlabel("gpu-h100-0")
@@ -244,7 +244,7 @@ func TestPoolsAndControllers(t *testing.T) {
 	}
 }
 
-func countChange(hist []drift.Entry, c drift.Change) int {
+func countChange(hist []drift.Entry, c drift.Transition) int {
 	n := 0
 	for _, e := range hist {
 		if e.Change == c {
@@ -281,7 +281,7 @@ func ptr[T any](v T) *T { return &v }
 func TestCorrectionLoopGuard(t *testing.T) {
 	run := uniq()
 	ns := "drift-guard-" + run
-	h := newHarness(t, "guard-"+run, detector.Options{Mode: detector.ModeCorrect}, map[string]string{
+	h := newHarness(t, "guard-"+run, detector.Options{Mode: drift.ModeCorrect}, map[string]string{
 		"web.yaml": "kind: compute\nversion: v0.1\njob: {name: web, namespace: " + ns + "}\nenvironment: {image: nginx}\nservice: {replicas: 1}\n"}, ns)
 	for i := 0; ; i++ {
 		h.edit("deployments", ns, "web", `{"spec":{"replicas":4}}`)

@@ -309,7 +309,7 @@ func itemKey(c drift.Category, ref object.Ref) string {
 }
 
 // resolveObject resolves the modified and deleted items of an object.
-func (d *Detector) resolveObject(ref object.Ref, how drift.Change, why string) {
+func (d *Detector) resolveObject(ref object.Ref, how drift.Transition, why string) {
 	d.resolve(itemKey(drift.Modified, ref), how, why)
 	d.resolve(itemKey(drift.Deleted, ref), how, why)
 }

@@ -65,7 +65,7 @@ func newHarness(t testing.TB, name string, opts detector.Options, files map[stri
 		}
 	}
 	eopts := reconciler.DefaultOptions()
-	eopts.Namespace, eopts.MaxPrune, eopts.Force = h.ns, 1, opts.Mode == detector.ModeCorrect
+	eopts.Namespace, eopts.MaxPrune, eopts.Force = h.ns, 1, opts.Mode == drift.ModeCorrect
 	engine, err := reconciler.NewManager(cfg, eopts)
 	if err != nil {
 		t.Fatal(err)

@@ -21,7 +21,7 @@ import (
 func TestResolvedReasons(t *testing.T) {
 	run := uniq()
 	ns := "drift-reasons-" + run
-	h := newHarness(t, "reasons-"+run, detector.Options{Mode: detector.ModeReport}, files(ns, "reasons-pool", "gpu-t4-1"))
+	h := newHarness(t, "reasons-"+run, detector.Options{Mode: drift.ModeReport}, files(ns, "reasons-pool", "gpu-t4-1"))
 	h.unlabel("gpu-t4-1")
 
 	// A Job created suspended is seen as a shadow before it runs; resumed, it completes.

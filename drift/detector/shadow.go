@@ -114,7 +114,7 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 		t := m.GetCreationTimestamp().UTC()
 		it.Changed = &t
 	}
-	if d.opts.Mode == ModeCorrect && d.opts.DeleteShadow {
+	if d.opts.Mode == drift.ModeCorrect && d.opts.DeleteShadow {
 		it.Correction = "delete"
 		d.set(it)
 		return d.deleteShadow(ctx, kind, m, it)

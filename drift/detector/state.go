@@ -18,7 +18,7 @@ func (d *Detector) set(it drift.Item) {
 	key := it.Key()
 	d.mu.Lock()
 	old, had := d.items[key]
-	change := drift.Change("")
+	change := drift.Transition("")
 	switch {
 	case !had:
 		it.Detected, change = now, drift.Detected
@@ -48,7 +48,7 @@ func (d *Detector) set(it drift.Item) {
 // resolve removes an item. how is Corrected or ShadowDeleted when gpuctl did it, else the
 // change is Resolved, unless a correction of the item is pending; why is the reason a
 // Resolved entry records.
-func (d *Detector) resolve(key string, how drift.Change, why string) {
+func (d *Detector) resolve(key string, how drift.Transition, why string) {
 	now := time.Now().UTC()
 	d.mu.Lock()
 	it, had := d.items[key]

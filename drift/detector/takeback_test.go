@@ -14,7 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// TestScaleDoesNotBlockLaterSyncs (issue 12, item 2): after `kubectl scale` of a managed
+// TestScaleDoesNotBlockLaterSyncs: after `kubectl scale` of a managed
 // Deployment, in report mode, a revision that leaves the Deployment unchanged syncs and leaves
 // the replicas scaled; one that removes a file prunes it; one that changes the Deployment's
 // image takes spec.replicas back from kubectl, says so in the status and records it in the
@@ -28,7 +28,7 @@ func TestScaleDoesNotBlockLaterSyncs(t *testing.T) {
 	cm := func(name, value string) string {
 		return "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + name + ", namespace: " + ns + "}\ndata: {k: " + value + "}\n"
 	}
-	h := newHarness(t, "takeback-"+run, detector.Options{Mode: detector.ModeReport},
+	h := newHarness(t, "takeback-"+run, detector.Options{Mode: drift.ModeReport},
 		map[string]string{"web.yaml": web("nginx:1"), "other.yaml": cm("other", "a"), "gone.yaml": cm("gone", "a")}, ns)
 	deployment := func() (int32, string) {
 		d, err := h.kube.AppsV1().Deployments(ns).Get(h.ctx, "web", metav1.GetOptions{})

@@ -1,15 +1,17 @@
-// Package humanize is how gpuctl writes counts, durations and ages for a person: on the web
-// page, in the CLI's text output and in drift and review reports. Each exists once, so that
-// "1 GPU", "312ms" and "37s" read the same everywhere.
+// Package humanize is how gpuctl writes counts, durations, ages and revisions for a person: on
+// the web page, in the CLI's text output, in logs and in drift and review reports. Each exists
+// once, so that "1 GPU", "312ms", "37s" and "main@0123456789ab" read the same everywhere.
 //
 //	humanize.Plural(1, "GPU")                   // "1 GPU"
 //	humanize.Plural(3, "item is", "items are")  // "3 items are"
 //	humanize.Duration(312475106 * time.Nanosecond) // "312ms"
 //	humanize.Age(37 * time.Second)              // "37s", as kubectl's AGE column
+//	humanize.Revision("main@0123456789abcdef…") // "main@0123456789ab"
 package humanize
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -45,4 +47,21 @@ func Duration(d time.Duration) string {
 // time in the future (a clock ahead of this one) is 0s.
 func Age(d time.Duration) string {
 	return duration.ShortHumanDuration(max(d, 0))
+}
+
+// RevisionDigits is how many digits of a commit or content hash Revision keeps.
+const RevisionDigits = 12
+
+// Revision shortens a revision for a person, as git abbreviates a commit: a commit or content
+// hash to its first RevisionDigits digits; "ref@hash" keeps its ref. Anything else (a branch
+// name, a hash already short) is returned as it is.
+func Revision(id string) string {
+	prefix, hash := "", id
+	if i := strings.LastIndexByte(id, '@'); i >= 0 {
+		prefix, hash = id[:i+1], id[i+1:]
+	}
+	if len(hash) > RevisionDigits && strings.Trim(strings.ToLower(hash), "0123456789abcdef") == "" {
+		hash = hash[:RevisionDigits]
+	}
+	return prefix + hash
 }

@@ -50,3 +50,20 @@ func TestAge(t *testing.T) {
 		}
 	}
 }
+
+func TestRevision(t *testing.T) {
+	for in, want := range map[string]string{
+		"":            "",
+		"main":        "main",
+		"main@abc123": "main@abc123",
+		"main@0123456789abcdef0123456789abcdef01234567": "main@0123456789ab",
+		"0123456789abcdef0123456789abcdef01234567":      "0123456789ab",
+		"0123456789ABCDEF0123456789ABCDEF01234567":      "0123456789AB",
+		"0123456789ab":                   "0123456789ab",
+		"local@sha256-not-a-hash-really": "local@sha256-not-a-hash-really",
+	} {
+		if got := Revision(in); got != want {
+			t.Errorf("Revision(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

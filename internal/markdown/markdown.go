@@ -2,7 +2,8 @@
 // reports) prints. Names, namespaces, file paths, messages and field values come from files
 // and live objects that someone else wrote: each goes through exactly one of these functions,
 // chosen by where it lands, so that a newline, a pipe, a backtick, HTML, a link or an @mention
-// in it stays text and cannot end a table cell, start a heading or ping anyone.
+// in it stays text and cannot end a table cell, start a heading or ping anyone. MaxChars is
+// the one size limit of every such document.
 //
 //	fmt.Fprintf(w, "| %s | %s |\n", markdown.CodeCell(obj), markdown.Text(msg)) // a table row
 //	fmt.Fprintf(w, "in %s\n", markdown.Code(path))                            // inline code
@@ -15,6 +16,11 @@ import (
 	"html"
 	"strings"
 )
+
+// MaxChars bounds every Markdown document gpuctl writes (a review comment, a drift report),
+// below GitHub's limit of 65,536 characters for a comment or issue body (GitLab's is larger).
+// Each writer leaves out what does not fit and counts it in a note.
+const MaxChars = 65000
 
 // OneLine keeps s on one line: line breaks and tabs are written as \n, \r and \t, other
 // control characters (and the Unicode line and paragraph separators) as \xNN or \uNNNN.

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
@@ -34,10 +35,10 @@ type Options struct {
 	MinBackoff time.Duration
 	// Identity names this replica in the status (pod name).
 	Identity string
-	// DriftMode is "report" (default: a sync of an unchanged revision leaves drift as it is;
-	// a new revision or a sync request applies everything) or "correct" (every sync applies,
-	// and Drift repairs drift as it happens).
-	DriftMode string
+	// DriftMode is drift.ModeReport (default: a sync of an unchanged revision leaves drift as
+	// it is; a new revision or a sync request applies everything) or drift.ModeCorrect (every
+	// sync applies, and Drift repairs drift as it happens).
+	DriftMode drift.Mode
 	// Drift detects drift between syncs; nil disables detection (DriftStore is still read).
 	Drift Detector
 	// DriftStore holds the drift report that Drift writes; a standby reads it from there.
@@ -95,7 +96,7 @@ func New(opts Options) *Daemon {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}
 	if opts.DriftMode == "" {
-		opts.DriftMode = "report"
+		opts.DriftMode = drift.ModeReport
 	}
 	if opts.RenderTimeout <= 0 {
 		opts.RenderTimeout = DefaultRenderTimeout
@@ -217,7 +218,7 @@ func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
 }
 
 func (d *Daemon) log(st Status) {
-	attrs := []any{"result", st.Result, "revision", sources.ShortID(st.Revision), "duration", st.Duration.Round(time.Millisecond)}
+	attrs := []any{"result", st.Result, "revision", humanize.Revision(st.Revision), "duration", st.Duration.Round(time.Millisecond)}
 	if st.Summary != "" {
 		attrs = append(attrs, "summary", st.Summary)
 	}
@@ -245,7 +246,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	if err != nil {
 		st.Result, st.Message = ResultFetchFailed, err.Error()
 		if st.AppliedRevision != "" {
-			st.Message += "; revision " + sources.ShortID(st.AppliedRevision) + " stays applied"
+			st.Message += "; revision " + humanize.Revision(st.AppliedRevision) + " stays applied"
 		}
 		return
 	}
@@ -258,7 +259,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	switch {
 	case errors.As(err, &ve):
 		st.Result = ResultInvalid
-		st.Message = fmt.Sprintf("%d errors in the files; nothing applied", len(res.Errors()))
+		st.Message = humanize.Plural(len(res.Errors()), "error") + " in the files; nothing applied"
 		for _, diag := range res.Errors() { // paths relative to the revision, as in the repository
 			st.Errors = appendBounded(st.Errors, strings.TrimPrefix(diag.Error(), rev.Dir+string(filepath.Separator)))
 		}
@@ -266,7 +267,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	case err != nil:
 		st.Result, st.Message = ResultFailed, "render: "+err.Error()
 		if st.AppliedRevision != "" {
-			st.Message += "; revision " + sources.ShortID(st.AppliedRevision) + " stays applied"
+			st.Message += "; revision " + humanize.Revision(st.AppliedRevision) + " stays applied"
 		}
 		return
 	}
@@ -286,11 +287,11 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		return
 	}
 	digest := reconciler.Digest(objects)
-	if d.opts.DriftMode != "correct" && !requested && prev.Result == ResultSucceeded && prev.AppliedDigest == digest {
+	if d.opts.DriftMode != drift.ModeCorrect && !requested && prev.Result == ResultSucceeded && prev.AppliedDigest == digest {
 		// Report mode: the revision is applied; what differs now is drift, reported by the
 		// detector and left as it is until Git changes or someone asks for a sync.
 		st.Result, st.AppliedRevision, st.LastSuccess = ResultSucceeded, rev.ID, time.Now()
-		st.Message = "revision " + sources.ShortID(rev.ID) + " is applied"
+		st.Message = "revision " + humanize.Revision(rev.ID) + " is applied"
 		if plan.HasChanges() {
 			st.Message += "; drift is reported, not corrected (--drift=report): gpuctl sync applies it again"
 		}
@@ -299,7 +300,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		}
 		return
 	}
-	if d.opts.DriftMode != "correct" && !requested && plan.LeaveDrift() > 0 {
+	if d.opts.DriftMode != drift.ModeCorrect && !requested && plan.LeaveDrift() > 0 {
 		// A new revision: Git wins on the objects it changes (the engine takes their fields
 		// back); on the others, fields another manager took are drift, left as they are.
 		st.Summary, st.Counts = plan.Summary(), counts(plan)
@@ -325,7 +326,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	jobErrors := d.jobStartErrors(ctx, cs, applied)
 	if err != nil {
-		st.Result, st.Message = ResultFailed, fmt.Sprintf("%d objects failed", len(failed(cs)))
+		st.Result, st.Message = ResultFailed, humanize.Plural(len(failed(cs)), "object")+" failed"
 		for _, r := range failed(cs) {
 			st.Errors = appendBounded(st.Errors, fmt.Sprintf("%s: %s: %s", r.Object, r.Action, r.Error))
 		}
@@ -335,9 +336,9 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		reportJobErrors(st, jobErrors)
 		return
 	}
-	st.Result, st.Message = ResultSucceeded, "applied revision "+sources.ShortID(rev.ID)
+	st.Result, st.Message = ResultSucceeded, "applied revision "+humanize.Revision(rev.ID)
 	if len(taken) > 0 {
-		st.Message += fmt.Sprintf("; took back fields from other managers on %d objects (Git wins on what a revision changes)", len(taken))
+		st.Message += "; took back fields from other managers on " + humanize.Plural(len(taken), "object") + " (Git wins on what a revision changes)"
 	}
 	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
 	reportJobErrors(st, jobErrors)

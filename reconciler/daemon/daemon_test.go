@@ -229,7 +229,7 @@ func TestPerObjectErrorInStatus(t *testing.T) {
 	st := h.waitStatus("failed sync", func(s daemon.Status) bool { return s.Result == daemon.ResultFailed })
 	want := "Widget default/w: skipped: example.com/v1, Kind=Widget: the cluster does not serve this kind"
 	if len(st.Errors) != 1 || !strings.HasPrefix(st.Errors[0], want) || st.Counts["failed"] != 1 ||
-		!strings.Contains(st.Summary, "1 failed") || st.Message != "1 objects failed" {
+		!strings.Contains(st.Summary, "1 failed") || st.Message != "1 object failed" {
 		t.Fatalf("status: message %q, summary %q, counts %v, errors %q", st.Message, st.Summary, st.Counts, st.Errors)
 	}
 	if _, err := h.kube.AppsV1().Deployments("default").Get(h.ctx, "objerr-web", metav1.GetOptions{}); err != nil {

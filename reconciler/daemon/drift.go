@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
-	"github.com/gpuctl/gpuctl/sources"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -51,7 +51,7 @@ func takenBack(plan *reconciler.Plan, cs *reconciler.ChangeSet, revision string)
 			diffs["."+d.Path] = d
 		}
 		it := drift.Item{Object: r.Object, Category: drift.Modified, Source: c.Source, Manager: r.TakenBack[0].Manager, Detected: time.Now().UTC(),
-			Message: "took back " + reconciler.TakenBackText(r.TakenBack) + " (revision " + sources.ShortID(revision) + " changes this object)"}
+			Message: "took back " + reconciler.TakenBackText(r.TakenBack) + " (revision " + humanize.Revision(revision) + " changes this object)"}
 		for _, tb := range r.TakenBack {
 			d := diffs[tb.Field]
 			it.Fields = append(it.Fields, drift.Field{Path: strings.TrimPrefix(tb.Field, "."), Manager: tb.Manager, Live: d.Old, Desired: d.New})

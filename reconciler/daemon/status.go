@@ -3,6 +3,8 @@ package daemon
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/gpuctl/gpuctl/drift"
 )
 
 // Result is the outcome of the last sync attempt.
@@ -55,8 +57,8 @@ type Status struct {
 	LastHandledRequest string `json:"lastHandledRequest,omitempty"`
 	// Leader is the identity of the replica that wrote this status.
 	Leader string `json:"leader,omitempty"`
-	// Mode is the drift mode: report or correct.
-	Mode string `json:"mode,omitempty"`
+	// Mode is the drift mode.
+	Mode drift.Mode `json:"mode,omitempty"`
 }
 
 // Marshal encodes the status for the ConfigMap.

@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/sources"
 )
 
@@ -202,7 +203,7 @@ func (s *Source) commitAt(repo *gogit.Repository, h plumbing.Hash) (*object.Comm
 		}
 		if err != nil {
 			return nil, fmt.Errorf("git: %s@%s: path %q: %w", s.remote.display,
-				commit.Hash.String()[:12], s.opts.Path, err)
+				humanize.Revision(commit.Hash.String()), s.opts.Path, err)
 		}
 	}
 	return commit, nil
@@ -276,7 +277,7 @@ func (s *Source) checkout(repo *gogit.Repository, h plumbing.Hash) error {
 		err = wt.Clean(&gogit.CleanOptions{Dir: true})
 	}
 	if err != nil {
-		return fmt.Errorf("git: checkout %s@%s: %w", s.remote.display, h.String()[:12], err)
+		return fmt.Errorf("git: checkout %s@%s: %w", s.remote.display, humanize.Revision(h.String()), err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/sources"
 )
 
@@ -73,5 +74,5 @@ func shortHash(h plumbing.Hash) string {
 	if h.IsZero() {
 		return ""
 	}
-	return h.String()[:12]
+	return humanize.Revision(h.String())
 }

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// TestDiffOfConflictShowsOnlyOwnedFields (issue 12, item 9): `gpuctl diff` of a Deployment
+// TestDiffOfConflictShowsOnlyOwnedFields: `gpuctl diff` of a Deployment
 // whose replicas another manager changed prints the conflict and a diff of the fields gpuctl
 // sets (the API server's forced dry-run), not server defaults as removals.
 func TestDiffOfConflictShowsOnlyOwnedFields(t *testing.T) {

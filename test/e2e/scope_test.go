@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +31,7 @@ func syncExamples(t *testing.T) string {
 	return repo
 }
 
-// TestDiffOfATeamDirectory (issue 12 item 6): `gpuctl diff <repo>/teams/alice` plans what the
+// TestDiffOfATeamDirectory: `gpuctl diff <repo>/teams/alice` plans what the
 // directory declares and nothing of the rest of the repository — no delete of bob's objects,
 // the Namespaces or quotas, no node label — and says it is scoped; `sync --local` of the
 // directory after a file is removed prunes exactly that file's objects.
@@ -102,7 +103,7 @@ func teamKubeconfig(t *testing.T, ns string) string {
 	return path
 }
 
-// TestDiffWithTeamCredentials (issue 12 item 7): a team member whose credentials may only edit
+// TestDiffWithTeamCredentials: a team member whose credentials may only edit
 // namespace alice diffs teams/alice: exit 1, the team's edit shown, and notes on what could not
 // be checked (the inventory and so prunes); the admin's diff shows the same edit plus the
 // prune. The whole repository with those credentials notes the nodes; `sync --local` applies
@@ -120,7 +121,7 @@ func TestDiffWithTeamCredentials(t *testing.T) {
 		t.Fatal(err)
 	}
 	const update, prune = "~ update Deployment alice/bge-m3-embedding", "- delete Job alice/qwen25-7b-medical-lora"
-	const noInventory = "note: the inventory gpuctl-system/gpuctl-inventory is not readable with these credentials: prunes are not shown"
+	const noInventory = "note: the inventory " + keys.SystemNamespace + "/" + keys.InventoryName + " is not readable with these credentials: prunes are not shown"
 
 	out, errOut, code := gpuctlAs(t, dev, "diff", alice, "--color", "never")
 	if code != app.ExitFailed || !strings.Contains(out, update) || strings.Contains(out, prune) || !strings.Contains(out, noInventory) ||

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -234,7 +235,7 @@ func (c *Cluster) addNodes(ctx context.Context, nodes []NodeSpec) error {
 	if err := c.waitNodesReady(ctx, names); err != nil {
 		return err
 	}
-	c.logf("%d nodes ready after %s", len(nodes), c.since())
+	c.logf("%s ready after %s", humanize.Plural(len(nodes), "node"), c.since())
 	return nil
 }
 

@@ -49,7 +49,7 @@ type Options struct {
 	LeaderElect   bool
 	Identity      string
 	LeaseDuration time.Duration
-	Drift         string
+	Drift         drift.Mode
 	DriftDelete   bool
 	DriftHistory  int
 	DriftIgnore   []string
@@ -75,7 +75,8 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "run several replicas; only the holder of the Lease syncs")
 	fs.StringVar(&o.Identity, "identity", "", "this replica's name in the Lease and the status (default $POD_NAME or the host name)")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "how long a standby waits for a silent leader before taking over")
-	fs.StringVar(&o.Drift, "drift", "report", "drift mode: report (record drift; a sync of an unchanged revision leaves it) or correct (repair drift as it happens)")
+	o.Drift = drift.ModeReport
+	fs.Var(&o.Drift, "drift", "drift mode: report (record drift; a sync of an unchanged revision leaves it) or correct (repair drift as it happens)")
 	fs.BoolVar(&o.DriftDelete, "drift-delete-shadow", false, "with --drift=correct, delete GPU workloads in managed namespaces that are not in Git (default: report them only)")
 	fs.IntVar(&o.DriftHistory, "drift-history", drift.DefaultHistory, "how many drift changes the ConfigMap gpuctl-drift keeps")
 	fs.StringSliceVar(&o.DriftIgnore, "drift-ignore-manager", detector.DefaultIgnoreManagers, "field managers whose changes are not drift (controllers such as an HPA's)")
@@ -126,9 +127,6 @@ func run(ctx context.Context, o *Options) error {
 	if o.Source.Source == "" {
 		return errors.New("--source is required: dir:PATH or git:URL")
 	}
-	if o.Drift != detector.ModeReport && o.Drift != detector.ModeCorrect {
-		return fmt.Errorf("--drift %q: report or correct", o.Drift)
-	}
 	if o.RenderTimeout <= 0 || o.SyncTimeout <= 0 {
 		return errors.New("--render-timeout and --sync-timeout must be positive")
 	}
@@ -152,7 +150,7 @@ func run(ctx context.Context, o *Options) error {
 		return err
 	}
 	o.Engine.Namespace = o.Namespace // the inventory lives beside the status
-	if o.Drift == detector.ModeCorrect {
+	if o.Drift == drift.ModeCorrect {
 		o.Engine.Force = true // Git wins: fields taken by other managers are taken back
 	}
 	engine, err := o.Engine.Manager(cfg)

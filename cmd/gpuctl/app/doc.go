@@ -1,4 +1,4 @@
-// Package cli implements the gpuctl command line: one file per command, each built by a
+// Package app implements the gpuctl command line: one file per command, each built by a
 // new<Name>Command function over the shared Streams. Commands return errors; the only
 // os.Exit is in cmd/gpuctl, which maps an *ExitError to its code.
 //

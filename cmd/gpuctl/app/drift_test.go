@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/client-go/kubernetes/fake"
 	sigsyaml "sigs.k8s.io/yaml"
@@ -32,7 +33,7 @@ func driftFixture() (drift.Report, []drift.Entry) {
 		Category: drift.Shadow, Message: "4 GPUs, not in Git", GPUs: 4, Detected: driftNow.Add(-3 * 24 * time.Hour),
 	}
 	old := drift.Item{Object: object.Ref{Kind: "Service", Namespace: "team-a", Name: "old-svc"}, Category: drift.Deleted}
-	r := drift.Report{Generated: driftNow.Add(-time.Minute), Mode: "report", Revision: "0123456789abcdef", Items: []drift.Item{web, shadow}}
+	r := drift.Report{Generated: driftNow.Add(-time.Minute), Mode: drift.ModeReport, Revision: "0123456789abcdef", Items: []drift.Item{web, shadow}}
 	hist := []drift.Entry{
 		{Time: driftNow.Add(-48 * time.Hour), Change: drift.Resolved, Item: old},
 		{Time: driftNow.Add(-9 * time.Minute), Change: drift.Detected, Item: web},
@@ -114,7 +115,7 @@ func TestDriftExit(t *testing.T) {
 	}{
 		"drift, no --exit-code":      {r, false, 0},
 		"drift, --exit-code":         {r, true, ExitFailed},
-		"no drift, --exit-code":      {drift.Report{Mode: "report"}, true, 0},
+		"no drift, --exit-code":      {drift.Report{Mode: drift.ModeReport}, true, 0},
 		"truncated only, -exit-code": {drift.Report{Truncated: 3}, true, ExitFailed},
 	}
 	for name, tc := range cases {
@@ -185,21 +186,21 @@ func TestDriftFlags(t *testing.T) {
 func TestRunDriftStore(t *testing.T) {
 	ctx := context.Background()
 	kube := fake.NewClientset()
-	o := driftOptions{namespace: "gpuctl-system", output: "text", exitCode: true}
+	o := driftOptions{namespace: keys.SystemNamespace, output: "text", exitCode: true}
 
 	var out bytes.Buffer
 	err := runDrift(ctx, &out, kube, o, 24*time.Hour, driftNow)
 	if Code(err) != ExitTrouble || out.Len() != 0 {
 		t.Fatalf("without ConfigMap: exit %d, output %q", Code(err), out.String())
 	}
-	for _, want := range []string{"no drift report in namespace gpuctl-system yet", "gpuctl-drift", "gpuctl-reconciler writes it"} {
+	for _, want := range []string{"no drift report in namespace " + keys.SystemNamespace + " yet", "gpuctl-drift", "gpuctl-reconciler writes it"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
 	}
 
 	r, hist := driftFixture()
-	if err := drift.NewStore(kube, "gpuctl-system").Write(ctx, r, hist); err != nil {
+	if err := drift.NewStore(kube, keys.SystemNamespace).Write(ctx, r, hist); err != nil {
 		t.Fatal(err)
 	}
 	err = runDrift(ctx, &out, kube, o, 24*time.Hour, driftNow)

@@ -28,11 +28,11 @@ var symbols = map[reconciler.Action]string{
 func (p palette) action(a reconciler.Action, s string) string {
 	switch a {
 	case reconciler.ActionCreate:
-		return p.green(s)
+		return p.Added(s)
 	case reconciler.ActionDelete:
-		return p.red(s)
+		return p.Removed(s)
 	case reconciler.ActionUpdate, reconciler.ActionRecreate:
-		return p.yellow(s)
+		return p.Changed(s)
 	}
 	return s
 }
@@ -44,15 +44,15 @@ func printPlanDiff(w io.Writer, plan *reconciler.Plan, p palette) {
 		if c.Action == reconciler.ActionUnchanged {
 			continue
 		}
-		fmt.Fprintln(w, p.bold(p.action(c.Action, changeHeader(c))))
+		fmt.Fprintln(w, p.Bold(p.action(c.Action, changeHeader(c))))
 		if printChangeError(w, c, p) {
 			continue
 		}
 		for _, cf := range c.Conflicts {
-			fmt.Fprintf(w, "  %s %s is owned by %q\n", p.red("conflict:"), cf.Field, cf.Manager)
+			fmt.Fprintf(w, "  %s %s is owned by %q\n", p.Error("conflict:"), cf.Field, cf.Manager)
 		}
 		for _, cf := range c.TakeBack {
-			fmt.Fprintf(w, "  %s %s\n", p.yellow("take back:"), reconciler.TakenBackText([]reconciler.Conflict{cf}))
+			fmt.Fprintf(w, "  %s %s\n", p.Warning("take back:"), reconciler.TakenBackText([]reconciler.Conflict{cf}))
 		}
 		if c.Object.Kind == "Node" && c.Object.Group() == "" {
 			for _, d := range c.Diff {
@@ -67,12 +67,12 @@ func printPlanDiff(w io.Writer, plan *reconciler.Plan, p palette) {
 
 func printSummary(w io.Writer, plan *reconciler.Plan, p palette) {
 	for _, warn := range plan.Warnings {
-		fmt.Fprintln(w, p.yellow("warning: "+warn))
+		fmt.Fprintln(w, p.Warning("warning: "+warn))
 	}
 	printNotes(w, plan, p)
-	fmt.Fprintln(w, p.bold(plan.Summary()))
+	fmt.Fprintln(w, p.Bold(plan.Summary()))
 	if plan.Refused != nil {
-		fmt.Fprintln(w, p.red(plan.Refused.Error()))
+		fmt.Fprintln(w, p.Error(plan.Refused.Error()))
 	}
 }
 
@@ -80,7 +80,7 @@ func printSummary(w io.Writer, plan *reconciler.Plan, p palette) {
 // read), one "note:" line each.
 func printNotes(w io.Writer, plan *reconciler.Plan, p palette) {
 	for _, n := range plan.Notes {
-		fmt.Fprintln(w, p.cyan("note: "+n))
+		fmt.Fprintln(w, p.Info("note: "+n))
 	}
 }
 
@@ -90,7 +90,7 @@ func printChangeError(w io.Writer, c *reconciler.Change, p palette) bool {
 	if c.Error == "" {
 		return false
 	}
-	fmt.Fprintf(w, "  %s %s\n", p.red("error:"), c.Error)
+	fmt.Fprintf(w, "  %s %s\n", p.Error("error:"), c.Error)
 	return true
 }
 
@@ -148,13 +148,13 @@ func writeColoredDiff(w io.Writer, p palette, diff string) {
 	for _, line := range splitLines(diff) {
 		switch {
 		case strings.HasPrefix(line, "+++"), strings.HasPrefix(line, "---"):
-			line = p.bold(line)
+			line = p.Bold(line)
 		case strings.HasPrefix(line, "@@"):
-			line = p.cyan(line)
+			line = p.Info(line)
 		case strings.HasPrefix(line, "+"):
-			line = p.green(line)
+			line = p.Added(line)
 		case strings.HasPrefix(line, "-"):
-			line = p.red(line)
+			line = p.Removed(line)
 		}
 		fmt.Fprintln(w, "  "+line)
 	}
@@ -183,7 +183,7 @@ func printChangeSet(w io.Writer, cs *reconciler.ChangeSet, p palette) {
 		result := "ok"
 		switch {
 		case r.Error != "":
-			result = p.red("failed: " + r.Error)
+			result = p.Error("failed: " + r.Error)
 		case r.Action == reconciler.ActionSkipped:
 			result = r.Reason
 		case len(r.TakenBack) > 0:
@@ -204,9 +204,9 @@ func printChangeSet(w io.Writer, cs *reconciler.ChangeSet, p palette) {
 		}
 	}
 	if failed > 0 {
-		parts = append(parts, p.red(fmt.Sprintf("%d failed", failed)))
+		parts = append(parts, p.Error(fmt.Sprintf("%d failed", failed)))
 	}
-	fmt.Fprintf(w, "%s in %s\n", p.bold("sync: "+strings.Join(parts, ", ")), cs.Duration.Round(1e6))
+	fmt.Fprintf(w, "%s in %s\n", p.Bold("sync: "+strings.Join(parts, ", ")), cs.Duration.Round(1e6))
 }
 
 var pastTense = map[reconciler.Action]string{

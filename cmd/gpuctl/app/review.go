@@ -110,7 +110,7 @@ func writeReview(s Streams, rep *review.Report, o *planOptions, command string) 
 	case "markdown":
 		return review.WriteMarkdown(s.Out, rep, review.MarkdownOptions{Command: command})
 	}
-	return review.WriteText(s.Out, rep, review.TextOptions{Color: newPalette(s.Out, o.color).on})
+	return review.WriteText(s.Out, rep, review.TextOptions{Color: newPalette(s.Out, o.color).On})
 }
 
 // reviewCommand is the command line that reproduces a review, for the markdown's notes.

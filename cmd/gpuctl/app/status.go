@@ -12,7 +12,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
-	"github.com/gpuctl/gpuctl/sources"
 	"github.com/spf13/cobra"
 	sigsyaml "sigs.k8s.io/yaml"
 )
@@ -78,19 +77,19 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 		}
 	}
 	row("Source:", st.Source)
-	rev := sources.ShortID(st.Revision)
+	rev := humanize.Revision(st.Revision)
 	if st.RevisionMessage != "" {
 		rev += "  " + st.RevisionMessage
 	}
 	row("Revision:", rev)
 	if st.AppliedRevision != st.Revision {
-		row("Applied:", sources.ShortID(st.AppliedRevision))
+		row("Applied:", humanize.Revision(st.AppliedRevision))
 	}
 	result := string(st.Result)
 	if st.Result == daemon.ResultSucceeded {
-		result = p.green(result)
+		result = p.OK(result)
 	} else if st.Result != daemon.ResultPending {
-		result = p.red(result)
+		result = p.Error(result)
 	}
 	if st.Message != "" {
 		result += ": " + st.Message

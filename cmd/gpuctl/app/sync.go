@@ -4,14 +4,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
-
+	"github.com/gpuctl/gpuctl/internal/term"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/spf13/cobra"
-	"golang.org/x/term"
 )
 
 func newSyncCommand(s Streams) *cobra.Command {
@@ -86,7 +85,7 @@ inventory apply what they may and prune nothing. Exit code 0: synced;
 				printChangeSet(s.Out, cs, pal)
 			}
 			if err != nil {
-				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("%d objects failed", len(cs.Failed()))}
+				return &ExitError{Code: ExitTrouble, Err: errors.New(humanize.Plural(len(cs.Failed()), "object") + " failed")}
 			}
 			return nil
 		},
@@ -126,8 +125,7 @@ func finishPlanOnly(s Streams, output string, plan *reconciler.Plan, pal palette
 // progressLine reports apply progress: one rewritten line on a terminal, else a line every
 // tenth of the work.
 func progressLine(w io.Writer) reconciler.Progress {
-	f, ok := w.(*os.File)
-	tty := ok && term.IsTerminal(int(f.Fd()))
+	tty := term.IsTerminal(w)
 	lastTenth := -1
 	return func(done, total int, r reconciler.Result) {
 		status := "ok"

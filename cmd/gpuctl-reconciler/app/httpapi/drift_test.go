@@ -38,7 +38,7 @@ func testDrift(now time.Time) (drift.Report, []drift.Entry) {
 			GPUs: 8, Changed: tm(2 * time.Hour), Detected: *tm(2 * time.Hour)},
 	}
 	drift.Sort(items)
-	rep := drift.Report{Generated: now.Add(-time.Minute), Mode: "report", Revision: "main@0123456789abcdef0123",
+	rep := drift.Report{Generated: now.Add(-time.Minute), Mode: drift.ModeReport, Revision: "main@0123456789abcdef0123",
 		Items: items}
 	hist := []drift.Entry{
 		{Time: now.Add(-30 * time.Hour), Change: drift.Detected, Item: drift.Item{Category: drift.Modified,

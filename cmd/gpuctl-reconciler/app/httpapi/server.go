@@ -38,7 +38,7 @@ type Options struct {
 	Backend Backend
 	// Kube reads the cluster. Without it, jobs, pools, nodes and quotas answer 500.
 	Kube kubernetes.Interface
-	// SystemNamespace holds the pool registry (default gpuctl-system).
+	// SystemNamespace holds the pool registry (default keys.SystemNamespace).
 	SystemNamespace string
 	// Tokens resolves bearer tokens. Without it, every /api/v1 request answers 401.
 	Tokens TokenSource

@@ -17,7 +17,6 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
-	"github.com/gpuctl/gpuctl/sources"
 )
 
 // The web page: one server-rendered HTML document, its stylesheet inlined, no script and no
@@ -223,9 +222,9 @@ func (s *server) uiStatus(ctx context.Context) uiStatus {
 	if err != nil {
 		return uiStatus{Err: s.sectionError("status", err)}
 	}
-	out := uiStatus{St: st, ResultClass: resultClass(st.Result), Applied: shortRevision(st.AppliedRevision)}
+	out := uiStatus{St: st, ResultClass: resultClass(st.Result), Applied: humanize.Revision(st.AppliedRevision)}
 	if st.Revision != "" && st.Revision != st.AppliedRevision {
-		out.Attempted = shortRevision(st.Revision)
+		out.Attempted = humanize.Revision(st.Revision)
 	}
 	out.Errors = st.Errors
 	if len(out.Errors) > uiStatusErrors {
@@ -246,15 +245,12 @@ func resultClass(r daemon.Result) string {
 	return "neutral"
 }
 
-// shortRevision shortens a revision for the page ("main@<40 hex digits>" to 12 digits).
-var shortRevision = sources.ShortID
-
 func (s *server) uiDrift(ctx context.Context, now time.Time) uiDrift {
 	rep, err := s.drift(ctx, defaultDriftSince, now)
 	if err != nil {
 		return uiDrift{Err: s.sectionError("drift", err)}
 	}
-	out := uiDrift{Summary: rep.Summary(), Report: rep, Revision: shortRevision(rep.Revision),
+	out := uiDrift{Summary: rep.Summary(), Report: rep, Revision: humanize.Revision(rep.Revision),
 		Clean: len(rep.Items) == 0 && rep.Truncated == 0}
 	for _, it := range rep.Items {
 		ui := uiItem{Category: string(it.Category), Object: it.Object.String(), Source: it.Source,

@@ -224,7 +224,7 @@ func TestPageEscapes(t *testing.T) {
 	h, b := testServer(t)
 	evil := `<script>alert(1)</script>`
 	b.status.Message = evil
-	b.drift = drift.Report{Mode: "report", Items: []drift.Item{{
+	b.drift = drift.Report{Mode: drift.ModeReport, Items: []drift.Item{{
 		Object:   object.Ref{Kind: "Deployment", Namespace: "bob", Name: `x"><img src=x onerror=alert(1)>`},
 		Category: drift.Shadow, Message: evil, Manager: `"><b>mallory</b>`, GPUs: 1,
 		Fields: []drift.Field{{Path: "spec.x", Live: evil, Desired: map[string]any{"a": "</code>"}}},
@@ -244,20 +244,6 @@ func TestPageEscapes(t *testing.T) {
 	}
 }
 
-func TestShortRevision(t *testing.T) {
-	for in, want := range map[string]string{
-		"":            "",
-		"main@abc123": "main@abc123",
-		"main@0123456789abcdef0123456789abcdef01234567": "main@0123456789ab",
-		"0123456789abcdef0123456789abcdef01234567":      "0123456789ab",
-		"local@sha256-not-a-hash-really":                "local@sha256-not-a-hash-really",
-	} {
-		if got := shortRevision(in); got != want {
-			t.Errorf("shortRevision(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 // TestPageReadsAsAPersonWrites: the page says "1 GPU", rounds durations ("took 312ms"),
 // prints ages as kubectl does ("37s ago"), shortens every revision to 12 digits (the whole one
 // in the title), and says why a resolved drift item resolved.
@@ -271,7 +257,7 @@ func TestPageReadsAsAPersonWrites(t *testing.T) {
 	shadow := drift.Item{Object: object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "bob", Name: "quick"},
 		Category: drift.Shadow, Message: "requests 1 GPU in namespace bob, which gpuctl manages, and is not in Git", GPUs: 1, Manager: "kubectl-create",
 		Detected: now.Add(-3 * time.Hour)}
-	b.drift = drift.Report{Generated: now.Add(-2 * 24 * time.Hour), Mode: "report", Revision: full, Items: []drift.Item{shadow}}
+	b.drift = drift.Report{Generated: now.Add(-2 * 24 * time.Hour), Mode: drift.ModeReport, Revision: full, Items: []drift.Item{shadow}}
 	done := shadow
 	done.Object.Name = "done"
 	b.hist = []drift.Entry{

@@ -17,7 +17,7 @@ func TestValueDisplayAcrossMedia(t *testing.T) {
 	h, b := testServer(t)
 	now := time.Now()
 	limits := map[string]any{"nvidia.com/gpu": int64(2), "memory": "64Gi"}
-	b.drift = drift.Report{Generated: now, Mode: "report", Items: []drift.Item{{
+	b.drift = drift.Report{Generated: now, Mode: drift.ModeReport, Items: []drift.Item{{
 		Object:   object.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "bob", Name: "llm"},
 		Category: drift.Modified, Detected: now, Manager: "kubectl-edit",
 		Fields: []drift.Field{{Path: "spec.limits", Desired: limits}, {Path: "spec.replicas", Live: int64(3), Desired: int64(1)}},

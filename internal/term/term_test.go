@@ -1,0 +1,56 @@
+package term
+
+import (
+	"bytes"
+	"os"
+	"testing"
+)
+
+func TestPalette(t *testing.T) {
+	on := Palette{On: true}
+	for name, tc := range map[string]struct{ got, want string }{
+		"added":   {on.Added("x"), "\x1b[32mx\x1b[0m"},
+		"changed": {on.Changed("x"), "\x1b[33mx\x1b[0m"},
+		"removed": {on.Removed("x"), "\x1b[31mx\x1b[0m"},
+		"error":   {on.Error("x"), "\x1b[31mx\x1b[0m"},
+		"warning": {on.Warning("x"), "\x1b[33mx\x1b[0m"},
+		"info":    {on.Info("x"), "\x1b[36mx\x1b[0m"},
+		"ok":      {on.OK("x"), "\x1b[32mx\x1b[0m"},
+		"bold":    {on.Bold("x"), "\x1b[1mx\x1b[0m"},
+		"off":     {Palette{}.Error("x"), "x"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("%s: %q, want %q", name, tc.got, tc.want)
+		}
+	}
+}
+
+// TestNewPalette: always and never decide; auto colours a terminal only, and never with
+// NO_COLOR set.
+func TestNewPalette(t *testing.T) {
+	var buf bytes.Buffer
+	if !NewPalette(&buf, "always").On || NewPalette(&buf, "never").On || NewPalette(&buf, "auto").On {
+		t.Error("always colours, never and auto on a buffer do not")
+	}
+	devNull, err := os.Open(os.DevNull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer devNull.Close()
+	if IsTerminal(devNull) || NewPalette(devNull, "auto").On {
+		t.Errorf("%s is not a terminal", os.DevNull)
+	}
+	tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0)
+	if err != nil {
+		t.Skip("no terminal to test auto on:", err)
+	}
+	defer tty.Close()
+	t.Setenv("NO_COLOR", "")
+	if !NewPalette(tty, "auto").On {
+		t.Error("auto does not colour a terminal")
+	}
+	t.Setenv("NO_COLOR", "1")
+	if NewPalette(tty, "auto").On {
+		t.Error("auto colours a terminal with NO_COLOR set")
+	}
+}
