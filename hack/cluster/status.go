@@ -11,9 +11,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // status reports whether the cluster runs and is ready, and lists its nodes. It fails when the
@@ -24,7 +24,7 @@ func status(dir string) error {
 		return fmt.Errorf("not running (no live serve process in %s)", dir)
 	}
 	kubeconfig := filepath.Join(dir, "kubeconfig")
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	cfg, err := (&kube.Options{Kubeconfig: kubeconfig}).RESTConfig(kube.UserAgent("gpuctl-cluster"))
 	if err != nil {
 		return fmt.Errorf("serve runs (pid %d) but: %w", pid, err)
 	}
