@@ -41,6 +41,17 @@ type LogOptions struct {
 	Previous bool
 }
 
+// Validate refuses options that Logs would refuse, with a *FilterError.
+func (o LogOptions) Validate() error {
+	if o.Follow && o.Previous {
+		return filterErrorf("previous", "cannot be combined with follow")
+	}
+	if o.Since < 0 {
+		return filterErrorf("since", "want a positive duration, got %s", o.Since)
+	}
+	return nil
+}
+
 // DefaultLogOptions shows every line of the job's current pods, once.
 func DefaultLogOptions() LogOptions { return LogOptions{Tail: -1} }
 
@@ -89,11 +100,8 @@ func (e *NoLogsError) Error() string {
 // an error from it ends Logs with that error. A pod that opts.Pod names but the job does not
 // have is a *NotFoundError; refused options are a *FilterError.
 func (r *Reader) Logs(ctx context.Context, id string, opts LogOptions, emit func(LogLine) error) error {
-	if opts.Follow && opts.Previous {
-		return filterErrorf("previous", "cannot be combined with follow")
-	}
-	if opts.Since < 0 {
-		return filterErrorf("since", "want a positive duration, got %s", opts.Since)
+	if err := opts.Validate(); err != nil {
+		return err
 	}
 	wl, err := r.findWorkload(ctx, id)
 	if err != nil {

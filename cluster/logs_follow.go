@@ -29,8 +29,8 @@ type follower struct {
 	wg   sync.WaitGroup
 
 	mu      sync.Mutex
-	started map[string]bool                    // "<pod uid>/<container>/<restarts>"
-	cancels map[types.UID][]context.CancelFunc // the streams of each pod
+	started map[string]bool                 // "<pod>/<pod uid>/<container>/<restarts>"
+	cancels map[podKey][]context.CancelFunc // the streams of each pod
 }
 
 // followLogs follows the logs of the workload's pods until ctx ends or emit fails: the
@@ -39,7 +39,7 @@ type follower struct {
 func (r *Reader) followLogs(ctx context.Context, wl workload, opts LogOptions, emit func(LogLine) error) error {
 	ctx, stop := context.WithCancelCause(ctx)
 	f := &follower{r: r, opts: opts, emit: emit, ctx: ctx, stop: stop,
-		started: map[string]bool{}, cancels: map[types.UID][]context.CancelFunc{}}
+		started: map[string]bool{}, cancels: map[podKey][]context.CancelFunc{}}
 	factory := informers.NewSharedInformerFactoryWithOptions(r.Client, 0,
 		informers.WithNamespace(wl.meta.Namespace),
 		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -70,7 +70,7 @@ func (r *Reader) followLogs(ctx context.Context, wl workload, opts LogOptions, e
 				obj = d.Obj
 			}
 			if p, ok := obj.(*corev1.Pod); ok {
-				f.stopPod(p.UID)
+				f.stopPod(keyOf(p))
 			}
 		},
 	})
@@ -112,7 +112,7 @@ func (f *follower) startPod(p *corev1.Pod, initial bool) {
 		if st == nil || !containerStarted(p, c.Name) {
 			continue
 		}
-		key := string(p.UID) + "/" + c.Name + "/" + strconv.Itoa(int(st.RestartCount))
+		key := p.Name + "/" + string(p.UID) + "/" + c.Name + "/" + strconv.Itoa(int(st.RestartCount))
 		if f.started[key] {
 			continue
 		}
@@ -122,7 +122,7 @@ func (f *follower) startPod(p *corev1.Pod, initial bool) {
 			opts.Tail, opts.Since = f.opts.Tail, f.opts.Since
 		}
 		ctx, cancel := context.WithCancel(f.ctx)
-		f.cancels[p.UID] = append(f.cancels[p.UID], cancel)
+		f.cancels[keyOf(p)] = append(f.cancels[keyOf(p)], cancel)
 		pod := p.DeepCopy()
 		f.wg.Go(func() {
 			defer cancel()
@@ -131,14 +131,22 @@ func (f *follower) startPod(p *corev1.Pod, initial bool) {
 	}
 }
 
+// podKey is a pod instance: a pod deleted and created again under its name is another.
+type podKey struct {
+	name string
+	uid  types.UID
+}
+
+func keyOf(p *corev1.Pod) podKey { return podKey{p.Name, p.UID} }
+
 // stopPod ends the streams of a deleted pod.
-func (f *follower) stopPod(uid types.UID) {
+func (f *follower) stopPod(k podKey) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for _, cancel := range f.cancels[uid] {
+	for _, cancel := range f.cancels[k] {
 		cancel()
 	}
-	delete(f.cancels, uid)
+	delete(f.cancels, k)
 }
 
 // stream follows one container instance until its log ends or ctx ends. A log that cannot

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
@@ -161,5 +162,40 @@ func TestEventsOfJobs(t *testing.T) {
 	}
 	if none, err := r.Events(ctx, "bob"); err != nil || len(none.Items) != 0 {
 		t.Errorf("bob's events: %+v, %v", none.Items, err)
+	}
+}
+
+// A follow shows the running containers' lines, then those of a pod created after it began,
+// and ends without error when its context ends.
+func TestLogsFollowPicksUpNewPods(t *testing.T) {
+	r := testReader(t, fx.Job("alice", "sft", "training-pool", 8, batchv1.JobStatus{Active: 2}), runningPod("sft-0-a", "sft", 0, "0"))
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	opts := DefaultLogOptions()
+	opts.Follow = true
+	lines := make(chan LogLine, 10)
+	done := make(chan error)
+	go func() { done <- r.Logs(ctx, "sft", opts, func(l LogLine) error { lines <- l; return nil }) }()
+	next := func() string {
+		select {
+		case l := <-lines:
+			return l.Format(nil)
+		case <-time.After(5 * time.Second):
+			return "(nothing within 5s)"
+		}
+	}
+	if l := next(); l != "[rank-0] fake logs" {
+		t.Fatalf("first line %q", l)
+	}
+	time.Sleep(100 * time.Millisecond) // the watch is open
+	if _, err := r.Client.CoreV1().Pods("alice").Create(ctx, runningPod("sft-1-b", "sft", 0, "1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l := next(); l != "[rank-1] fake logs" {
+		t.Fatalf("line of the new pod %q", l)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("follow ended with %v", err)
 	}
 }
