@@ -40,6 +40,28 @@
 // A quota is a ResourceQuota labelled g8s.host/quota; its user is its namespace. Used is what
 // the API server's quota controller counts, for the resources that the quota limits.
 //
+// # Logs and events
+//
+// Reader.Logs streams the log lines of a job's pods through the API server (pods/log), each
+// with a prefix that names its source: "rank-<i>" for a pod of an indexed Job (one per node of
+// a multi-node training), else the pod name. It keeps to the current pods (a retried pod's
+// failed predecessor only with AllPods), takes the last Tail lines, those of the last Since,
+// those that contain Grep; with Follow it streams until the context ends and picks up the
+// containers that start or restart meanwhile, as stern does. It calls back with each line, so
+// the CLI can colour the prefix and the API stream plain text:
+//
+//	opts := cluster.DefaultLogOptions()
+//	opts.Follow, opts.Tail = true, 10
+//	err := r.Logs(ctx, "alice.sft", opts, func(l cluster.LogLine) error {
+//		_, err := fmt.Fprintln(w, l.Format(nil)) // "[rank-0] epoch 3 loss 0.5"
+//		return err
+//	})
+//
+// A job none of whose containers has started has no log yet: a *NoLogsError. Reader.JobEvents
+// and Reader.Events return the Kubernetes events of a job's objects (its Job, Deployment or
+// StatefulSet, a Deployment's ReplicaSets, its pods) and of every job, oldest first.
+//
 // Unknown jobs, pools, nodes and users are *NotFoundError. The reader reads the cluster with
-// plain List and Get calls on every call and keeps nothing.
+// plain List and Get calls on every call and keeps nothing (a followed log watches the job's
+// pods while it runs).
 package cluster

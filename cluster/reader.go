@@ -15,7 +15,8 @@ import (
 type Reader struct {
 	// Client reads the cluster; it must not be nil. It needs list and get on jobs,
 	// deployments, statefulsets, pods, nodes and resourcequotas cluster-wide, and list on
-	// configmaps in Namespace.
+	// configmaps in Namespace; Logs needs get on pods/log and watch on pods, JobEvents and
+	// Events list on events and replicasets.
 	Client kubernetes.Interface
 	// Namespace is the system namespace, which holds the pool registry; "" means
 	// keys.SystemNamespace.

@@ -1,6 +1,7 @@
 package term
 
 import (
+	"hash/fnv"
 	"io"
 	"os"
 
@@ -71,3 +72,14 @@ func (p Palette) OK(s string) string { return p.paint(green, s) }
 
 // Bold paints a heading or a summary.
 func (p Palette) Bold(s string) string { return p.paint(bold, s) }
+
+// sourceColours are the colours of Source, one per log source.
+var sourceColours = []string{"36", "32", "33", "35", "34", "96", "92", "93", "95", "94"}
+
+// Source paints the name of a log source (a pod, a rank) in a colour of its own, chosen by a
+// hash of the name, so that the lines of one pod keep one colour, as stern prints them.
+func (p Palette) Source(s string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(s))
+	return p.paint(sourceColours[h.Sum32()%uint32(len(sourceColours))], s)
+}

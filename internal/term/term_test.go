@@ -3,6 +3,7 @@ package term
 import (
 	"bytes"
 	"os"
+	"strings"
 	"testing"
 )
 
@@ -52,5 +53,21 @@ func TestNewPalette(t *testing.T) {
 	t.Setenv("NO_COLOR", "1")
 	if NewPalette(tty, "auto").On {
 		t.Error("auto colours a terminal with NO_COLOR set")
+	}
+}
+
+// TestSourceKeepsOneColourPerName: a log source is painted the same way every time, two
+// sources get different colours here, and without colour the name is left as it is.
+func TestSourceKeepsOneColourPerName(t *testing.T) {
+	p := Palette{On: true}
+	a, b := p.Source("rank-0"), p.Source("rank-1")
+	if a != p.Source("rank-0") || !strings.Contains(a, "rank-0") || !strings.HasPrefix(a, "\x1b[") {
+		t.Errorf("Source(rank-0) = %q, not stable or not coloured", a)
+	}
+	if a[:5] == b[:5] {
+		t.Errorf("rank-0 and rank-1 share a colour: %q %q", a, b)
+	}
+	if got := (Palette{}).Source("rank-0"); got != "rank-0" {
+		t.Errorf("without colour: %q", got)
 	}
 }

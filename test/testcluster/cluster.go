@@ -62,6 +62,9 @@ type Cluster struct {
 	firstDead *process
 	stopOnce  sync.Once
 	stopErr   error
+
+	logsMu  sync.Mutex
+	podLogs map[string][]string // "<namespace>/<pod>" → containers with a log file (WritePodLog)
 }
 
 // Start starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, creates
@@ -185,7 +188,14 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	c.logf("kube-apiserver ready at %s after %s", c.server, c.since())
-	kwok, err := kwokArgs(c.Dir, c.Kubeconfig)
+	// kwok reads its Logs and ClusterLogs from the cluster: their CRDs come first.
+	if err := c.applyYAML(ctx, "kwok-crds.yaml", kwokCRDs); err != nil {
+		return fmt.Errorf("install kwok's CRDs: %w", err)
+	}
+	if err := c.waitLogsAPI(ctx); err != nil {
+		return err
+	}
+	kwok, err := kwokArgs(c.Dir, c.Kubeconfig, p, creds)
 	if err != nil {
 		return err
 	}

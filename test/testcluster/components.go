@@ -14,11 +14,15 @@ const (
 	kubernetesServiceIP = "10.96.0.1"
 	// saIssuer is the service-account token issuer.
 	saIssuer = "https://kubernetes.default.svc.cluster.local"
+	// NodeIP is the InternalIP of every fake node and the host IP of their pods: the address
+	// of kwok's server, which answers as the nodes' kubelet (pod logs).
+	NodeIP = "127.0.0.1"
 )
 
 // ports are the 127.0.0.1 ports of one cluster.
 type ports struct {
 	etcdClient, etcdPeer, apiserver int
+	kubelet                         int // kwok's server: every fake node's kubelet endpoint
 }
 
 // etcdURL is the client URL of etcd.
@@ -42,7 +46,8 @@ func etcdArgs(dir string, p ports) []string {
 }
 
 // apiserverArgs serves on 127.0.0.1 with the generated certificates, authenticates the admin by
-// token and authorizes with Node and RBAC.
+// token and authorizes with Node and RBAC. It reaches a node's kubelet (pod logs) at the node's
+// InternalIP, verifying kwok's serving certificate against the cluster CA.
 func apiserverArgs(dir string, p ports, creds *credentials) []string {
 	f := creds.files
 	return []string{
@@ -63,6 +68,10 @@ func apiserverArgs(dir string, p ports, creds *credentials) []string {
 		"--service-cluster-ip-range=" + ServiceCIDR,
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
+		"--kubelet-preferred-address-types=InternalIP",
+		"--kubelet-certificate-authority=" + f.caCert,
+		"--kubelet-client-certificate=" + f.kubeletClientCert,
+		"--kubelet-client-key=" + f.kubeletClientKey,
 		"--profiling=false",
 	}
 }
@@ -98,11 +107,11 @@ func schedulerArgs(kubeconfig string) []string {
 
 // newPorts picks free ports for every component.
 func newPorts() (ports, error) {
-	free, err := freePorts(3)
+	free, err := freePorts(4)
 	if err != nil {
 		return ports{}, err
 	}
-	return ports{free[0], free[1], free[2]}, nil
+	return ports{free[0], free[1], free[2], free[3]}, nil
 }
 
 // apiserverURL is the API server's address for clients.

@@ -19,6 +19,13 @@
 //		_ = client
 //	}
 //
+// Pods have logs that go through the API server's real path: kube-apiserver asks the node's
+// kubelet endpoint (kwok's server, at NodeIP, TLS from the cluster CA), which reads the file that
+// a kwok Logs object names for the container. [Cluster.WritePodLog] appends lines to that file,
+// so GET pods/{name}/log (kubectl logs, -f included) returns them:
+//
+//	err := c.WritePodLog(ctx, testcluster.LogTarget{Namespace: ns, Pod: pod, Container: "main"}, "epoch 1 loss 0.9")
+//
 // If the cluster cannot start, Main prints why and the package fails; it never skips. Outside
 // tests, use [Start] and [Cluster.Stop], or `go run ./hack/cluster up` for a long-running cluster.
 package testcluster

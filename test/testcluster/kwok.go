@@ -2,8 +2,10 @@ package testcluster
 
 import (
 	_ "embed"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 )
 
 // Node annotation that marks a node as fake and managed by kwok.
@@ -20,8 +22,17 @@ const (
 //go:embed kwok.yaml
 var kwokConfig []byte
 
-// kwokArgs writes the kwok configuration into dir and returns kwok's command line.
-func kwokArgs(dir, kubeconfig string) ([]string, error) {
+// kwokCRDs are the CustomResourceDefinitions of kwok's Logs and ClusterLogs, which kwok reads
+// from the cluster (--enable-crds) to serve pod logs from files (see Cluster.WritePodLog).
+//
+//go:embed kwok-crds.yaml
+var kwokCRDs []byte
+
+// kwokArgs writes the kwok configuration into dir and returns kwok's command line. kwok's
+// server listens on NodeIP:p.kubelet with the certificate the cluster CA signed for it; the
+// nodes report that port as their kubelet endpoint and NodeIP as their InternalIP, so that
+// the API server's pod-log requests reach it.
+func kwokArgs(dir, kubeconfig string, p ports, creds *credentials) ([]string, error) {
 	path := filepath.Join(dir, "kwok.yaml")
 	if err := os.WriteFile(path, kwokConfig, 0o644); err != nil {
 		return nil, err
@@ -31,5 +42,11 @@ func kwokArgs(dir, kubeconfig string) ([]string, error) {
 		"--config=" + path,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + KwokAnnotation + "=" + KwokAnnotationValue,
+		"--node-ip=" + NodeIP,
+		"--node-port=" + strconv.Itoa(p.kubelet),
+		"--server-address=" + net.JoinHostPort(NodeIP, strconv.Itoa(p.kubelet)),
+		"--tls-cert-file=" + creds.files.kwokCert,
+		"--tls-private-key-file=" + creds.files.kwokKey,
+		"--enable-crds=Logs,ClusterLogs",
 	}, nil
 }

@@ -33,6 +33,12 @@ func (c *Cluster) ApplyFile(ctx context.Context, path string) error {
 	if err != nil {
 		return err
 	}
+	return c.applyYAML(ctx, path, data)
+}
+
+// applyYAML applies every object of a YAML stream as ApplyFile does; name names the stream in
+// errors.
+func (c *Cluster) applyYAML(ctx context.Context, name string, data []byte) error {
 	cfg := c.RESTConfig()
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -49,7 +55,7 @@ func (c *Cluster) ApplyFile(ctx context.Context, path string) error {
 		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
 			return nil
 		} else if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		if len(u.Object) == 0 {
 			continue
@@ -57,14 +63,14 @@ func (c *Cluster) ApplyFile(ctx context.Context, path string) error {
 		gvk := u.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
-			return fmt.Errorf("%s: %s %s: %w", path, gvk.Kind, u.GetName(), err)
+			return fmt.Errorf("%s: %s %s: %w", name, gvk.Kind, u.GetName(), err)
 		}
 		ri := dynamic.ResourceInterface(dyn.Resource(m.Resource))
 		if u.GetNamespace() != "" {
 			ri = dyn.Resource(m.Resource).Namespace(u.GetNamespace())
 		}
 		if _, err := ri.Apply(ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: "testcluster", Force: true}); err != nil {
-			return fmt.Errorf("%s: %s %s: %w", path, gvk.Kind, u.GetName(), err)
+			return fmt.Errorf("%s: %s %s: %w", name, gvk.Kind, u.GetName(), err)
 		}
 	}
 }

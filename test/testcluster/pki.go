@@ -30,6 +30,9 @@ type pkiFiles struct {
 	serverCert, serverKey string // kube-apiserver serving certificate
 	saKey, saPub          string // service-account token signing key pair (RSA)
 	tokens                string // --token-auth-file
+	kwokCert, kwokKey     string // kwok's serving certificate: the fake nodes' kubelet endpoint
+	kubeletClientCert     string // kube-apiserver's client certificate towards the kubelets
+	kubeletClientKey      string
 }
 
 // credentials are generated per cluster and never leave its Dir.
@@ -48,12 +51,27 @@ func writeCredentials(dir string) (*credentials, error) {
 		dir: d, caCert: filepath.Join(d, "ca.crt"), caKey: filepath.Join(d, "ca.key"),
 		serverCert: filepath.Join(d, "apiserver.crt"), serverKey: filepath.Join(d, "apiserver.key"),
 		saKey: filepath.Join(d, "sa.key"), saPub: filepath.Join(d, "sa.pub"),
-		tokens: filepath.Join(d, "tokens.csv"),
+		tokens:   filepath.Join(d, "tokens.csv"),
+		kwokCert: filepath.Join(d, "kwok.crt"), kwokKey: filepath.Join(d, "kwok.key"),
+		kubeletClientCert: filepath.Join(d, "apiserver-kubelet-client.crt"),
+		kubeletClientKey:  filepath.Join(d, "apiserver-kubelet-client.key"),
 	}
 	if err := os.MkdirAll(d, 0o700); err != nil {
 		return nil, err
 	}
-	caPEM, caKeyPEM, srvPEM, srvKeyPEM, err := tlsPair()
+	ca, err := newCA()
+	if err != nil {
+		return nil, err
+	}
+	srvPEM, srvKeyPEM, err := ca.sign(apiserverCert())
+	if err != nil {
+		return nil, err
+	}
+	kwokPEM, kwokKeyPEM, err := ca.sign(kubeletCert())
+	if err != nil {
+		return nil, err
+	}
+	clientPEM, clientKeyPEM, err := ca.sign(kubeletClientCert())
 	if err != nil {
 		return nil, err
 	}
@@ -67,60 +85,108 @@ func writeCredentials(dir string) (*credentials, error) {
 	}
 	tokens := fmt.Sprintf("%s,%s,%s,%q\n", token, adminUser, adminUser, adminGroup)
 	files := map[string][]byte{
-		f.caCert: caPEM, f.caKey: caKeyPEM, f.serverCert: srvPEM, f.serverKey: srvKeyPEM,
+		f.caCert: ca.certPEM, f.caKey: ca.keyPEM, f.serverCert: srvPEM, f.serverKey: srvKeyPEM,
 		f.saKey: saKeyPEM, f.saPub: saPubPEM, f.tokens: []byte(tokens),
+		f.kwokCert: kwokPEM, f.kwokKey: kwokKeyPEM, f.kubeletClientCert: clientPEM, f.kubeletClientKey: clientKeyPEM,
 	}
 	for path, data := range files {
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			return nil, err
 		}
 	}
-	return &credentials{caPEM: caPEM, token: token, files: f}, nil
+	return &credentials{caPEM: ca.certPEM, token: token, files: f}, nil
 }
 
-// tlsPair returns a fresh ECDSA CA and a serving certificate it signed, all PEM-encoded.
-func tlsPair() (caPEM, caKeyPEM, srvPEM, srvKeyPEM []byte, err error) {
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+// certValidity is how long the generated certificates are valid, from an hour ago.
+const certValidity = 10 * 365 * 24 * time.Hour
+
+// authority is the cluster CA: it signs the serving and client certificates and the CSRs.
+type authority struct {
+	cert            *x509.Certificate
+	key             *ecdsa.PrivateKey
+	certPEM, keyPEM []byte
+	serial          int64
+}
+
+// newCA returns a fresh ECDSA CA.
+func newCA() (*authority, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
 	now := time.Now().Add(-time.Hour)
-	ca := &x509.Certificate{
+	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gpuctl-testcluster-ca"},
-		NotBefore: now, NotAfter: now.Add(10 * 365 * 24 * time.Hour),
+		NotBefore: now, NotAfter: now.Add(certValidity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature | x509.KeyUsageCRLSign,
 		BasicConstraintsValid: true, IsCA: true,
 	}
-	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	cert, err := x509.ParseCertificate(der)
 	if err != nil {
-		return nil, nil, nil, nil, err
+		return nil, err
 	}
-	srv := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "kube-apiserver"},
-		NotBefore: now, NotAfter: now.Add(10 * 365 * 24 * time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
+	keyPEM, err := ecKeyPEM(key)
+	if err != nil {
+		return nil, err
+	}
+	return &authority{cert: cert, key: key, certPEM: certPEM(der), keyPEM: keyPEM, serial: 1}, nil
+}
+
+// sign issues a certificate of the template (its subject, names and usages) for a fresh key,
+// valid for certValidity, and returns both PEM-encoded.
+func (ca *authority) sign(tmpl *x509.Certificate) (certPEMBytes, keyPEMBytes []byte, err error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, nil, err
+	}
+	ca.serial++
+	now := time.Now().Add(-time.Hour)
+	tmpl.SerialNumber, tmpl.NotBefore, tmpl.NotAfter = big.NewInt(ca.serial), now, now.Add(certValidity)
+	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, &key.PublicKey, ca.key)
+	if err != nil {
+		return nil, nil, err
+	}
+	keyPEMBytes, err = ecKeyPEM(key)
+	if err != nil {
+		return nil, nil, err
+	}
+	return certPEM(der), keyPEMBytes, nil
+}
+
+// apiserverCert is the API server's serving certificate: 127.0.0.1 and its in-cluster names.
+func apiserverCert() *x509.Certificate {
+	return &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver"},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("::1"), net.ParseIP(kubernetesServiceIP)},
 		DNSNames: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc",
 			"kubernetes.default.svc.cluster.local"},
 	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srv, ca, &srvKey.PublicKey, caKey)
-	if err != nil {
-		return nil, nil, nil, nil, err
+}
+
+// kubeletCert is kwok's serving certificate, the kubelet endpoint of every fake node: the
+// nodes' InternalIP is NodeIP.
+func kubeletCert() *x509.Certificate {
+	return &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kwok-kubelet"},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP(NodeIP)},
+		DNSNames:    []string{"localhost"},
 	}
-	caKeyPEM, err = ecKeyPEM(caKey)
-	if err != nil {
-		return nil, nil, nil, nil, err
+}
+
+// kubeletClientCert is the API server's client certificate towards the kubelets, as kubeadm
+// issues it (kwok does not check it; a kubelet would).
+func kubeletClientCert() *x509.Certificate {
+	return &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "kube-apiserver-kubelet-client", Organization: []string{adminGroup}},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
 	}
-	srvKeyPEM, err = ecKeyPEM(srvKey)
-	if err != nil {
-		return nil, nil, nil, nil, err
-	}
-	return certPEM(caDER), caKeyPEM, certPEM(srvDER), srvKeyPEM, nil
 }
 
 // serviceAccountKey returns a fresh RSA key pair for signing service-account tokens.

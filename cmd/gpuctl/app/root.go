@@ -67,7 +67,7 @@ resource pools, per-user quotas) into Kubernetes objects.
 	}
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newVersionCommand(s))
+	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newLogsCommand(s), newEventsCommand(s), newVersionCommand(s))
 	return root
 }
 

@@ -24,6 +24,8 @@
 //	GET  /api/v1/drift               ?since=24h → drift.Report plus "summary"; "history" of since
 //	GET  /api/v1/jobs                ?kind&pool&status&page&pageSize → cluster.JobList
 //	GET  /api/v1/jobs/{jobId}        cluster.JobDetail
+//	GET  /api/v1/jobs/{jobId}/logs   ?tail&since&grep&pod&previous&allPods&follow → text/plain lines
+//	GET  /api/v1/jobs/{jobId}/events cluster.EventList
 //	GET  /api/v1/pools               cluster.PoolList
 //	GET  /api/v1/pools/{name}        cluster.PoolDetail
 //	GET  /api/v1/nodes               ?pool&gpuType&status&page&pageSize → cluster.NodeList
@@ -43,6 +45,17 @@
 // 20). The filters are cluster.JobFilter and cluster.NodeFilter: kind, pool and status (in any
 // case, with or without a space, dash or underscore) of jobs; pool, gpuType (with or without
 // the g8s.host/ prefix) and status (Ready or NotReady) of nodes.
+//
+// GET /api/v1/jobs/{jobId}/logs answers the log lines of the job's pods as plain text, one
+// "[<prefix>] <line>" per line as gpuctl logs prints them (cluster.LogLine.Format): tail is the
+// last lines of each container (default 100, -1 for all), since a Go duration, grep a
+// substring, pod one pod of the job, previous the previous instance of each container and
+// allPods the pods that a retry replaced too (see cluster.LogOptions). A job with no started
+// container answers 404 (cluster.NoLogsError). With follow=true it answers 200 at once and
+// streams chunked, each line flushed as it is written and the pods that start later picked
+// up, until the client closes the connection; the server's read and write timeouts are
+// lifted for that request. GET /api/v1/jobs/{jobId}/events answers the events of the job's
+// objects and pods, oldest first.
 //
 // GET /api/v1/drift answers the daemon's drift report (drift.Report: where the cluster differs
 // from Git, who changed it, shadow GPU workloads) with its summary line and, in "history", the

@@ -33,9 +33,15 @@ func limitBody(max int64, h http.Handler) http.Handler {
 // Every other route stays under the server's timeouts: a route that streams must be wrapped.
 func Streaming(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		_ = rc.SetReadDeadline(time.Time{})  // not supported: the server has no deadlines to lift
-		_ = rc.SetWriteDeadline(time.Time{}) // ditto
+		liftDeadlines(w)
 		h.ServeHTTP(w, r)
 	})
+}
+
+// liftDeadlines lifts the read and write deadlines of the request's connection, as Streaming
+// does, for a handler that streams only some of its answers.
+func liftDeadlines(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})  // not supported: the server has no deadlines to lift
+	_ = rc.SetWriteDeadline(time.Time{}) // ditto
 }

@@ -122,6 +122,8 @@ func (s *server) routes(mux *http.ServeMux) {
 	get("/api/v1/drift", s.getDrift)
 	get("/api/v1/jobs", fromCluster(s, listJobs))
 	get("/api/v1/jobs/{jobId}", fromCluster(s, getJob))
+	get("/api/v1/jobs/{jobId}/logs", s.getLogs)
+	get("/api/v1/jobs/{jobId}/events", fromCluster(s, getEvents))
 	get("/api/v1/pools", fromCluster(s, listPools))
 	get("/api/v1/pools/{name}", fromCluster(s, getPool))
 	get("/api/v1/nodes", fromCluster(s, listNodes))

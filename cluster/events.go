@@ -1,0 +1,162 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// EventList is the events of one job or of all jobs, the answer of GET /api/v1/jobs/{jobId}/events.
+type EventList struct {
+	// Items are oldest first, by the time each was last seen.
+	Items []Event `json:"items"`
+}
+
+// Event is one Kubernetes event about a job's object or pod.
+type Event struct {
+	// LastSeen is when the event last happened; FirstSeen when it first did.
+	LastSeen  time.Time `json:"lastSeen"`
+	FirstSeen time.Time `json:"firstSeen"`
+	// Type is Normal or Warning.
+	Type   string `json:"type"`
+	Reason string `json:"reason"`
+	// JobID is the job the object belongs to.
+	JobID     string `json:"jobId"`
+	Namespace string `json:"namespace"`
+	// Object is "<kind>/<name>" in lower case, as kubectl names it: pod/sft-0-x7k2p, job/sft.
+	Object  string `json:"object"`
+	Message string `json:"message"`
+	// Count is how many times it happened.
+	Count int32 `json:"count"`
+}
+
+// JobEvents returns the events of a job (id as Job takes it): those of its Job, Deployment or
+// StatefulSet, of the ReplicaSets of a Deployment, and of its pods, oldest first.
+func (r *Reader) JobEvents(ctx context.Context, id string) (EventList, error) {
+	wl, err := r.findWorkload(ctx, id)
+	if err != nil {
+		return EventList{}, err
+	}
+	return r.eventsOf(ctx, wl.meta.Namespace, []workload{wl})
+}
+
+// Events returns the events of every job in a namespace ("" for all namespaces), oldest first.
+func (r *Reader) Events(ctx context.Context, namespace string) (EventList, error) {
+	all, err := r.listWorkloads(ctx, workloadSelector("", ""))
+	if err != nil {
+		return EventList{}, err
+	}
+	var ws []workload
+	for _, wl := range all {
+		if namespace == "" || wl.meta.Namespace == namespace {
+			ws = append(ws, wl)
+		}
+	}
+	if len(ws) == 0 {
+		return EventList{Items: []Event{}}, nil
+	}
+	return r.eventsOf(ctx, namespace, ws)
+}
+
+// objectKey names an object of a namespace as an event's involvedObject does.
+type objectKey struct{ namespace, kind, name string }
+
+// eventsOf lists the events in namespace ("" for all) and keeps those of the workloads'
+// objects and pods.
+func (r *Reader) eventsOf(ctx context.Context, namespace string, ws []workload) (EventList, error) {
+	owners, err := r.ownedObjects(ctx, namespace, ws)
+	if err != nil {
+		return EventList{}, err
+	}
+	events, err := r.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return EventList{}, fmt.Errorf("list events: %w", err)
+	}
+	out := EventList{Items: []Event{}}
+	for i := range events.Items {
+		e := &events.Items[i]
+		o := e.InvolvedObject
+		job, ok := owners[objectKey{e.Namespace, o.Kind, o.Name}]
+		if !ok {
+			continue
+		}
+		out.Items = append(out.Items, toEvent(e, job))
+	}
+	sort.SliceStable(out.Items, func(i, j int) bool {
+		a, b := out.Items[i], out.Items[j]
+		if !a.LastSeen.Equal(b.LastSeen) {
+			return a.LastSeen.Before(b.LastSeen)
+		}
+		return a.FirstSeen.Before(b.FirstSeen)
+	})
+	return out, nil
+}
+
+// ownedObjects maps the workloads, their pods and the ReplicaSets of Deployments to their job
+// ids.
+func (r *Reader) ownedObjects(ctx context.Context, namespace string, ws []workload) (map[objectKey]string, error) {
+	owners := map[objectKey]string{}
+	for _, wl := range ws {
+		owners[objectKey{wl.meta.Namespace, wl.object, wl.meta.Name}] = wl.id()
+	}
+	pods, err := r.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	sets, err := r.Client.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list replicasets: %w", err)
+	}
+	for _, wl := range ws {
+		for i := range pods.Items {
+			p := &pods.Items[i]
+			if p.Namespace == wl.meta.Namespace && wl.selector.Matches(labels.Set(p.Labels)) {
+				owners[objectKey{p.Namespace, "Pod", p.Name}] = wl.id()
+			}
+		}
+		if wl.object != "Deployment" {
+			continue
+		}
+		for i := range sets.Items {
+			rs := &sets.Items[i]
+			if rs.Namespace == wl.meta.Namespace && wl.selector.Matches(labels.Set(rs.Spec.Template.Labels)) {
+				owners[objectKey{rs.Namespace, "ReplicaSet", rs.Name}] = wl.id()
+			}
+		}
+	}
+	return owners, nil
+}
+
+// toEvent reduces a core/v1 Event, written through either events API, to an Event.
+func toEvent(e *corev1.Event, jobID string) Event {
+	first := e.FirstTimestamp.Time
+	if first.IsZero() {
+		first = e.EventTime.Time
+	}
+	if first.IsZero() {
+		first = e.CreationTimestamp.Time
+	}
+	last := e.LastTimestamp.Time
+	if e.Series != nil && e.Series.LastObservedTime.After(last) {
+		last = e.Series.LastObservedTime.Time
+	}
+	if last.IsZero() {
+		last = first
+	}
+	count := e.Count
+	if e.Series != nil && e.Series.Count > count {
+		count = e.Series.Count
+	}
+	return Event{
+		LastSeen: last.UTC(), FirstSeen: first.UTC(), Type: e.Type, Reason: e.Reason,
+		JobID: jobID, Namespace: e.Namespace,
+		Object:  strings.ToLower(e.InvolvedObject.Kind) + "/" + e.InvolvedObject.Name,
+		Message: strings.TrimSpace(e.Message), Count: max(count, 1),
+	}
+}

@@ -1,0 +1,122 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuctl/gpuctl/cluster"
+	"github.com/gpuctl/gpuctl/internal/kube"
+)
+
+// logsOptions are the flags of gpuctl logs.
+type logsOptions struct {
+	kube      kube.Options
+	namespace string
+	opts      cluster.LogOptions
+	color     string
+}
+
+func newLogsCommand(s Streams) *cobra.Command {
+	o := logsOptions{opts: cluster.DefaultLogOptions()}
+	cmd := &cobra.Command{
+		Use:   "logs JOB",
+		Short: "Print the logs of a job's pods, one prefix per pod (per rank of a multi-node job)",
+		Long: `Print the log lines of every pod of a job, each prefixed by its source: [rank-<i>] for a
+pod of a multi-node training (an indexed Job), else [<pod name>], with /<container> when a pod
+has several containers. Prefixes are coloured on a terminal.
+
+JOB is <namespace>.<name>, or a name that one namespace has (or with -n). By default the job's
+current pods are shown: a pod that failed and was replaced only with --all-pods. With -f the
+lines come as they are written, and pods that start or restart meanwhile are picked up, until
+Ctrl-C. Exits 1 when no container of the job has started yet, 2 when the job is unknown or
+ambiguous (the error lists the candidates).`,
+		Example: `  gpuctl logs alice.qwen2-sft -f
+  gpuctl logs qwen2-sft --tail 20 --grep loss
+  gpuctl logs qwen2-sft --pod qwen2-sft-1-x7k2p --previous`,
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeJobs(&o.kube),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			client, err := kubeClient(&o.kube)
+			if err != nil {
+				return err
+			}
+			r := &cluster.Reader{Client: client}
+			paint := logPainter(s.Out, o.color)
+			err = r.Logs(cmd.Context(), jobID(o.namespace, args[0]), o.opts, func(l cluster.LogLine) error {
+				_, err := fmt.Fprintln(s.Out, l.Format(paint))
+				return err
+			})
+			return readError(err)
+		},
+	}
+	f := cmd.Flags()
+	o.kube.BindFlags(f)
+	f.StringVarP(&o.namespace, "namespace", "n", "", "the job's namespace (else JOB is <namespace>.<name> or a name one namespace has)")
+	f.BoolVarP(&o.opts.Follow, "follow", "f", false, "stream new lines and pick up pods that start or restart, until interrupted")
+	f.Int64Var(&o.opts.Tail, "tail", -1, "the last N lines of each container (-1: all)")
+	f.DurationVar(&o.opts.Since, "since", 0, "only lines newer than this, e.g. 10m or 2h (0: all)")
+	f.StringVar(&o.opts.Grep, "grep", "", "only lines that contain this word")
+	f.StringVar(&o.opts.Pod, "pod", "", "only this pod of the job")
+	f.BoolVar(&o.opts.AllPods, "all-pods", false, "also the pods that have terminated, when the job has newer ones")
+	f.BoolVarP(&o.opts.Previous, "previous", "p", false, "the log of each container's previous instance (after a restart)")
+	f.StringVar(&o.color, "color", "auto", "colour the prefixes: auto (when a terminal), always or never")
+	cmd.MarkFlagsMutuallyExclusive("pod", "all-pods")
+	cmd.MarkFlagsMutuallyExclusive("follow", "previous")
+	return cmd
+}
+
+// jobID is the job id of a command's JOB argument: <namespace>.<name> with -n, else as given.
+func jobID(namespace, job string) string {
+	if namespace == "" || strings.Contains(job, ".") {
+		return job
+	}
+	return namespace + "." + job
+}
+
+// completeJobs completes a JOB argument with the job ids of the cluster.
+func completeJobs(ko *kube.Options) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		client, err := kubeClient(ko)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		list, err := (&cluster.Reader{Client: client}).Jobs(cmd.Context(), cluster.JobFilter{})
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveError
+		}
+		ids := make([]string, len(list.Items))
+		for i, j := range list.Items {
+			ids[i] = j.JobID
+		}
+		return ids, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// readError maps the errors of the read model to exit codes: no log yet is 1 (the answer is
+// no); an unknown or ambiguous job, a refused option or a failed read is 2.
+func readError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.As(err, new(*cluster.NoLogsError)) {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	return &ExitError{Code: ExitTrouble, Err: err}
+}
+
+// logPainter colours each log prefix in a colour of its own (term.Palette.Source), or
+// returns nil (plain text) when w is not a terminal or --color says never.
+func logPainter(w io.Writer, mode string) func(string) string {
+	pal := newPalette(w, mode)
+	if !pal.On {
+		return nil
+	}
+	return pal.Source
+}
