@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // shadowJob is a GPU Job created by hand (kubectl create) in a namespace.
@@ -230,12 +231,17 @@ func TestPoolsAndControllers(t *testing.T) {
 	if it := item(r, drift.Shadow, "Pod", pod.Name); it.GPUs != 2 || it.Manager != "kubectl-run" || !strings.Contains(it.Message, "on node gpu-h100-0 of pool pools-pool") {
 		t.Errorf("pod item %+v", it)
 	}
-	scale, err := h.kube.AppsV1().Deployments(ns).GetScale(h.ctx, "web", metav1.GetOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	scale.Spec.Replicas = 5
-	if _, err := h.kube.AppsV1().Deployments(ns).UpdateScale(h.ctx, "web", scale, metav1.UpdateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+	// The Deployment controller writes the object too (its status), so the scale update is
+	// retried on a conflict, as an autoscaler does.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		scale, err := h.kube.AppsV1().Deployments(ns).GetScale(h.ctx, "web", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		scale.Spec.Replicas = 5
+		_, err = h.kube.AppsV1().Deployments(ns).UpdateScale(h.ctx, "web", scale, metav1.UpdateOptions{FieldManager: "kube-controller-manager"})
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(2 * time.Second)
