@@ -14,6 +14,7 @@ import (
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -285,9 +286,19 @@ func (r *Reader) streamLog(ctx context.Context, p *corev1.Pod, container string,
 	return readLog(ctx, rc, p, container, grep, emit)
 }
 
-// openLog asks the API server for one container's log.
+// openLog asks the API server for one container's log. A failure that is not an answer
+// about the request itself (the kubelet or the connection to it failed) is tried once more
+// after a short pause, so that one dropped connection does not leave a pod out of a log.
 func (r *Reader) openLog(ctx context.Context, p *corev1.Pod, container string, o *corev1.PodLogOptions) (io.ReadCloser, error) {
 	rc, err := r.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, o).Stream(ctx)
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsBadRequest(err) && !apierrors.IsForbidden(err) && ctx.Err() == nil {
+		r.log().Debug("log stream failed, trying again", "pod", p.Name, "container", container, "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+			rc, err = r.Client.CoreV1().Pods(p.Namespace).GetLogs(p.Name, o).Stream(ctx)
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("pod %s container %s: log: %w", p.Name, container, err)
 	}
