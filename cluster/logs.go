@@ -88,6 +88,9 @@ type NoLogsError struct {
 
 // Error says why there is no log: "job alice.sft has no pods yet (status Pending)".
 func (e *NoLogsError) Error() string {
+	if e.Pods == 0 && (e.Status == StatusSucceeded || e.Status == StatusFailed) {
+		return fmt.Sprintf("job %s has no pods left (status %s; `gpuctl events %s` says why)", e.JobID, e.Status, e.JobID)
+	}
 	if e.Pods == 0 {
 		return fmt.Sprintf("job %s has no pods yet (status %s)", e.JobID, e.Status)
 	}

@@ -199,3 +199,17 @@ func TestLogsFollowPicksUpNewPods(t *testing.T) {
 		t.Errorf("follow ended with %v", err)
 	}
 }
+
+// TestNoLogsErrorSaysWhy: a job whose pods are gone after it ended is not told apart as
+// "not started yet", and the message points at its events.
+func TestNoLogsErrorSaysWhy(t *testing.T) {
+	for e, want := range map[*NoLogsError]string{
+		{JobID: "alice.sft", Status: StatusPending}:          "job alice.sft has no pods yet (status Pending)",
+		{JobID: "alice.sft", Status: StatusFailed}:           "job alice.sft has no pods left (status Failed; `gpuctl events alice.sft` says why)",
+		{JobID: "alice.sft", Status: StatusPending, Pods: 2}: "job alice.sft: none of its 2 pods has started a container yet (status Pending)",
+	} {
+		if got := e.Error(); got != want {
+			t.Errorf("%+v: %q, want %q", *e, got, want)
+		}
+	}
+}
