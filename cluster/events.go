@@ -73,7 +73,7 @@ func (r *Reader) eventsOf(ctx context.Context, namespace string, ws []workload) 
 	if err != nil {
 		return EventList{}, err
 	}
-	events, err := r.objects().Events(ctx, namespace)
+	events, err := r.ObjectSource().Events(ctx, namespace)
 	if err != nil {
 		return EventList{}, fmt.Errorf("list events: %w", err)
 	}
@@ -104,11 +104,11 @@ func (r *Reader) ownedObjects(ctx context.Context, namespace string, ws []worklo
 	for _, wl := range ws {
 		owners[objectKey{wl.meta.Namespace, wl.object, wl.meta.Name}] = wl.id()
 	}
-	pods, err := r.objects().Pods(ctx, namespace, labels.Everything(), nil)
+	pods, err := r.ObjectSource().Pods(ctx, namespace, labels.Everything(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	sets, err := r.objects().ReplicaSets(ctx, namespace, labels.Everything())
+	sets, err := r.ObjectSource().ReplicaSets(ctx, namespace, labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list replicasets: %w", err)
 	}

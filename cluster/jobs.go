@@ -182,7 +182,7 @@ func (r *Reader) Job(ctx context.Context, id string) (JobDetail, error) {
 	if err != nil {
 		return JobDetail{}, err
 	}
-	ptrs, err := r.objects().Pods(ctx, wl.meta.Namespace, wl.selector, nil)
+	ptrs, err := r.ObjectSource().Pods(ctx, wl.meta.Namespace, wl.selector, nil)
 	if err != nil {
 		return JobDetail{}, fmt.Errorf("job %s: list pods: %w", wl.id(), err)
 	}
@@ -223,7 +223,7 @@ func (r *Reader) findWorkload(ctx context.Context, id string) (workload, error) 
 	if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return workload{}, &NotFoundError{Kind: "job", Name: id, Hint: " (a jobId is <namespace>.<name>)"}
 	}
-	objs := r.objects()
+	objs := r.ObjectSource()
 	managed := workloadSelector("", "")
 	gets := []func() (workload, error){
 		func() (workload, error) {

@@ -156,7 +156,7 @@ func serialize(emit func(LogLine) error) func(LogLine) error {
 
 // jobPods lists the workload's pods, by rank, then creation, then name.
 func (r *Reader) jobPods(ctx context.Context, wl workload) ([]*corev1.Pod, error) {
-	pods, err := r.objects().Pods(ctx, wl.meta.Namespace, wl.selector, nil)
+	pods, err := r.ObjectSource().Pods(ctx, wl.meta.Namespace, wl.selector, nil)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: list pods: %w", wl.id(), err)
 	}

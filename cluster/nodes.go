@@ -135,7 +135,7 @@ func (r *Reader) Nodes(ctx context.Context, f NodeFilter) (NodeList, error) {
 	if err != nil {
 		return NodeList{}, err
 	}
-	nodes, err := r.objects().Nodes(ctx)
+	nodes, err := r.ObjectSource().Nodes(ctx)
 	if err != nil {
 		return NodeList{}, fmt.Errorf("list nodes: %w", err)
 	}
@@ -172,7 +172,7 @@ func nodeSummary(n *corev1.Node, used requests) NodeSummary {
 // Node reads one node, with what its active pods request. An unknown node is a
 // *NotFoundError.
 func (r *Reader) Node(ctx context.Context, name string) (NodeDetail, error) {
-	n, err := r.objects().Node(ctx, name)
+	n, err := r.ObjectSource().Node(ctx, name)
 	if apierrors.IsNotFound(err) {
 		return NodeDetail{}, &NotFoundError{Kind: "node", Name: name}
 	}

@@ -50,8 +50,8 @@ type Objects interface {
 	Events(ctx context.Context, namespace string) ([]*corev1.Event, error)
 }
 
-// objects is what the reader reads through: r.Objects, or the API server with r.Client.
-func (r *Reader) objects() Objects {
+// ObjectSource is what the reader reads objects through: Objects, or APIObjects over Client.
+func (r *Reader) ObjectSource() Objects {
 	if r.Objects != nil {
 		return r.Objects
 	}

@@ -127,7 +127,7 @@ func (r *Reader) collectPools(ctx context.Context) (map[string]*pool, map[string
 	if err != nil {
 		return nil, nil, err
 	}
-	nodes, err := r.objects().Nodes(ctx)
+	nodes, err := r.ObjectSource().Nodes(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
@@ -151,7 +151,7 @@ func (r *Reader) collectPools(ctx context.Context) (map[string]*pool, map[string
 // declared nodes.
 func (r *Reader) registry(ctx context.Context) (map[string]*pool, error) {
 	ns := r.namespace()
-	cms, err := r.objects().PoolRegistry(ctx, ns)
+	cms, err := r.ObjectSource().PoolRegistry(ctx, ns)
 	if err != nil {
 		return nil, fmt.Errorf("list pool registry in %s: %w", ns, err)
 	}

@@ -90,7 +90,7 @@ var quotaSelector = func() labels.Selector {
 
 // quotas lists gpuctl's ResourceQuotas in a namespace ("" for all), by namespace and name.
 func (r *Reader) quotas(ctx context.Context, namespace string) ([]Quota, error) {
-	list, err := r.objects().ResourceQuotas(ctx, namespace, quotaSelector)
+	list, err := r.ObjectSource().ResourceQuotas(ctx, namespace, quotaSelector)
 	if err != nil {
 		return nil, fmt.Errorf("list resourcequotas: %w", err)
 	}

@@ -48,7 +48,7 @@ func (r *Reader) usageByNode(ctx context.Context, node string) (map[string]reque
 	if node != "" {
 		sel = append(sel, fields.OneTermEqualSelector("spec.nodeName", node))
 	}
-	pods, err := r.objects().Pods(ctx, metav1.NamespaceAll, labels.Everything(), fields.AndSelectors(sel...))
+	pods, err := r.ObjectSource().Pods(ctx, metav1.NamespaceAll, labels.Everything(), fields.AndSelectors(sel...))
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}

@@ -174,7 +174,7 @@ func workloadSelector(kind, pool string) labels.Selector {
 // listWorkloads lists the Jobs, Deployments and StatefulSets in all namespaces that sel
 // selects, ordered by namespace, name and object kind.
 func (r *Reader) listWorkloads(ctx context.Context, sel labels.Selector) ([]workload, error) {
-	objs := r.objects()
+	objs := r.ObjectSource()
 	var out []workload
 	jobs, err := objs.Jobs(ctx, metav1.NamespaceAll, sel)
 	if err != nil {
@@ -224,7 +224,7 @@ func (r *Reader) setStarted(ctx context.Context, ws []workload) error {
 	if !need {
 		return nil
 	}
-	pods, err := r.objects().Pods(ctx, metav1.NamespaceAll,
+	pods, err := r.ObjectSource().Pods(ctx, metav1.NamespaceAll,
 		labels.SelectorFromSet(labels.Set{keys.ManagedBy: keys.ManagedByValue}), nil)
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)

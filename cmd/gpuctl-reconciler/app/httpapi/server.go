@@ -115,6 +115,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	page := s.authenticatePage(http.HandlerFunc(s.getPage))
 	s.handle(mux, "GET /{$}", page)
 	s.handle(mux, "GET /index.html", page)
+	s.handle(mux, "GET /jobs/{jobId}", s.authenticatePage(http.HandlerFunc(s.getJobPage)))
 
 	get := func(path string, h apiFunc) {
 		s.handle(mux, "GET "+path, s.authenticate(s.api(h)))
