@@ -58,8 +58,8 @@ var (
 const (
 	uiHistoryRows  = 50  // history entries shown, newest first
 	uiJobRows      = 200 // jobs listed on the overview, by namespace and name
-	uiStatusErrors = 5  // sync errors shown
-	uiRefresh      = 30 // seconds between reloads
+	uiStatusErrors = 5   // sync errors shown
+	uiRefresh      = 30  // seconds between reloads
 )
 
 // Geometry of the bar charts (SVG user units = CSS pixels).
