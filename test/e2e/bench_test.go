@@ -164,7 +164,7 @@ func createJob(ctx context.Context, kube kubernetes.Interface, ns, name string) 
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: l}, Spec: corev1.PodSpec{
 				RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{Name: "train", Image: "registry.example.com/llama-factory:v0.8.0",
-					Command: []string{"llamafactory-cli", "train", "--stage", "sft"},
+					Command:   []string{"llamafactory-cli", "train", "--stage", "sft"},
 					Resources: corev1.ResourceRequirements{Requests: res, Limits: res}}}}}},
 	}
 	_, err := kube.BatchV1().Jobs(ns).Create(ctx, job, metav1.CreateOptions{})
