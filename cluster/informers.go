@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
@@ -20,6 +21,10 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 )
 
+// readWait bounds how long a read waits for the informers' first lists (an informer whose
+// list is forbidden retries forever): past it, the read fails and says so.
+const readWait = 30 * time.Second
+
 // lastApplied is kubectl's client-side apply annotation: a copy of the object that the reader
 // never reads, so the caches leave it out.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -32,7 +37,7 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // g8s.host/managed-by=gpuctl), every pod, ReplicaSet, node, ResourceQuota and event, and the
 // pool registry's ConfigMaps in one namespace, each without its managedFields; they need list
 // and watch on those. Until the first lists complete, a read waits for them (or for its
-// context to end).
+// context to end), for at most 30 s.
 type InformerObjects struct {
 	namespace string
 	synced    chan struct{}
@@ -118,6 +123,19 @@ func (o *InformerObjects) WaitForSync(ctx context.Context) error {
 	}
 }
 
+// ready waits, for at most readWait, until the first lists have completed.
+func (o *InformerObjects) ready(ctx context.Context) error {
+	select {
+	case <-o.synced:
+		return o.err
+	default:
+	}
+	ctx, cancel := context.WithTimeoutCause(ctx, readWait,
+		fmt.Errorf("the informers' first lists did not complete within %s (can the daemon list and watch them?)", readWait))
+	defer cancel()
+	return o.WaitForSync(ctx)
+}
+
 // everything is sel, or every label set when sel is nil.
 func everything(sel labels.Selector) labels.Selector {
 	if sel == nil {
@@ -129,7 +147,7 @@ func everything(sel labels.Selector) labels.Selector {
 // listIn lists a lister's objects in namespace ("" for all), after the first lists.
 func listIn[T any](ctx context.Context, o *InformerObjects, namespace string, sel labels.Selector,
 	all func(labels.Selector) ([]T, error), in func(ns string, sel labels.Selector) ([]T, error)) ([]T, error) {
-	if err := o.WaitForSync(ctx); err != nil {
+	if err := o.ready(ctx); err != nil {
 		return nil, err
 	}
 	if namespace == "" {
@@ -147,7 +165,7 @@ func (o *InformerObjects) Jobs(ctx context.Context, namespace string, sel labels
 
 // Job gets a cached Job.
 func (o *InformerObjects) Job(ctx context.Context, namespace, name string) (*batchv1.Job, error) {
-	if err := o.WaitForSync(ctx); err != nil {
+	if err := o.ready(ctx); err != nil {
 		return nil, err
 	}
 	return o.jobs.Jobs(namespace).Get(name)
@@ -162,7 +180,7 @@ func (o *InformerObjects) Deployments(ctx context.Context, namespace string, sel
 
 // Deployment gets a cached Deployment.
 func (o *InformerObjects) Deployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
-	if err := o.WaitForSync(ctx); err != nil {
+	if err := o.ready(ctx); err != nil {
 		return nil, err
 	}
 	return o.deployments.Deployments(namespace).Get(name)
@@ -177,7 +195,7 @@ func (o *InformerObjects) StatefulSets(ctx context.Context, namespace string, se
 
 // StatefulSet gets a cached StatefulSet.
 func (o *InformerObjects) StatefulSet(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error) {
-	if err := o.WaitForSync(ctx); err != nil {
+	if err := o.ready(ctx); err != nil {
 		return nil, err
 	}
 	return o.statefulSets.StatefulSets(namespace).Get(name)
@@ -215,7 +233,7 @@ func podFields(p *corev1.Pod) fields.Set {
 
 // Nodes lists the cached nodes.
 func (o *InformerObjects) Nodes(ctx context.Context) ([]*corev1.Node, error) {
-	if err := o.WaitForSync(ctx); err != nil {
+	if err := o.ready(ctx); err != nil {
 		return nil, err
 	}
 	return o.nodes.List(labels.Everything())
@@ -223,7 +241,7 @@ func (o *InformerObjects) Nodes(ctx context.Context) ([]*corev1.Node, error) {
 
 // Node gets a cached node.
 func (o *InformerObjects) Node(ctx context.Context, name string) (*corev1.Node, error) {
-	if err := o.WaitForSync(ctx); err != nil {
+	if err := o.ready(ctx); err != nil {
 		return nil, err
 	}
 	return o.nodes.Get(name)
@@ -238,7 +256,7 @@ func (o *InformerObjects) PoolRegistry(ctx context.Context, namespace string) ([
 	if namespace != o.namespace {
 		return nil, fmt.Errorf("pool registry in %s: %w (%s)", namespace, errOtherRegistry, o.namespace)
 	}
-	if err := o.WaitForSync(ctx); err != nil {
+	if err := o.ready(ctx); err != nil {
 		return nil, err
 	}
 	return o.configMaps.ConfigMaps(namespace).List(labels.Everything())
