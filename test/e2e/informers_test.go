@@ -97,11 +97,11 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // StatefulSet, a quota, and a pool registry entry in sys.
 func readModelCluster(t *testing.T, kube kubernetes.Interface, ns, sys string) {
 	t.Helper()
-	trainingJob(t, kube, ns, "multi", 2, 1, false)
-	trainingJob(t, kube, ns, "too-big", 1, 64, false)
-	trainingJob(t, kube, ns, "queued", 1, 1, true)
+	trainingJob(t, kube, ns, "inf-multi", 2, 1, false)
+	trainingJob(t, kube, ns, "inf-pending", 1, 64, false)
+	trainingJob(t, kube, ns, "inf-queued", 1, 1, true)
 	replicas := int32(1)
-	tmpl := gpuTemplate("web", "inference", 1)
+	tmpl := gpuTemplate("inf-web", "inference", 1)
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	create := func(what string, err error) {
 		t.Helper()
@@ -110,19 +110,19 @@ func readModelCluster(t *testing.T, kube kubernetes.Interface, ns, sys string) {
 		}
 	}
 	_, err := kube.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: ns, Labels: tmpl.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: "inf-web", Namespace: ns, Labels: tmpl.Labels},
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Template: tmpl,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{keys.App: "web"}}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{keys.App: "inf-web"}}},
 	}, metav1.CreateOptions{})
-	create("Deployment web", err)
-	nb := gpuTemplate("lab", "notebook", 0)
+	create("Deployment inf-web", err)
+	nb := gpuTemplate("inf-lab", "notebook", 0)
 	nb.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	_, err = kube.AppsV1().StatefulSets(ns).Create(t.Context(), &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "lab", Namespace: ns, Labels: nb.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: "inf-lab", Namespace: ns, Labels: nb.Labels},
 		Spec: appsv1.StatefulSetSpec{Replicas: &replicas, Template: nb,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{keys.App: "lab"}}},
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{keys.App: "inf-lab"}}},
 	}, metav1.CreateOptions{})
-	create("StatefulSet lab", err)
+	create("StatefulSet inf-lab", err)
 	q := clusterfixture.Quota(ns, ns, corev1.ResourceList{keys.QuotaRequestsGPU: clusterfixture.Q("8")}, nil)
 	q.Status = corev1.ResourceQuotaStatus{}
 	_, err = kube.CoreV1().ResourceQuotas(ns).Create(t.Context(), q, metav1.CreateOptions{})
@@ -130,8 +130,8 @@ func readModelCluster(t *testing.T, kube kubernetes.Interface, ns, sys string) {
 	cm := render.PoolRecord{Name: "informer-pool", Description: "for the informers' test"}.ConfigMap(sys, "pools/informer.yaml")
 	_, err = kube.CoreV1().ConfigMaps(sys).Create(t.Context(), cm, metav1.CreateOptions{})
 	create("pool registry ConfigMap", err)
-	startedPods(t, kube, ns, "multi", 2)
-	startedPods(t, kube, ns, "web", 1)
+	startedPods(t, kube, ns, "inf-multi", 2)
+	startedPods(t, kube, ns, "inf-web", 1)
 }
 
 // modelAnswers are every answer of the read model that the API serves, as JSON, by call.
@@ -151,7 +151,7 @@ func modelAnswers(ctx context.Context, r *cluster.Reader, ns string) map[string]
 		v, err := r.Jobs(ctx, f)
 		put(fmt.Sprintf("Jobs %+v", f), v, err)
 	}
-	for _, id := range []string{ns + ".multi", ns + ".too-big", ns + ".queued", ns + ".web", ns + ".lab", ns + ".nope", "lab"} {
+	for _, id := range []string{ns + ".inf-multi", ns + ".inf-pending", ns + ".inf-queued", ns + ".inf-web", ns + ".inf-lab", ns + ".nope", "inf-lab"} {
 		v, err := r.Job(ctx, id)
 		put("Job "+id, v, err)
 		ev, err := r.JobEvents(ctx, id)
@@ -220,8 +220,8 @@ func TestInformersAnswerAsTheAPIServer(t *testing.T) {
 		t.Fatalf("the informers answer otherwise than the API server:\n%s", strings.Join(diff, "\n"))
 	}
 	// The answers say something: the cases are there.
-	if a := modelAnswers(t.Context(), cached, ns); !strings.Contains(a["Job "+ns+".multi"], `"status":"Running"`) ||
-		!strings.Contains(a["JobEvents "+ns+".too-big"], "FailedScheduling") || !strings.Contains(a["Pools"], "informer-pool") ||
+	if a := modelAnswers(t.Context(), cached, ns); !strings.Contains(a["Job "+ns+".inf-multi"], `"status":"Running"`) ||
+		!strings.Contains(a["JobEvents "+ns+".inf-pending"], "FailedScheduling") || !strings.Contains(a["Pools"], "informer-pool") ||
 		!strings.Contains(a["Job "+ns+".nope"], "unknown job") || !strings.Contains(a["Quota "+ns], `"gpu":8`) {
 		t.Errorf("answers lack a case:\n%v", a)
 	}
@@ -230,8 +230,8 @@ func TestInformersAnswerAsTheAPIServer(t *testing.T) {
 	h := httpapi.New(httpapi.Options{Kube: counted, Objects: objects, SystemNamespace: sys, Tokens: oneToken{},
 		Registry: prometheus.NewRegistry()})
 	reqs.take()
-	for _, path := range []string{"/api/v1/jobs", "/api/v1/jobs?status=running", "/api/v1/jobs/" + ns + ".multi",
-		"/api/v1/jobs/multi", "/api/v1/jobs/" + ns + ".too-big/events", "/api/v1/pools", "/api/v1/pools/informer-pool",
+	for _, path := range []string{"/api/v1/jobs", "/api/v1/jobs?status=running", "/api/v1/jobs/" + ns + ".inf-multi",
+		"/api/v1/jobs/inf-multi", "/api/v1/jobs/" + ns + ".inf-pending/events", "/api/v1/pools", "/api/v1/pools/informer-pool",
 		"/api/v1/nodes", "/api/v1/nodes/" + testcluster.DefaultNodes()[0].Name, "/api/v1/quotas", "/api/v1/quotas/" + ns} {
 		rec := httptest.NewRecorder()
 		req := httptest.NewRequest(http.MethodGet, path, nil)

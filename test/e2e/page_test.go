@@ -35,7 +35,7 @@ func TestJobPage(t *testing.T) {
 	}
 	hostile := []string{`<script>alert(1)</script>`, `</pre><img src=x onerror=alert(2)>`, `&amp; <b>bold</b>`}
 	writeLog(t, ns, pod, append(lines, hostile...)...)
-	trainingJob(t, kube, ns, "too-big", 1, 64, false)
+	trainingJob(t, kube, ns, "page-pending", 1, 64, false)
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
@@ -78,21 +78,21 @@ func TestJobPage(t *testing.T) {
 	}
 
 	// The pending job: the scheduler's reason in its pod's row and in its events.
-	waitUntil(t, "the job page of too-big to show FailedScheduling", func(context.Context) bool {
-		code, body = page("/jobs/too-big")
+	waitUntil(t, "the job page of page-pending to show FailedScheduling", func(context.Context) bool {
+		code, body = page("/jobs/page-pending")
 		return code == http.StatusOK && strings.Contains(body, "FailedScheduling")
 	})
 	row := regexp.MustCompile(`(?s)<tr class="pod-row">.*?</tr>`).FindString(body)
 	if !strings.Contains(row, `badge-warn">Pending</span>`) || !strings.Contains(row, "Insufficient nvidia.com/gpu") {
 		t.Errorf("the pending pod's row does not say why:\n%s", row)
 	}
-	if !strings.Contains(body, "No log yet: job "+ns+".too-big: none of its 1 pods has started a container yet") {
+	if !strings.Contains(body, "No log yet: job "+ns+".page-pending: none of its 1 pods has started a container yet") {
 		t.Errorf("the pending job's page does not say why it has no log:\n%s", body)
 	}
 
 	// The overview links both.
 	code, body = page("/")
-	for _, id := range []string{ns + ".evil-logs", ns + ".too-big"} {
+	for _, id := range []string{ns + ".evil-logs", ns + ".page-pending"} {
 		if code != http.StatusOK || !strings.Contains(body, `<a class="job-link" href="/jobs/`+id+`">`) {
 			t.Errorf("the overview does not link %s", id)
 		}
