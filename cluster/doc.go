@@ -61,7 +61,19 @@
 // and Reader.Events return the Kubernetes events of a job's objects (its Job, Deployment or
 // StatefulSet, a Deployment's ReplicaSets, its pods) and of every job, oldest first.
 //
-// Unknown jobs, pools, nodes and users are *NotFoundError. The reader reads the cluster with
-// plain List and Get calls on every call and keeps nothing (a followed log watches the job's
-// pods while it runs).
+// Unknown jobs, pools, nodes and users are *NotFoundError.
+//
+// # Where the objects come from
+//
+// The reader lists and gets objects through Objects, a small interface of the calls it makes.
+// By default (APIObjects, what the CLI uses) that is plain List and Get calls on every call,
+// and the reader keeps nothing. A long-running server gives InformerObjects instead: shared
+// informers, started once, that cache gpuctl's workloads, the pods, ReplicaSets, nodes,
+// quotas, events and the pool registry (without their managedFields), so that a read sends no
+// request once their first lists are done. Both answer the same. Logs are always read through
+// the API server (pods/log; a followed log watches the job's pods while it runs).
+//
+//	objects := cluster.StartInformers(ctx, clientset, "") // lists in the background
+//	r := &cluster.Reader{Client: clientset, Objects: objects}
+//	jobs, err := r.Jobs(ctx, cluster.JobFilter{}) // waits for the first lists once
 package cluster

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -74,13 +73,13 @@ func (r *Reader) eventsOf(ctx context.Context, namespace string, ws []workload) 
 	if err != nil {
 		return EventList{}, err
 	}
-	events, err := r.Client.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{})
+	events, err := r.ObjectSource().Events(ctx, namespace)
 	if err != nil {
 		return EventList{}, fmt.Errorf("list events: %w", err)
 	}
+	sortByName(events) // as the API server lists them, so that equal times keep one order
 	out := EventList{Items: []Event{}}
-	for i := range events.Items {
-		e := &events.Items[i]
+	for _, e := range events {
 		o := e.InvolvedObject
 		job, ok := owners[objectKey{e.Namespace, o.Kind, o.Name}]
 		if !ok {
@@ -105,17 +104,16 @@ func (r *Reader) ownedObjects(ctx context.Context, namespace string, ws []worklo
 	for _, wl := range ws {
 		owners[objectKey{wl.meta.Namespace, wl.object, wl.meta.Name}] = wl.id()
 	}
-	pods, err := r.Client.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	pods, err := r.ObjectSource().Pods(ctx, namespace, labels.Everything(), nil)
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	sets, err := r.Client.AppsV1().ReplicaSets(namespace).List(ctx, metav1.ListOptions{})
+	sets, err := r.ObjectSource().ReplicaSets(ctx, namespace, labels.Everything())
 	if err != nil {
 		return nil, fmt.Errorf("list replicasets: %w", err)
 	}
 	for _, wl := range ws {
-		for i := range pods.Items {
-			p := &pods.Items[i]
+		for _, p := range pods {
 			if p.Namespace == wl.meta.Namespace && wl.selector.Matches(labels.Set(p.Labels)) {
 				owners[objectKey{p.Namespace, "Pod", p.Name}] = wl.id()
 			}
@@ -123,8 +121,7 @@ func (r *Reader) ownedObjects(ctx context.Context, namespace string, ws []worklo
 		if wl.object != "Deployment" {
 			continue
 		}
-		for i := range sets.Items {
-			rs := &sets.Items[i]
+		for _, rs := range sets {
 			if rs.Namespace == wl.meta.Namespace && wl.selector.Matches(labels.Set(rs.Spec.Template.Labels)) {
 				owners[objectKey{rs.Namespace, "ReplicaSet", rs.Name}] = wl.id()
 			}

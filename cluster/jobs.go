@@ -10,7 +10,6 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -183,14 +182,9 @@ func (r *Reader) Job(ctx context.Context, id string) (JobDetail, error) {
 	if err != nil {
 		return JobDetail{}, err
 	}
-	pods, err := r.Client.CoreV1().Pods(wl.meta.Namespace).List(ctx,
-		metav1.ListOptions{LabelSelector: wl.selector.String()})
+	ptrs, err := r.ObjectSource().Pods(ctx, wl.meta.Namespace, wl.selector, nil)
 	if err != nil {
 		return JobDetail{}, fmt.Errorf("job %s: list pods: %w", wl.id(), err)
-	}
-	ptrs := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		ptrs[i] = &pods.Items[i]
 	}
 	if wl.started == nil {
 		wl.started = earliestStart(ptrs, wl.selector)
@@ -229,19 +223,19 @@ func (r *Reader) findWorkload(ctx context.Context, id string) (workload, error) 
 	if len(validation.IsDNS1123Label(ns)) > 0 || len(validation.IsDNS1123Subdomain(name)) > 0 {
 		return workload{}, &NotFoundError{Kind: "job", Name: id, Hint: " (a jobId is <namespace>.<name>)"}
 	}
-	kube := r.Client
+	objs := r.ObjectSource()
 	managed := workloadSelector("", "")
 	gets := []func() (workload, error){
 		func() (workload, error) {
-			j, err := kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+			j, err := objs.Job(ctx, ns, name)
 			return wrapGet(j, err, fromJob)
 		},
 		func() (workload, error) {
-			d, err := kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+			d, err := objs.Deployment(ctx, ns, name)
 			return wrapGet(d, err, fromDeployment)
 		},
 		func() (workload, error) {
-			st, err := kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+			st, err := objs.StatefulSet(ctx, ns, name)
 			return wrapGet(st, err, fromStatefulSet)
 		},
 	}

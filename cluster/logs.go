@@ -15,7 +15,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // LogOptions select the lines of Reader.Logs. The zero value is not every line (Tail 0 is
@@ -161,13 +160,9 @@ func serialize(emit func(LogLine) error) func(LogLine) error {
 
 // jobPods lists the workload's pods, by rank, then creation, then name.
 func (r *Reader) jobPods(ctx context.Context, wl workload) ([]*corev1.Pod, error) {
-	list, err := r.Client.CoreV1().Pods(wl.meta.Namespace).List(ctx, metav1.ListOptions{LabelSelector: wl.selector.String()})
+	pods, err := r.ObjectSource().Pods(ctx, wl.meta.Namespace, wl.selector, nil)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: list pods: %w", wl.id(), err)
-	}
-	pods := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		pods[i] = &list.Items[i]
 	}
 	sortPods(pods)
 	return pods, nil

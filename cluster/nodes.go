@@ -11,7 +11,6 @@ import (
 	"github.com/gpuctl/gpuctl/render"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -136,14 +135,14 @@ func (r *Reader) Nodes(ctx context.Context, f NodeFilter) (NodeList, error) {
 	if err != nil {
 		return NodeList{}, err
 	}
-	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := r.ObjectSource().Nodes(ctx)
 	if err != nil {
 		return NodeList{}, fmt.Errorf("list nodes: %w", err)
 	}
 	var matched []*corev1.Node
-	for i := range nodes.Items {
-		if m.matches(&nodes.Items[i]) {
-			matched = append(matched, &nodes.Items[i])
+	for _, n := range nodes {
+		if m.matches(n) {
+			matched = append(matched, n)
 		}
 	}
 	sort.Slice(matched, func(i, j int) bool { return matched[i].Name < matched[j].Name })
@@ -173,7 +172,7 @@ func nodeSummary(n *corev1.Node, used requests) NodeSummary {
 // Node reads one node, with what its active pods request. An unknown node is a
 // *NotFoundError.
 func (r *Reader) Node(ctx context.Context, name string) (NodeDetail, error) {
-	n, err := r.Client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	n, err := r.ObjectSource().Node(ctx, name)
 	if apierrors.IsNotFound(err) {
 		return NodeDetail{}, &NotFoundError{Kind: "node", Name: name}
 	}

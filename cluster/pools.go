@@ -8,7 +8,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Pool statuses.
@@ -128,13 +127,12 @@ func (r *Reader) collectPools(ctx context.Context) (map[string]*pool, map[string
 	if err != nil {
 		return nil, nil, err
 	}
-	nodes, err := r.Client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	nodes, err := r.ObjectSource().Nodes(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("list nodes: %w", err)
 	}
-	sort.Slice(nodes.Items, func(i, j int) bool { return nodes.Items[i].Name < nodes.Items[j].Name })
-	for i := range nodes.Items {
-		n := &nodes.Items[i]
+	sort.Slice(nodes, func(i, j int) bool { return nodes[i].Name < nodes[j].Name })
+	for _, n := range nodes {
 		name := nodePool(n)
 		if pools[name] == nil {
 			pools[name] = &pool{name: name}
@@ -153,13 +151,14 @@ func (r *Reader) collectPools(ctx context.Context) (map[string]*pool, map[string
 // declared nodes.
 func (r *Reader) registry(ctx context.Context) (map[string]*pool, error) {
 	ns := r.namespace()
-	cms, err := r.Client.CoreV1().ConfigMaps(ns).List(ctx, metav1.ListOptions{LabelSelector: render.PoolRegistrySelector})
+	cms, err := r.ObjectSource().PoolRegistry(ctx, ns)
 	if err != nil {
 		return nil, fmt.Errorf("list pool registry in %s: %w", ns, err)
 	}
+	sortByName(cms)
 	pools := map[string]*pool{}
-	for i := range cms.Items {
-		rec, err := render.DecodePoolRecord(&cms.Items[i])
+	for _, cm := range cms {
+		rec, err := render.DecodePoolRecord(cm)
 		if err != nil {
 			r.log().Warn("pool registry: bad node list", "err", err)
 		}

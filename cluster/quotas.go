@@ -9,6 +9,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 )
 
 // QuotaList is every gpuctl quota, by namespace and name: the answer of GET /api/v1/quotas.
@@ -77,15 +79,24 @@ func (r *Reader) Quota(ctx context.Context, user string) (Quota, error) {
 	return qs[0], nil
 }
 
+// quotaSelector selects gpuctl's ResourceQuotas: those labelled g8s.host/quota.
+var quotaSelector = func() labels.Selector {
+	r, err := labels.NewRequirement(keys.Quota, selection.Exists, nil)
+	if err != nil {
+		panic(err)
+	}
+	return labels.NewSelector().Add(*r)
+}()
+
 // quotas lists gpuctl's ResourceQuotas in a namespace ("" for all), by namespace and name.
 func (r *Reader) quotas(ctx context.Context, namespace string) ([]Quota, error) {
-	list, err := r.Client.CoreV1().ResourceQuotas(namespace).List(ctx, metav1.ListOptions{LabelSelector: keys.Quota})
+	list, err := r.ObjectSource().ResourceQuotas(ctx, namespace, quotaSelector)
 	if err != nil {
 		return nil, fmt.Errorf("list resourcequotas: %w", err)
 	}
 	out := []Quota{}
-	for i := range list.Items {
-		out = append(out, quotaOf(&list.Items[i]))
+	for _, q := range list {
+		out = append(out, quotaOf(q))
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].Namespace != out[j].Namespace {

@@ -10,14 +10,17 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// Reader reads the model from a cluster with plain List and Get calls, on every call: it keeps
-// nothing between calls. Its methods are safe for concurrent use.
+// Reader reads the model from a cluster through Objects: by default with plain List and Get
+// calls on every call, keeping nothing between calls. Its methods are safe for concurrent use.
 type Reader struct {
 	// Client reads the cluster; it must not be nil. It needs list and get on jobs,
 	// deployments, statefulsets, pods, nodes and resourcequotas cluster-wide, and list on
 	// configmaps in Namespace; Logs needs get on pods/log and watch on pods, JobEvents and
 	// Events list on events and replicasets.
 	Client kubernetes.Interface
+	// Objects, when set, answers the reader's lists and gets instead of Client (the daemon's
+	// InformerObjects); logs are still read with Client.
+	Objects Objects
 	// Namespace is the system namespace, which holds the pool registry; "" means
 	// keys.SystemNamespace.
 	Namespace string

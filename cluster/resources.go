@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // requests are the resources that a pod asks the scheduler for.
@@ -47,14 +48,12 @@ func (r *Reader) usageByNode(ctx context.Context, node string) (map[string]reque
 	if node != "" {
 		sel = append(sel, fields.OneTermEqualSelector("spec.nodeName", node))
 	}
-	pods, err := r.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx,
-		metav1.ListOptions{FieldSelector: fields.AndSelectors(sel...).String()})
+	pods, err := r.ObjectSource().Pods(ctx, metav1.NamespaceAll, labels.Everything(), fields.AndSelectors(sel...))
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
 	out := map[string]requests{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range pods {
 		if !active(p) || (node != "" && p.Spec.NodeName != node) {
 			continue // the field selector is only a hint to the API server
 		}

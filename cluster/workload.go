@@ -174,29 +174,28 @@ func workloadSelector(kind, pool string) labels.Selector {
 // listWorkloads lists the Jobs, Deployments and StatefulSets in all namespaces that sel
 // selects, ordered by namespace, name and object kind.
 func (r *Reader) listWorkloads(ctx context.Context, sel labels.Selector) ([]workload, error) {
-	kube := r.Client
-	opts := metav1.ListOptions{LabelSelector: sel.String()}
+	objs := r.ObjectSource()
 	var out []workload
-	jobs, err := kube.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, opts)
+	jobs, err := objs.Jobs(ctx, metav1.NamespaceAll, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
-	for i := range jobs.Items {
-		out = append(out, fromJob(&jobs.Items[i]))
+	for _, j := range jobs {
+		out = append(out, fromJob(j))
 	}
-	deps, err := kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, opts)
+	deps, err := objs.Deployments(ctx, metav1.NamespaceAll, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list deployments: %w", err)
 	}
-	for i := range deps.Items {
-		out = append(out, fromDeployment(&deps.Items[i]))
+	for _, d := range deps {
+		out = append(out, fromDeployment(d))
 	}
-	sets, err := kube.AppsV1().StatefulSets(metav1.NamespaceAll).List(ctx, opts)
+	sets, err := objs.StatefulSets(ctx, metav1.NamespaceAll, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list statefulsets: %w", err)
 	}
-	for i := range sets.Items {
-		out = append(out, fromStatefulSet(&sets.Items[i]))
+	for _, s := range sets {
+		out = append(out, fromStatefulSet(s))
 	}
 	sortWorkloads(out)
 	return out, nil
@@ -225,14 +224,13 @@ func (r *Reader) setStarted(ctx context.Context, ws []workload) error {
 	if !need {
 		return nil
 	}
-	pods, err := r.Client.CoreV1().Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{
-		LabelSelector: keys.ManagedBy + "=" + keys.ManagedByValue})
+	pods, err := r.ObjectSource().Pods(ctx, metav1.NamespaceAll,
+		labels.SelectorFromSet(labels.Set{keys.ManagedBy: keys.ManagedByValue}), nil)
 	if err != nil {
 		return fmt.Errorf("list pods: %w", err)
 	}
 	byNS := map[string][]*corev1.Pod{}
-	for i := range pods.Items {
-		p := &pods.Items[i]
+	for _, p := range pods {
 		byNS[p.Namespace] = append(byNS[p.Namespace], p)
 	}
 	for i := range ws {

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"time"
 
+	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
 	"github.com/gpuctl/gpuctl/cmd/options"
 	"github.com/gpuctl/gpuctl/drift"
@@ -222,7 +223,9 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 			}
 		}
 	}
-	handler := httpapi.New(httpapi.Options{Backend: d, Kube: kube, SystemNamespace: o.Namespace, Tokens: tokens,
+	// The read model answers from informers: no LIST per request.
+	objects := cluster.StartInformers(ctx, kube, o.Namespace)
+	handler := httpapi.New(httpapi.Options{Backend: d, Kube: kube, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
 		Registry: reg, Webhooks: hooks, Ready: d.Ready, Log: log.With("component", "http")})
 	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {

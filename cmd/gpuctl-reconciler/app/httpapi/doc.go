@@ -17,6 +17,7 @@
 //	GET  /readyz                     200 "ok", or 503 "not ready: <reason>"            no token
 //	GET  /metrics                    Prometheus text format                            no token
 //	GET  /  (and /index.html)        the read-only web page (HTML)                     Bearer or Basic
+//	GET  /jobs/{jobId}               a job's page (HTML): status, pods, events, logs   Bearer or Basic
 //	*    <Options.Webhooks paths>    mounted as given; they check their own signatures no token
 //	GET  /api/v1/status              daemon.Status
 //	POST /api/v1/sync                202 {"requestId"}; admin tokens only (else 403)
@@ -64,9 +65,14 @@
 //
 // # Web page
 //
-// GET / is a read-only page for people: the sync status, the drift report with the last 24 h
-// of its history, and bar charts of the GPUs requested against each team's quota and of the
-// GPUs used in each pool (read through package cluster, as the API reads them). It is rendered
+// GET / is a read-only page for people: the sync status, the jobs (the first 200, by
+// namespace and name, each linked to its page), the drift report with the last 24 h of its
+// history, and bar charts of the GPUs requested against each team's quota and of the GPUs used
+// in each pool (read through package cluster, as the API reads them). GET /jobs/{jobId} is a
+// job's page: its status and facts (the Git file that declares it, GPUs, pool), its pods with
+// why each is in its state (a waiting container's reason, the scheduler's message), its last 50
+// events and the last 200 lines of its log (shared among its pods, read for at most 5 s); an
+// unknown job is a 404 page, an ambiguous name a 400 page. The pages are rendered
 // on the server (html/template, no script, no external asset: it works offline), reloads
 // itself every 30 s, and shows a failed data source as an error in that section only. It needs the same tokens as /api/v1; since a browser cannot send
 // a bearer token, it also accepts HTTP Basic authentication with any user name and a token as
@@ -105,7 +111,9 @@
 // its answer (a log follow, an event stream) must be, or the write timeout cuts it and the
 // read timeout cancels its context. No route streams today.
 //
-// The handler reads the cluster through a cluster.Reader, with plain List and Get calls on every
-// request; the daemon's ServiceAccount needs list and get on jobs, deployments, statefulsets,
-// pods, nodes and resourcequotas cluster-wide, and on configmaps in the system namespace.
+// The handler reads the cluster through a cluster.Reader: from Options.Objects when set (the
+// daemon gives cluster.InformerObjects, so that a request sends no LIST to the API server),
+// else with plain List and Get calls on every request. The daemon's ServiceAccount needs list
+// and watch on jobs, deployments, statefulsets, replicasets, pods, nodes, resourcequotas and
+// events cluster-wide and on configmaps in the system namespace, and get on pods/log.
 package httpapi

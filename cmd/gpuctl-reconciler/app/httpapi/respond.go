@@ -42,18 +42,25 @@ func (s *server) api(h apiFunc) http.HandlerFunc {
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	e := asError(err)
+	if e.Code == http.StatusInternalServerError && !errors.As(err, new(*Error)) {
+		s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	}
+	writeJSON(w, e.Code, e)
+}
+
+// asError is err as an answer, with the status code that api describes.
+func asError(err error) *Error {
 	var e *Error
 	switch {
 	case errors.As(err, &e):
+		return e
 	case errors.As(err, new(*cluster.NotFoundError)), apierrors.IsNotFound(err):
-		e = &Error{Code: http.StatusNotFound, Message: err.Error()}
+		return &Error{Code: http.StatusNotFound, Message: err.Error()}
 	case errors.As(err, new(*cluster.AmbiguousError)), errors.As(err, new(*cluster.FilterError)):
-		e = &Error{Code: http.StatusBadRequest, Message: err.Error()}
-	default:
-		s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-		e = &Error{Code: http.StatusInternalServerError, Message: err.Error()}
+		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
 	}
-	writeJSON(w, e.Code, e)
+	return &Error{Code: http.StatusInternalServerError, Message: err.Error()}
 }
 
 // writeJSON writes v as the JSON body of an answer with the status code.

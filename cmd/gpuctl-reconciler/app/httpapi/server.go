@@ -38,6 +38,9 @@ type Options struct {
 	Backend Backend
 	// Kube reads the cluster. Without it, jobs, pools, nodes and quotas answer 500.
 	Kube kubernetes.Interface
+	// Objects, when set, answers the read model's lists and gets instead of Kube (the daemon
+	// gives its informers, cluster.InformerObjects); logs are still read with Kube.
+	Objects cluster.Objects
 	// SystemNamespace holds the pool registry (default keys.SystemNamespace).
 	SystemNamespace string
 	// Tokens resolves bearer tokens. Without it, every /api/v1 request answers 401.
@@ -78,7 +81,7 @@ func New(opts Options) http.Handler {
 	}
 	s.metrics = newAPIMetrics(opts.Registry)
 	if opts.Kube != nil {
-		s.cluster = &cluster.Reader{Client: opts.Kube, Namespace: opts.SystemNamespace, Log: s.log}
+		s.cluster = &cluster.Reader{Client: opts.Kube, Objects: opts.Objects, Namespace: opts.SystemNamespace, Log: s.log}
 	}
 	mux := http.NewServeMux()
 	s.routes(mux)
@@ -112,6 +115,7 @@ func (s *server) routes(mux *http.ServeMux) {
 	page := s.authenticatePage(http.HandlerFunc(s.getPage))
 	s.handle(mux, "GET /{$}", page)
 	s.handle(mux, "GET /index.html", page)
+	s.handle(mux, "GET /jobs/{jobId}", s.authenticatePage(http.HandlerFunc(s.getJobPage)))
 
 	get := func(path string, h apiFunc) {
 		s.handle(mux, "GET "+path, s.authenticate(s.api(h)))

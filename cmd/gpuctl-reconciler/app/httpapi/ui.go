@@ -14,25 +14,30 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 )
 
-// The web page: one server-rendered HTML document, its stylesheet inlined, no script and no
-// other asset, so that it works offline and under a strict Content-Security-Policy.
+// The web page: server-rendered HTML documents (the overview at /, a page per job at
+// /jobs/{jobId}), their stylesheet inlined, no script and no other asset, so that they work
+// offline and under a strict Content-Security-Policy.
 
-//go:embed ui/index.html.tmpl ui/style.css
+//go:embed ui/*.tmpl ui/style.css
 var uiFiles embed.FS
 
 var (
-	uiTemplate = htmltmpl.Must(htmltmpl.New("index.html.tmpl").Funcs(htmltmpl.FuncMap{
-		"when":     uiWhen,
-		"stamp":    uiStamp,
-		"dict":     uiDict,
-		"duration": humanize.Duration,
-		"plural":   uiPlural,
-	}).ParseFS(uiFiles, "ui/index.html.tmpl"))
+	// uiTemplates are the pages (index.html.tmpl, job.html.tmpl) and their shared parts
+	// (parts.html.tmpl: head and top bar, status badge, bar chart).
+	uiTemplates = htmltmpl.Must(htmltmpl.New("ui").Funcs(htmltmpl.FuncMap{
+		"when":        uiWhen,
+		"stamp":       uiStamp,
+		"dict":        uiDict,
+		"duration":    humanize.Duration,
+		"plural":      uiPlural,
+		"statusClass": statusClass,
+	}).ParseFS(uiFiles, "ui/*.tmpl"))
 	uiCSS = func() string {
 		b, err := uiFiles.ReadFile("ui/style.css")
 		if err != nil {
@@ -51,9 +56,10 @@ var (
 
 // Limits of the page.
 const (
-	uiHistoryRows  = 50 // history entries shown, newest first
-	uiStatusErrors = 5  // sync errors shown
-	uiRefresh      = 30 // seconds between reloads
+	uiHistoryRows  = 50  // history entries shown, newest first
+	uiJobRows      = 200 // jobs listed on the overview, by namespace and name
+	uiStatusErrors = 5   // sync errors shown
+	uiRefresh      = 30  // seconds between reloads
 )
 
 // Geometry of the bar charts (SVG user units = CSS pixels).
@@ -69,17 +75,32 @@ const (
 	chartPadY   = 8
 )
 
-// uiPage is what the template renders. Each section has its own error: a failed data source
-// shows its error in its section and the rest of the page still renders.
-type uiPage struct {
+// uiFrame is what every page shows around its sections: the head and the top bar.
+type uiFrame struct {
+	Title   string
 	Now     time.Time
 	User    string
 	Refresh int
 	CSS     htmltmpl.CSS
-	Status  uiStatus
-	Drift   uiDrift
-	Quotas  uiChart
-	Pools   uiChart
+}
+
+// uiPage is what the overview renders. Each section has its own error: a failed data source
+// shows its error in its section and the rest of the page still renders.
+type uiPage struct {
+	Frame  uiFrame
+	Status uiStatus
+	Jobs   uiJobs
+	Drift  uiDrift
+	Quotas uiChart
+	Pools  uiChart
+}
+
+// uiJobs is the overview's list of jobs, each linked to its page.
+type uiJobs struct {
+	Err   string
+	Total int
+	Items []cluster.JobSummary
+	More  int // jobs not listed
 }
 
 type uiStatus struct {
@@ -179,24 +200,38 @@ func (s *server) authenticatePage(next http.Handler) http.Handler {
 	})
 }
 
-// getPage serves GET / and GET /index.html: the read-only web page.
+// frame is the frame of a page of that title, for the signed-in principal.
+func frame(ctx context.Context, title string, now time.Time) uiFrame {
+	f := uiFrame{Title: title, Now: now, Refresh: uiRefresh, CSS: htmltmpl.CSS(uiCSS)}
+	if p, ok := PrincipalFrom(ctx); ok {
+		f.User = p.Name
+	}
+	return f
+}
+
+// getPage serves GET / and GET /index.html: the read-only overview.
 func (s *server) getPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := time.Now()
-	page := uiPage{Now: now, Refresh: uiRefresh, CSS: htmltmpl.CSS(uiCSS)}
-	if p, ok := PrincipalFrom(ctx); ok {
-		page.User = p.Name
-	}
+	page := uiPage{Frame: frame(ctx, "gpuctl", now)}
 	var wg sync.WaitGroup
 	wg.Go(func() { page.Status = s.uiStatus(ctx) })
+	wg.Go(func() { page.Jobs = s.uiJobs(ctx) })
 	wg.Go(func() { page.Drift = s.uiDrift(ctx, now) })
 	wg.Go(func() { page.Quotas = s.uiQuotas(ctx) })
 	wg.Go(func() { page.Pools = s.uiPools(ctx) })
 	wg.Wait()
+	if page.Drift.Err == "" {
+		page.Frame.Title += " · " + page.Drift.Summary
+	}
+	s.writePage(w, http.StatusOK, "index.html.tmpl", page)
+}
 
+// writePage renders a page template with the headers of every page.
+func (s *server) writePage(w http.ResponseWriter, code int, name string, data any) {
 	var buf bytes.Buffer
-	if err := uiTemplate.Execute(&buf, page); err != nil {
-		s.log.Error("web page", "err", err)
+	if err := uiTemplates.ExecuteTemplate(&buf, name, data); err != nil {
+		s.log.Error("web page", "page", name, "err", err)
 		writeText(w, http.StatusInternalServerError, "500 internal error: "+err.Error())
 		return
 	}
@@ -207,7 +242,7 @@ func (s *server) getPage(w http.ResponseWriter, r *http.Request) {
 	h.Set("Content-Security-Policy", uiCSP)
 	h.Set("Referrer-Policy", "no-referrer")
 	h.Set("X-Frame-Options", "DENY")
-	w.WriteHeader(http.StatusOK)
+	w.WriteHeader(code)
 	_, _ = w.Write(buf.Bytes())
 }
 
@@ -243,6 +278,18 @@ func resultClass(r daemon.Result) string {
 		return "warn"
 	}
 	return "neutral"
+}
+
+func (s *server) uiJobs(ctx context.Context) uiJobs {
+	rd, err := s.reader()
+	if err != nil {
+		return uiJobs{Err: s.sectionError("jobs", err)}
+	}
+	list, err := rd.Jobs(ctx, cluster.JobFilter{Page: cluster.Page{Number: 1, Size: uiJobRows}})
+	if err != nil {
+		return uiJobs{Err: s.sectionError("jobs", err)}
+	}
+	return uiJobs{Total: list.Total, Items: list.Items, More: list.Total - len(list.Items)}
 }
 
 func (s *server) uiDrift(ctx context.Context, now time.Time) uiDrift {

@@ -23,11 +23,15 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/test/clusterfixture"
+	corev1 "k8s.io/api/core/v1"
 )
 
 // TestPageInBrowser opens the web page in headless Chromium (Debian's chromium, installed by
 // `make chromium`): it checks the page as the browser built it, then saves a full-page
-// screenshot to $GPUCTL_ARTIFACTS/ui.png or <repo>/_artifacts/ui.png.
+// screenshot to $GPUCTL_ARTIFACTS/ui.png or <repo>/_artifacts/ui.png; then it follows the link
+// of a job to its page, whose pod and event carry markup that must stay text, and saves that
+// page to ui-job.png.
 func TestPageInBrowser(t *testing.T) {
 	chromium := os.Getenv("GPUCTL_CHROMIUM")
 	if chromium == "" {
@@ -38,8 +42,13 @@ func TestPageInBrowser(t *testing.T) {
 			"(hack/chromium.sh installs Debian's chromium), or set GPUCTL_CHROMIUM", err)
 	}
 
-	h, b := testServer(t)
 	now := time.Now()
+	hostilePod := startedPod(`sft-<img src=x onerror=alert(1)>`)
+	hostilePod.Spec.NodeName = ""
+	hostilePod.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	hostileMsg := `<script>document.title="pwned"</script></td><b>bold</b>`
+	h, b := testServer(t, append(clusterfixture.Objects(), startedPod("sft-run"), hostilePod,
+		podEvent("e1", hostilePod.Name, "BackOff", hostileMsg, now.Add(-time.Minute)))...)
 	b.drift, b.hist = testDrift(now)
 	b.status.AppliedRevision = "main@4f9c2a71d0e8b3c5a6f7e8d9c0b1a2f3e4d5c6b7"
 	b.status.Revision = b.status.AppliedRevision
@@ -233,6 +242,7 @@ func TestPageInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("screenshot: %v", err)
 	}
+	jobShot := checkJobPageInBrowser(t, ctx, hostilePod.Name, hostileMsg)
 	stopConsole()
 	<-consoleDone
 	mu.Lock()
@@ -261,6 +271,55 @@ func TestPageInBrowser(t *testing.T) {
 	}
 	sum := sha256.Sum256(shot)
 	t.Logf("ui screenshot: %s (%dx%d, %d bytes, sha256 %s)", path, size.X, size.Y, len(shot), hex.EncodeToString(sum[:]))
+	if path, err = artifactPath("ui-job.png"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, jobShot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("job page screenshot: %s", path)
+}
+
+// checkJobPageInBrowser clicks the link of alice.sft on the overview and checks its page as the
+// browser built it: no script anywhere, the hostile pod name and event message shown as the
+// text they are, the log lines; it returns the page's screenshot.
+func checkJobPageInBrowser(t *testing.T, ctx context.Context, hostilePod, hostileMsg string) []byte {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Click(`a.job-link[href="/jobs/alice.sft"]`), chromedp.WaitVisible("#job-name")); err != nil {
+		t.Fatalf("follow the job's link: %v", err)
+	}
+	type jobPage struct {
+		URL, Title, Name, Status, Log string
+		Scripts, Images, Bold         int
+		Pods, Messages                []string
+	}
+	p, err := chromedp.Run(ctx, chromedp.Evaluate[jobPage](`({
+		URL: location.pathname, Title: document.title,
+		Name: document.querySelector("#job-name").textContent,
+		Status: document.querySelector("#job-status").textContent.trim(),
+		Log: document.querySelector("#log-lines").textContent,
+		Scripts: document.scripts.length, Images: document.images.length,
+		Bold: document.querySelectorAll("#event-list b").length,
+		Pods: [...document.querySelectorAll("#pod-list tbody tr td:first-child")].map(td => td.textContent),
+		Messages: [...document.querySelectorAll("#event-list tbody tr td:last-child")].map(td => td.textContent),
+	})`))
+	if err != nil {
+		t.Fatalf("read the job page: %v", err)
+	}
+	want := jobPage{URL: "/jobs/alice.sft", Title: "alice.sft · Running · gpuctl", Name: "sft", Status: "Running",
+		Log: "[sft-run] fake logs\n", Pods: []string{hostilePod, "sft-abcde", "sft-run"}, Messages: []string{hostileMsg}}
+	if p.URL != want.URL || p.Title != want.Title || p.Name != want.Name || p.Status != want.Status || p.Log != want.Log ||
+		strings.Join(p.Pods, "|") != strings.Join(want.Pods, "|") || strings.Join(p.Messages, "|") != hostileMsg {
+		t.Errorf("job page as built:\n got %+v\nwant %+v", p, want)
+	}
+	if p.Scripts != 0 || p.Images != 0 || p.Bold != 0 {
+		t.Errorf("the job page's markup came from the cluster: %d scripts, %d images, %d bold", p.Scripts, p.Images, p.Bold)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatalf("screenshot of the job page: %v", err)
+	}
+	return shot
 }
 
 // colours counts the distinct colours of an image, up to limit.

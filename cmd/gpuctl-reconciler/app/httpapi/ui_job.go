@@ -1,0 +1,229 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gpuctl/gpuctl/cluster"
+	"github.com/gpuctl/gpuctl/internal/humanize"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// The job page, GET /jobs/{jobId}: a job's status and facts, its pods with why they are in
+// their state, its last events and the last lines of its log, as the API's routes of the job
+// answer them (GET /api/v1/jobs/{jobId}, .../events, .../logs).
+
+// Limits of the job page.
+const (
+	uiLogLines   = 200             // log lines shown, the last ones
+	uiLogLineLen = 2000            // runes of a log line shown; the rest is cut
+	uiLogTimeout = 5 * time.Second // the log is read for at most this long
+	uiEventRows  = 50              // events shown, the newest
+)
+
+// uiJobPage is what the job page renders. As on the overview, each section has its own error.
+type uiJobPage struct {
+	Frame  uiFrame
+	ID     string // the job id asked for; the canonical one once the job is found
+	Err    string // the job itself could not be read
+	Job    cluster.JobDetail
+	Pods   uiPods
+	Events uiEvents
+	Logs   uiLogs
+}
+
+type uiPods struct {
+	Err   string
+	Items []uiPod
+}
+
+// uiPod is a pod as a person reads it: its status in words and why.
+type uiPod struct {
+	Name     string
+	Status   string // the phase, or the reason that says more (CrashLoopBackOff, OOMKilled, Evicted)
+	Why      string // the message behind the status, e.g. the scheduler's "0/4 nodes are available: ..."
+	Ready    string // ready containers / containers
+	Restarts int32
+	Node     string
+}
+
+type uiEvents struct {
+	Err   string
+	Items []cluster.Event
+	Older int // older events not shown
+}
+
+type uiLogs struct {
+	Err     string
+	Scope   string // which lines: "last 200 lines", "last 25 lines of each of 8 pods"
+	Lines   []string
+	Dropped int    // earlier lines read but not shown
+	Note    string // why there are no lines, or that the read stopped early
+}
+
+// getJobPage serves GET /jobs/{jobId}: an unknown job is a 404 page, an ambiguous name a 400.
+func (s *server) getJobPage(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	now := time.Now()
+	id := r.PathValue("jobId")
+	page := uiJobPage{ID: id, Frame: frame(ctx, id+" · gpuctl", now)}
+	rd, err := s.reader()
+	if err == nil {
+		page.Job, err = rd.Job(ctx, id)
+	}
+	if err != nil {
+		e := asError(err)
+		if e.Code == http.StatusInternalServerError {
+			s.log.Warn("job page", "job", id, "err", err)
+		}
+		page.Err = e.Message
+		s.writePage(w, e.Code, "job.html.tmpl", page)
+		return
+	}
+	page.ID = page.Job.JobID
+	page.Frame.Title = page.Job.JobID + " · " + page.Job.Status + " · gpuctl"
+	var wg sync.WaitGroup
+	wg.Go(func() { page.Pods = s.uiPods(ctx, rd, page.Job) })
+	wg.Go(func() { page.Events = s.uiEvents(ctx, rd, page.Job.JobID) })
+	wg.Go(func() { page.Logs = s.uiLogs(ctx, rd, page.Job) })
+	wg.Wait()
+	s.writePage(w, http.StatusOK, "job.html.tmpl", page)
+}
+
+// uiPods are the job's pods (JobDetail.K8sResources.Pods), by name.
+func (s *server) uiPods(ctx context.Context, rd *cluster.Reader, job cluster.JobDetail) uiPods {
+	if len(job.K8sResources.Pods) == 0 {
+		return uiPods{}
+	}
+	pods, err := rd.ObjectSource().Pods(ctx, job.Namespace, labels.Everything(), nil)
+	if err != nil {
+		return uiPods{Err: s.sectionError("pods", err)}
+	}
+	var out uiPods
+	for _, p := range pods {
+		if slices.Contains(job.K8sResources.Pods, p.Name) {
+			out.Items = append(out.Items, podView(p))
+		}
+	}
+	slices.SortFunc(out.Items, func(a, b uiPod) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// podView says what state a pod is in and why: a waiting container's reason (ImagePullBackOff,
+// CrashLoopBackOff), a failed container's (OOMKilled, Error), the pod's own (Evicted), or
+// why the scheduler cannot place a pending pod; else the phase.
+func podView(p *corev1.Pod) uiPod {
+	v := uiPod{Name: p.Name, Status: string(p.Status.Phase), Node: p.Spec.NodeName}
+	if p.Status.Reason != "" {
+		v.Status, v.Why = p.Status.Reason, p.Status.Message
+	}
+	ready := 0
+	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
+	for _, c := range statuses {
+		v.Restarts += c.RestartCount
+		switch w, t := c.State.Waiting, c.State.Terminated; {
+		case v.Why != "":
+		case w != nil && w.Reason != "":
+			v.Status, v.Why = w.Reason, w.Message
+		case t != nil && t.ExitCode != 0:
+			v.Status, v.Why = t.Reason, t.Message
+			if v.Status == "" {
+				v.Status = "Error"
+			}
+			if v.Why == "" {
+				v.Why = c.Name + " exited with code " + strconv.Itoa(int(t.ExitCode))
+			}
+		}
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.Ready {
+			ready++
+		}
+	}
+	v.Ready = fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers))
+	if v.Why == "" && p.Status.Phase == corev1.PodPending {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				v.Why = c.Message
+			}
+		}
+	}
+	if p.DeletionTimestamp != nil {
+		v.Status = "Terminating"
+	}
+	return v
+}
+
+// statusClass is the badge colour of a job's or a pod's status.
+func statusClass(status string) string {
+	switch status {
+	case cluster.StatusRunning, cluster.StatusSucceeded, "Completed":
+		return "ok"
+	case cluster.StatusPending, cluster.StatusPartiallyRunning, "ContainerCreating", "PodInitializing", "Terminating":
+		return "warn"
+	case cluster.StatusFailed, "Error", "OOMKilled", "Evicted", "ErrImagePull", "CreateContainerConfigError", "CreateContainerError":
+		return "bad"
+	}
+	if strings.HasSuffix(status, "BackOff") {
+		return "bad"
+	}
+	return "neutral"
+}
+
+// uiEvents are the job's newest events, newest last.
+func (s *server) uiEvents(ctx context.Context, rd *cluster.Reader, id string) uiEvents {
+	list, err := rd.JobEvents(ctx, id)
+	if err != nil {
+		return uiEvents{Err: s.sectionError("events", err)}
+	}
+	out := uiEvents{Items: list.Items}
+	if n := len(out.Items); n > uiEventRows {
+		out.Items, out.Older = out.Items[n-uiEventRows:], n-uiEventRows
+	}
+	return out
+}
+
+// uiLogs reads the last lines of the job's log, once: uiLogLines in all, shared among its
+// pods, for at most uiLogTimeout.
+func (s *server) uiLogs(ctx context.Context, rd *cluster.Reader, job cluster.JobDetail) uiLogs {
+	pods := max(1, len(job.K8sResources.Pods))
+	out := uiLogs{Scope: "last " + humanize.Plural(uiLogLines, "line")}
+	opts := cluster.DefaultLogOptions()
+	opts.Tail = int64(max(1, uiLogLines/pods))
+	if pods > 1 {
+		out.Scope = fmt.Sprintf("last %s of each of %d pods", humanize.Plural(int(opts.Tail), "line"), pods)
+	}
+	ctx, cancel := context.WithTimeout(ctx, uiLogTimeout)
+	defer cancel()
+	err := rd.Logs(ctx, job.JobID, opts, func(l cluster.LogLine) error {
+		line := l.Format(nil)
+		if r := []rune(line); len(r) > uiLogLineLen {
+			line = string(r[:uiLogLineLen]) + "…"
+		}
+		out.Lines = append(out.Lines, line)
+		if len(out.Lines) > uiLogLines {
+			out.Lines = out.Lines[1:]
+			out.Dropped++
+		}
+		return nil
+	})
+	var noLogs *cluster.NoLogsError
+	switch {
+	case err == nil:
+	case errors.As(err, &noLogs):
+		out.Note = "No log yet: " + noLogs.Error() + "."
+	case errors.Is(err, context.DeadlineExceeded) || ctx.Err() != nil:
+		out.Note = fmt.Sprintf("Stopped reading after %s: the log may have more lines.", uiLogTimeout)
+	default:
+		out.Err = s.sectionError("logs", err)
+	}
+	return out
+}
