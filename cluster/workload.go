@@ -91,17 +91,26 @@ type workload struct {
 	pods     int32 // parallelism or replicas
 	status   string
 	started  *metav1.Time // a Job's startTime; for the others, set from their pods
+	note     string       // why it has no pods, when its object says: "suspended", a ReplicaFailure
 }
 
 func fromJob(j *batchv1.Job) workload {
 	w := newWorkload("Job", j.ObjectMeta, j.Spec.Template, j.Spec.Selector, replicas(j.Spec.Parallelism))
 	w.status, w.started = JobStatus(j), j.Status.StartTime
+	if j.Spec.Suspend != nil && *j.Spec.Suspend {
+		w.note = "suspended"
+	}
 	return w
 }
 
 func fromDeployment(d *appsv1.Deployment) workload {
 	w := newWorkload("Deployment", d.ObjectMeta, d.Spec.Template, d.Spec.Selector, replicas(d.Spec.Replicas))
 	w.status = DeploymentStatus(d)
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			w.note = oneLine(c.Message) // e.g. a quota exceeded
+		}
+	}
 	return w
 }
 
@@ -174,24 +183,29 @@ func workloadSelector(kind, pool string) labels.Selector {
 // listWorkloads lists the Jobs, Deployments and StatefulSets in all namespaces that sel
 // selects, ordered by namespace, name and object kind.
 func (r *Reader) listWorkloads(ctx context.Context, sel labels.Selector) ([]workload, error) {
+	return r.listWorkloadsIn(ctx, metav1.NamespaceAll, sel)
+}
+
+// listWorkloadsIn lists them in one namespace ("" for all).
+func (r *Reader) listWorkloadsIn(ctx context.Context, namespace string, sel labels.Selector) ([]workload, error) {
 	kube := r.Client
 	opts := metav1.ListOptions{LabelSelector: sel.String()}
 	var out []workload
-	jobs, err := kube.BatchV1().Jobs(metav1.NamespaceAll).List(ctx, opts)
+	jobs, err := kube.BatchV1().Jobs(namespace).List(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	for i := range jobs.Items {
 		out = append(out, fromJob(&jobs.Items[i]))
 	}
-	deps, err := kube.AppsV1().Deployments(metav1.NamespaceAll).List(ctx, opts)
+	deps, err := kube.AppsV1().Deployments(namespace).List(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("list deployments: %w", err)
 	}
 	for i := range deps.Items {
 		out = append(out, fromDeployment(&deps.Items[i]))
 	}
-	sets, err := kube.AppsV1().StatefulSets(metav1.NamespaceAll).List(ctx, opts)
+	sets, err := kube.AppsV1().StatefulSets(namespace).List(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("list statefulsets: %w", err)
 	}
