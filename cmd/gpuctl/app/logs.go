@@ -40,11 +40,10 @@ ambiguous (the error lists the candidates).`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobs(&o.kube),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, err := kubeClient(&o.kube)
+			r, err := model(cmd, &o.kube)
 			if err != nil {
 				return err
 			}
-			r := &cluster.Reader{Client: client}
 			paint := logPainter(s.Out, o.color)
 			err = r.Logs(cmd.Context(), jobID(o.namespace, args[0]), o.opts, func(l cluster.LogLine) error {
 				_, err := fmt.Fprintln(s.Out, l.Format(paint))
@@ -83,11 +82,11 @@ func completeJobs(ko *kube.Options) cobra.CompletionFunc {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		client, err := kubeClient(ko)
+		m, err := model(cmd, ko)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		list, err := (&cluster.Reader{Client: client}).Jobs(cmd.Context(), cluster.JobFilter{})
+		list, err := m.Jobs(cmd.Context(), cluster.JobFilter{})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
