@@ -105,7 +105,7 @@ var wantRows = map[string][]string{
 	"oom":     {"OOMKilled"},
 	"queued":  {"Pending"},
 	"serve":   {"Running"},
-	"too-big": {"Pending"},
+	"huge": {"Pending"},
 }
 
 // settled reports whether the rows are those of wantRows, with the scheduler's reason of the
@@ -113,7 +113,7 @@ var wantRows = map[string][]string{
 func settled(list cluster.JobPodList) bool {
 	got := map[string][]string{}
 	for _, r := range list.Items {
-		if r.Name == "too-big" && !strings.Contains(r.Reason, "insufficient nvidia.com/gpu") {
+		if r.Name == "huge" && !strings.Contains(r.Reason, "insufficient nvidia.com/gpu") {
 			return false
 		}
 		if r.Name == "crashy" && r.JobStatus != cluster.StatusPending || r.Name == "multi" && r.JobStatus != cluster.StatusSucceeded {
@@ -146,7 +146,7 @@ func TestGetAndDescribe(t *testing.T) {
 		Spec:       corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createJob(t, kube, "too-big", 1, 64, nil, nil)
+	createJob(t, kube, "huge", 1, 64, nil, nil)
 	createJob(t, kube, "done", 1, 0, onCPU, nil)
 	createJob(t, kube, "oom", 1, 0, onCPU, func(j *batchv1.Job) { testcluster.FailingPod(&j.Spec.Template, "OOMKilled", 137) })
 	createJob(t, kube, "multi", 2, 1, onT4, nil)
@@ -181,7 +181,7 @@ func TestGetAndDescribe(t *testing.T) {
 	if out, _, _ := gpuctl(t, "get", "jobs", "-A", "--status", "oomkilled"); !strings.Contains(out, " oom ") || strings.Count(out, "\n") != 2 {
 		t.Errorf("get jobs -A --status oomkilled:\n%s", out)
 	}
-	if out, _, _ := gpuctl(t, "get", "jobs", "-n", ns, "--status", "pending", "-o", "name"); out != ns+".queued\n"+ns+".too-big\n" {
+	if out, _, _ := gpuctl(t, "get", "jobs", "-n", ns, "--status", "pending", "-o", "name"); out != ns+".huge\n"+ns+".queued\n" {
 		t.Errorf("--status pending -o name:\n%s", out)
 	}
 	if out, _, _ := gpuctl(t, "get", "jobs", "-n", ns, "--kind", "inference", "-l", "app=serve", "-o", "name"); out != ns+".serve\n" {
@@ -194,7 +194,7 @@ func TestGetAndDescribe(t *testing.T) {
 	// describe job: the status with the scheduler's reason, the applied revision and the
 	// job's drift items from the daemon's ConfigMaps.
 	writeDaemonState(t, kube)
-	out, errOut, code := gpuctl(t, "describe", "job", "too-big")
+	out, errOut, code := gpuctl(t, "describe", "job", "huge")
 	if code != 0 {
 		t.Fatalf("describe job: exit %d: %s", code, errOut)
 	}
@@ -247,7 +247,7 @@ func TestGetAndDescribe(t *testing.T) {
 		out, _, _ := gpuctl(t, "get", "quotas", ns, "-o", "wide")
 		return regexp.MustCompile(`(?m)^get-e2e +65/100 +<none> +<none> +\[#######---\] 65%$`).MatchString(out)
 	})
-	if out, _, _ := gpuctl(t, "describe", "quota", ns); !regexp.MustCompile(`(?m)^  get-e2e\.too-big +1 +64 `).MatchString(out) {
+	if out, _, _ := gpuctl(t, "describe", "quota", ns); !regexp.MustCompile(`(?m)^  get-e2e\.huge +1 +64 `).MatchString(out) {
 		t.Errorf("describe quota:\n%s", out)
 	}
 }
@@ -282,15 +282,15 @@ func TestGetJobsWatch(t *testing.T) {
 }
 
 // writeDaemonState writes the status and drift ConfigMaps of a daemon that applied a revision
-// and found the Job too-big modified by kubectl, and deletes them after the test.
+// and found the Job huge modified by kubectl, and deletes them after the test.
 func writeDaemonState(t *testing.T, kube kubernetes.Interface) {
 	t.Helper()
 	st := daemon.NewStore(kube, keys.SystemNamespace)
 	if err := st.Write(t.Context(), daemon.Status{Result: daemon.ResultSucceeded, Revision: "4f9c2a71d0e8b3c5a6f7", AppliedRevision: "4f9c2a71d0e8b3c5a6f7"}); err != nil {
 		t.Fatal(err)
 	}
-	item := drift.Item{Object: object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: getNamespace, Name: "too-big"},
-		Category: drift.Modified, Source: "teams/get-e2e/too-big.yaml", Message: "spec.template.spec.priorityClassName: gpuctl-high (Git: gpuctl-low)",
+	item := drift.Item{Object: object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: getNamespace, Name: "huge"},
+		Category: drift.Modified, Source: "teams/get-e2e/huge.yaml", Message: "spec.template.spec.priorityClassName: gpuctl-high (Git: gpuctl-low)",
 		Manager: "kubectl-edit", Detected: time.Now()}
 	other := item
 	other.Object.Name, other.Source = "elsewhere", "teams/get-e2e/elsewhere.yaml"
@@ -358,7 +358,7 @@ func normalizeDescribe(out string) string {
 	out = age.ReplaceAllString(repeated.ReplaceAllString(normalize(out), "1m"), "1m")
 	var lines []string
 	for _, l := range strings.Split(out, "\n") {
-		if len(lines) == 0 || l != lines[len(lines)-1] || strings.TrimSpace(l) == "" {
+		if len(lines) == 0 || gap.ReplaceAllString(l, "   ") != gap.ReplaceAllString(lines[len(lines)-1], "   ") || strings.TrimSpace(l) == "" {
 			lines = append(lines, l)
 		}
 	}
