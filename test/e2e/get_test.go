@@ -99,13 +99,13 @@ func crashLoop(t *testing.T, kube kubernetes.Interface, pod corev1.Pod) {
 
 // wantRows is the status of the rows of each job when the jobs have settled.
 var wantRows = map[string][]string{
-	"crashy":  {"CrashLoopBackOff"},
-	"done":    {"Completed"},
-	"multi":   {"Completed", "Completed"},
-	"oom":     {"OOMKilled"},
-	"queued":  {"Pending"},
-	"serve":   {"Running"},
-	"huge": {"Pending"},
+	"crashy": {"CrashLoopBackOff"},
+	"done":   {"Completed"},
+	"multi":  {"Completed", "Completed"},
+	"oom":    {"OOMKilled"},
+	"queued": {"Pending"},
+	"serve":  {"Running"},
+	"huge":   {"Pending"},
 }
 
 // settled reports whether the rows are those of wantRows, with the scheduler's reason of the
