@@ -96,7 +96,7 @@ func describeSub(s Streams, use, what, short string, run describeFunc) *cobra.Co
 			if err != nil {
 				return err
 			}
-			return lookupError(run(cmd.Context(), m, &o, args[0], s.Out, time.Now()))
+			return readError(run(cmd.Context(), m, &o, args[0], s.Out, time.Now()))
 		},
 	}
 	o.kube.BindFlags(cmd.Flags())

@@ -80,11 +80,11 @@ each time they change, until Ctrl-C.`,
 				return err
 			}
 			if o.watch {
-				return lookupError(watchJobs(cmd, s.Out, m, o.filter, o.output == outputWide))
+				return readError(watchJobs(cmd, s.Out, m, o.filter, o.output == outputWide))
 			}
 			list, err := m.JobPods(cmd.Context(), o.filter)
 			if err != nil {
-				return lookupError(err)
+				return readError(err)
 			}
 			if len(list.Items) == 0 && o.output != outputJSON && o.output != outputYAML {
 				fmt.Fprintln(s.Err, noneFound("jobs", ns))
@@ -246,7 +246,7 @@ pool's nodes request, whoever runs them.`,
 			}
 			list, err := m.Pools(cmd.Context())
 			if err != nil {
-				return lookupError(err)
+				return readError(err)
 			}
 			return printPools(s.Out, list, o.output)
 		},
@@ -311,7 +311,7 @@ kubectl shows it. -o wide adds CPU, memory and the node's g8s.host/ labels.`,
 			}
 			list, err := m.Nodes(cmd.Context(), o.filter)
 			if err != nil {
-				return lookupError(err)
+				return readError(err)
 			}
 			return printNodes(s.Out, list, o.output)
 		},
@@ -387,12 +387,12 @@ no limit. -o wide adds a bar of the GPUs used. TEAM shows one team's quota.`,
 			if len(args) == 1 {
 				q, err := m.Quota(cmd.Context(), args[0])
 				if err != nil {
-					return lookupError(err)
+					return readError(err)
 				}
 				q.Jobs = nil // the use by job is describe quota's
 				list.Items = []cluster.Quota{q}
 			} else if list, err = m.Quotas(cmd.Context()); err != nil {
-				return lookupError(err)
+				return readError(err)
 			}
 			return printQuotas(s.Out, list, o.output)
 		},

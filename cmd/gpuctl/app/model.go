@@ -1,8 +1,6 @@
 package app
 
 import (
-	"errors"
-
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/cluster"
@@ -48,17 +46,4 @@ func (o *scopeOptions) resolve(ko *kube.Options) (string, error) {
 		return "", &ExitError{Code: ExitTrouble, Err: err}
 	}
 	return ns, nil
-}
-
-// lookupError maps the errors of the read model as kubectl get and describe do: an unknown
-// job, pool, node or quota is 1 (the answer is no); an ambiguous name, a refused filter or a
-// failed read is 2.
-func lookupError(err error) error {
-	if err == nil {
-		return nil
-	}
-	if errors.As(err, new(*cluster.NotFoundError)) {
-		return &ExitError{Code: ExitFailed, Err: err}
-	}
-	return readError(err)
 }
