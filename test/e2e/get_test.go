@@ -259,13 +259,7 @@ func TestGetJobsWatch(t *testing.T) {
 	trainingJob(t, kube, ns, "first", 1, 0, true)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int)
-	go func() {
-		cmd := app.NewRootCommand(app.Streams{Out: &out, Err: &errOut})
-		cmd.SetArgs([]string{"get", "jobs", "-n", ns, "-w", "--kubeconfig", testcluster.Current().Kubeconfig})
-		done <- app.Code(cmd.ExecuteContext(ctx))
-	}()
+	out, errOut, done := gpuctlUntil(ctx, "get", "jobs", "-n", ns, "-w")
 	waitUntil(t, "the first table", func(context.Context) bool { return strings.Contains(out.String(), " first ") })
 	if !strings.HasPrefix(out.String(), "JOB ID ") {
 		t.Errorf("no header:\n%s", out.String())

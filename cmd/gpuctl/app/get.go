@@ -1,9 +1,11 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -222,8 +224,17 @@ func (o *getListOptions) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name (default: a table)")
 }
 
-func (o *getListOptions) check() error {
-	return outputFlag(o.output, "", outputWide, outputJSON, outputYAML, outputName)
+// run checks -o, builds the model and calls read with it; read's errors are the read
+// model's (see readError).
+func (o *getListOptions) run(cmd *cobra.Command, read func(context.Context, cluster.Model) error) error {
+	if err := outputFlag(o.output, "", outputWide, outputJSON, outputYAML, outputName); err != nil {
+		return err
+	}
+	m, err := model(cmd, &o.kube)
+	if err != nil {
+		return err
+	}
+	return readError(read(cmd.Context(), m))
 }
 
 func newGetPoolsCommand(s Streams) *cobra.Command {
@@ -237,18 +248,13 @@ label; "default" holds the nodes in no pool. USED counts the GPUs that the activ
 pool's nodes request, whoever runs them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			m, err := model(cmd, &o.kube)
-			if err != nil {
-				return err
-			}
-			list, err := m.Pools(cmd.Context())
-			if err != nil {
-				return readError(err)
-			}
-			return printPools(s.Out, list, o.output)
+			return o.run(cmd, func(ctx context.Context, m cluster.Model) error {
+				list, err := m.Pools(ctx)
+				if err != nil {
+					return err
+				}
+				return printPools(s.Out, list, o.output)
+			})
 		},
 	}
 	o.bind(cmd)
@@ -257,28 +263,48 @@ pool's nodes request, whoever runs them.`,
 
 // printPools prints the rows of get pools.
 func printPools(w io.Writer, list cluster.PoolList, output string) error {
-	if ok, err := writeData(w, output, list); ok {
+	return printList(w, output, list, list.Items, listColumns[cluster.PoolSummary]{
+		name: func(p cluster.PoolSummary) string { return p.Name },
+		head: []string{"NAME", "NODES", "GPU TYPE", "GPUS", "USED", "FREE"},
+		wide: []string{"STATUS", "DESCRIPTION"},
+		cells: func(p cluster.PoolSummary, wide bool) []string {
+			r := []string{p.Name, count(p.NodeCount), orNone(strings.Join(p.GPUType, ",")), count(p.GPUTotal), count(p.GPUUsed), count(p.GPUFree)}
+			if wide {
+				r = append(r, p.Status, orNone(p.Description))
+			}
+			return r
+		},
+	})
+}
+
+// listColumns say how printList prints the items of a list: the name of each for -o name, the
+// header and the cells of each for the table, with the columns that -o wide adds.
+type listColumns[T any] struct {
+	name       func(T) string
+	head, wide []string
+	cells      func(item T, wide bool) []string
+}
+
+// printList prints a list as -o json or yaml (data), names, or a table.
+func printList[T any](w io.Writer, output string, data any, items []T, c listColumns[T]) error {
+	if ok, err := writeData(w, output, data); ok {
 		return err
 	}
-	var names []string
-	for _, p := range list.Items {
-		names = append(names, p.Name)
-	}
+	var rows [][]string
 	if output == outputName {
-		return (&table{}).write(w, columnOf(names)...)
+		for _, it := range items {
+			rows = append(rows, []string{c.name(it)})
+		}
+		return (&table{}).write(w, rows...)
 	}
 	wide := output == outputWide
-	head := []string{"NAME", "NODES", "GPU TYPE", "GPUS", "USED", "FREE"}
+	head := c.head
 	if wide {
-		head = append(head, "STATUS", "DESCRIPTION")
+		head = append(slices.Clone(head), c.wide...)
 	}
-	rows := [][]string{head}
-	for _, p := range list.Items {
-		r := []string{p.Name, count(p.NodeCount), orNone(strings.Join(p.GPUType, ",")), count(p.GPUTotal), count(p.GPUUsed), count(p.GPUFree)}
-		if wide {
-			r = append(r, p.Status, orNone(p.Description))
-		}
-		rows = append(rows, r)
+	rows = append(rows, head)
+	for _, it := range items {
+		rows = append(rows, c.cells(it, wide))
 	}
 	return (&table{}).write(w, rows...)
 }
@@ -302,18 +328,13 @@ kubectl shows it. -o wide adds CPU, memory and the node's g8s.host/ labels.`,
   gpuctl get nodes --gpu-type a100-80g -o wide`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			m, err := model(cmd, &o.kube)
-			if err != nil {
-				return err
-			}
-			list, err := m.Nodes(cmd.Context(), o.filter)
-			if err != nil {
-				return readError(err)
-			}
-			return printNodes(s.Out, list, o.output)
+			return o.run(cmd, func(ctx context.Context, m cluster.Model) error {
+				list, err := m.Nodes(ctx, o.filter)
+				if err != nil {
+					return err
+				}
+				return printNodes(s.Out, list, o.output)
+			})
 		},
 	}
 	o.bind(cmd)
@@ -333,34 +354,22 @@ func nodeStatus(status string, unschedulable bool) string {
 
 // printNodes prints the rows of get nodes.
 func printNodes(w io.Writer, list cluster.NodeList, output string) error {
-	if ok, err := writeData(w, output, list); ok {
-		return err
-	}
-	if output == outputName {
-		var names []string
-		for _, n := range list.Items {
-			names = append(names, n.NodeName)
-		}
-		return (&table{}).write(w, columnOf(names)...)
-	}
-	wide := output == outputWide
-	head := []string{"NAME", "POOL", "GPU TYPE", "GPUS", "USED", "STATUS"}
-	if wide {
-		head = append(head, "CPU", "MEMORY", "LABELS")
-	}
-	rows := [][]string{head}
-	for _, n := range list.Items {
-		r := []string{n.NodeName, n.Pool, orNone(n.GPUType), count(n.GPUTotal), count(n.GPUUsed), nodeStatus(n.Status, n.Unschedulable)}
-		if wide {
-			var labels []string
-			for _, l := range n.G8sLabels {
-				labels = append(labels, l.Key+"="+l.Value)
+	return printList(w, output, list, list.Items, listColumns[cluster.NodeSummary]{
+		name: func(n cluster.NodeSummary) string { return n.NodeName },
+		head: []string{"NAME", "POOL", "GPU TYPE", "GPUS", "USED", "STATUS"},
+		wide: []string{"CPU", "MEMORY", "LABELS"},
+		cells: func(n cluster.NodeSummary, wide bool) []string {
+			r := []string{n.NodeName, n.Pool, orNone(n.GPUType), count(n.GPUTotal), count(n.GPUUsed), nodeStatus(n.Status, n.Unschedulable)}
+			if wide {
+				var labels []string
+				for _, l := range n.G8sLabels {
+					labels = append(labels, l.Key+"="+l.Value)
+				}
+				r = append(r, n.CPU, n.Memory, orNone(strings.Join(labels, ",")))
 			}
-			r = append(r, n.CPU, n.Memory, orNone(strings.Join(labels, ",")))
-		}
-		rows = append(rows, r)
-	}
-	return (&table{}).write(w, rows...)
+			return r
+		},
+	})
 }
 
 func newGetQuotasCommand(s Streams) *cobra.Command {
@@ -376,25 +385,23 @@ no limit. -o wide adds a bar of the GPUs used. TEAM shows one team's quota.`,
   gpuctl get quotas alice -o wide`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := o.check(); err != nil {
-				return err
-			}
-			m, err := model(cmd, &o.kube)
-			if err != nil {
-				return err
-			}
-			var list cluster.QuotaList
-			if len(args) == 1 {
-				q, err := m.Quota(cmd.Context(), args[0])
-				if err != nil {
-					return readError(err)
+			return o.run(cmd, func(ctx context.Context, m cluster.Model) error {
+				var list cluster.QuotaList
+				if len(args) == 0 {
+					var err error
+					if list, err = m.Quotas(ctx); err != nil {
+						return err
+					}
+				} else {
+					q, err := m.Quota(ctx, args[0])
+					if err != nil {
+						return err
+					}
+					q.Jobs = nil // the use by job is describe quota's
+					list.Items = []cluster.Quota{q}
 				}
-				q.Jobs = nil // the use by job is describe quota's
-				list.Items = []cluster.Quota{q}
-			} else if list, err = m.Quotas(cmd.Context()); err != nil {
-				return readError(err)
-			}
-			return printQuotas(s.Out, list, o.output)
+				return printQuotas(s.Out, list, o.output)
+			})
 		},
 	}
 	o.bind(cmd)
@@ -403,30 +410,18 @@ no limit. -o wide adds a bar of the GPUs used. TEAM shows one team's quota.`,
 
 // printQuotas prints the rows of get quotas.
 func printQuotas(w io.Writer, list cluster.QuotaList, output string) error {
-	if ok, err := writeData(w, output, list); ok {
-		return err
-	}
-	if output == outputName {
-		var users []string
-		for _, q := range list.Items {
-			users = append(users, q.User)
-		}
-		return (&table{}).write(w, columnOf(users)...)
-	}
-	wide := output == outputWide
-	head := []string{"TEAM", "GPU", "CPU", "MEMORY"}
-	if wide {
-		head = append(head, "GPU USE")
-	}
-	rows := [][]string{head}
-	for _, q := range list.Items {
-		r := []string{q.User, usedOf(q.Used.GPU, q.Hard.GPU), usedOf(q.Used.CPU, q.Hard.CPU), usedOf(q.Used.Memory, q.Hard.Memory)}
-		if wide {
-			r = append(r, bar(q.Usage.GPU))
-		}
-		rows = append(rows, r)
-	}
-	return (&table{}).write(w, rows...)
+	return printList(w, output, list, list.Items, listColumns[cluster.Quota]{
+		name: func(q cluster.Quota) string { return q.User },
+		head: []string{"TEAM", "GPU", "CPU", "MEMORY"},
+		wide: []string{"GPU USE"},
+		cells: func(q cluster.Quota, wide bool) []string {
+			r := []string{q.User, usedOf(q.Used.GPU, q.Hard.GPU), usedOf(q.Used.CPU, q.Hard.CPU), usedOf(q.Used.Memory, q.Hard.Memory)}
+			if wide {
+				r = append(r, bar(q.Usage.GPU))
+			}
+			return r
+		},
+	})
 }
 
 // usedOf is "<used>/<hard>", or <none> without a limit.
