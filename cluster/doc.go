@@ -61,6 +61,20 @@
 // and Reader.Events return the Kubernetes events of a job's objects (its Job, Deployment or
 // StatefulSet, a Deployment's ReplicaSets, its pods) and of every job, oldest first.
 //
+// # Rows and descriptions
+//
+// Reader.JobPods answers `gpuctl get jobs`: one JobPod per pod of each job, and one for a job
+// with no pod, filtered by namespace, kind, pool, label selector and status word. A pod's
+// status is in kubectl's words (PodStatus: CrashLoopBackOff, ImagePullBackOff, OOMKilled,
+// Completed, ...), explained by PodReason: a hint for the reasons a person meets most, the exit
+// code, and for a pod no node can take the scheduler's message shortened by SchedulingMessage
+// ("0/5 nodes: insufficient nvidia.com/gpu"). Reader.WatchJobPods calls back with the rows
+// each time they change, from informers on the jobs and their pods. Reader.JobDescription
+// answers `gpuctl describe job`: the detail, the rows, the last events, the revision that the
+// daemon last applied (its status ConfigMap) and the drift report's items about the job (the
+// drift ConfigMap), the last two when the credentials may read them. Node lists the pods that
+// use a node's GPUs; Quota the use of a user's quota by job.
+//
 // Unknown jobs, pools, nodes and users are *NotFoundError.
 //
 // # Where the objects come from

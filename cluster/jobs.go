@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -118,11 +119,8 @@ var jobStatuses = map[string]string{
 
 // status checks the filter and returns the status it selects ("" for any).
 func (f JobFilter) status() (string, error) {
-	if f.Kind != "" && !slices.Contains(render.WorkloadKinds, f.Kind) {
-		return "", filterErrorf("kind", "want one of %s, got %q", strings.Join(render.WorkloadKinds, ", "), f.Kind)
-	}
-	if len(validation.IsValidLabelValue(f.Pool)) > 0 {
-		return "", filterErrorf("pool", "%q is not a valid pool name", f.Pool)
+	if err := checkKindPool(f.Kind, f.Pool); err != nil {
+		return "", err
 	}
 	if f.Status == "" {
 		return "", nil
@@ -132,6 +130,17 @@ func (f JobFilter) status() (string, error) {
 		return "", filterErrorf("status", "want pending, running, partially-running, succeeded or failed, got %q", f.Status)
 	}
 	return status, nil
+}
+
+// checkKindPool checks the kind and pool of a job filter.
+func checkKindPool(kind, pool string) error {
+	if kind != "" && !slices.Contains(render.WorkloadKinds, kind) {
+		return filterErrorf("kind", "want one of %s, got %q", strings.Join(render.WorkloadKinds, ", "), kind)
+	}
+	if len(validation.IsValidLabelValue(pool)) > 0 {
+		return filterErrorf("pool", "%q is not a valid pool name", pool)
+	}
+	return nil
 }
 
 // Jobs lists the page of the jobs that the filter selects, by namespace and name. A filter
@@ -182,19 +191,25 @@ func (r *Reader) Job(ctx context.Context, id string) (JobDetail, error) {
 	if err != nil {
 		return JobDetail{}, err
 	}
-	ptrs, err := r.ObjectSource().Pods(ctx, wl.meta.Namespace, wl.selector, nil)
+	pods, err := r.jobPods(ctx, wl)
 	if err != nil {
-		return JobDetail{}, fmt.Errorf("job %s: list pods: %w", wl.id(), err)
+		return JobDetail{}, err
 	}
+	return detailWithPods(wl, pods), nil
+}
+
+// detailWithPods is the workload's detail with its pods (a Deployment's or StatefulSet's start
+// is its earliest pod's).
+func detailWithPods(wl workload, pods []*corev1.Pod) JobDetail {
 	if wl.started == nil {
-		wl.started = earliestStart(ptrs, wl.selector)
+		wl.started = earliestStart(pods, wl.selector)
 	}
 	d := detail(wl)
-	for _, p := range ptrs {
+	for _, p := range pods {
 		d.K8sResources.Pods = append(d.K8sResources.Pods, p.Name)
 	}
 	sort.Strings(d.K8sResources.Pods)
-	return d, nil
+	return d
 }
 
 func detail(w workload) JobDetail {

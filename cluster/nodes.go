@@ -48,6 +48,9 @@ type NodeSummary struct {
 	CPU       string    `json:"cpu"`
 	Memory    string    `json:"memory"`
 	CreatedAt time.Time `json:"createdAt"`
+	// G8sLabels are the node's g8s.host/ labels (the node labeler's and the pool's), sorted
+	// by key.
+	G8sLabels []Label `json:"g8sLabels"`
 }
 
 // NodeDetail is one node in full, the answer of GET /api/v1/nodes/{name}.
@@ -64,6 +67,19 @@ type NodeDetail struct {
 	CreatedAt time.Time `json:"createdAt"`
 	// LastUpdatedAt is the latest heartbeat of the node's conditions.
 	LastUpdatedAt *time.Time `json:"lastUpdatedAt"`
+	// Pods are the node's active pods that request GPUs, by namespace and name.
+	Pods []NodePod `json:"pods"`
+}
+
+// NodePod is a pod of a NodeDetail that uses GPUs.
+type NodePod struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// JobID is the gpuctl job the pod belongs to; "" for a pod that gpuctl did not render.
+	JobID string `json:"jobId"`
+	// GPU is the pod's nvidia.com/gpu request; Status its status in words (PodStatus).
+	GPU    int64  `json:"gpu"`
+	Status string `json:"status"`
 }
 
 // NodeResources are a node's allocatable resources and what its active pods request.
@@ -166,7 +182,19 @@ func nodeSummary(n *corev1.Node, used requests) NodeSummary {
 	return NodeSummary{NodeName: n.Name, Status: nodeStatus(n), Unschedulable: n.Spec.Unschedulable,
 		GPUTotal: total, GPUUsed: used.gpu, GPUFree: max(0, total-used.gpu), GPUType: n.Labels[keys.GPUType],
 		Pool: nodePool(n), BoundPools: []string{nodePool(n)}, CPU: cpu.String(), Memory: mem.String(),
-		CreatedAt: n.CreationTimestamp.UTC()}
+		CreatedAt: n.CreationTimestamp.UTC(), G8sLabels: sortedLabels(n.Labels, keys.Prefix)}
+}
+
+// sortedLabels are the labels whose keys start with prefix, sorted by key.
+func sortedLabels(l map[string]string, prefix string) []Label {
+	out := []Label{}
+	for k, v := range l {
+		if strings.HasPrefix(k, prefix) {
+			out = append(out, Label{Key: k, Value: v})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
 }
 
 // Node reads one node, with what its active pods request. An unknown node is a
@@ -179,11 +207,21 @@ func (r *Reader) Node(ctx context.Context, name string) (NodeDetail, error) {
 	if err != nil {
 		return NodeDetail{}, fmt.Errorf("node %s: get: %w", name, err)
 	}
-	usage, err := r.usageByNode(ctx, name)
+	pods, err := r.activePods(ctx, name)
 	if err != nil {
 		return NodeDetail{}, fmt.Errorf("node %s: %w", name, err)
 	}
-	return nodeDetail(n, usage[name]), nil
+	d := nodeDetail(n, usageOf(pods)[name])
+	for _, p := range pods {
+		if gpu := requestsOf(&p.Spec).gpu; gpu > 0 {
+			d.Pods = append(d.Pods, NodePod{Namespace: p.Namespace, Name: p.Name, JobID: podJobID(p), GPU: gpu, Status: PodStatus(p)})
+		}
+	}
+	sort.Slice(d.Pods, func(i, j int) bool {
+		a, b := d.Pods[i], d.Pods[j]
+		return a.Namespace < b.Namespace || a.Namespace == b.Namespace && a.Name < b.Name
+	})
+	return d, nil
 }
 
 func nodeDetail(n *corev1.Node, used requests) NodeDetail {
@@ -193,11 +231,8 @@ func nodeDetail(n *corev1.Node, used requests) NodeDetail {
 		GPUType: sum.GPUType, Pool: sum.Pool, BoundPools: sum.BoundPools,
 		Resources: NodeResources{CPUTotal: cores(cpu), CPUUsed: cores(used.cpu), MemoryTotal: mem.String(),
 			MemoryUsed: used.memory.String(), GPUTotal: sum.GPUTotal, GPUUsed: sum.GPUUsed, GPUFree: sum.GPUFree},
-		Labels: []Label{}, CreatedAt: sum.CreatedAt}
-	for k, v := range n.Labels {
-		d.Labels = append(d.Labels, Label{Key: k, Value: v})
-	}
-	sort.Slice(d.Labels, func(i, j int) bool { return d.Labels[i].Key < d.Labels[j].Key })
+		CreatedAt: sum.CreatedAt, Pods: []NodePod{}}
+	d.Labels = sortedLabels(n.Labels, "")
 	for _, c := range n.Status.Conditions {
 		if t := c.LastHeartbeatTime; !t.IsZero() && (d.LastUpdatedAt == nil || t.After(*d.LastUpdatedAt)) {
 			d.LastUpdatedAt = timePtr(&t)

@@ -32,7 +32,8 @@ func TestNodes(t *testing.T) {
 	}
 	want := NodeSummary{NodeName: "gpu-1", Status: NodeReady, GPUTotal: 8, GPUUsed: 4, GPUFree: 4,
 		GPUType: "a100-80g", Pool: "training-pool", BoundPools: []string{"training-pool"}, CPU: "64",
-		Memory: "256Gi", CreatedAt: fx.T0}
+		Memory: "256Gi", CreatedAt: fx.T0,
+		G8sLabels: []Label{{"g8s.host/gpu-type", "a100-80g"}, {"g8s.host/pool", "training-pool"}}}
 	if g := l.Items[1]; !reflect.DeepEqual(g, want) {
 		t.Errorf("gpu-1:\n got %+v\nwant %+v", g, want)
 	}
@@ -102,7 +103,8 @@ func TestNode(t *testing.T) {
 			GPUTotal: 8, GPUUsed: 4, GPUFree: 4},
 		Labels: []Label{{"g8s.host/gpu-type", "a100-80g"}, {"g8s.host/pool", "training-pool"},
 			{"kubernetes.io/hostname", "gpu-1"}},
-		CreatedAt: fx.T0, LastUpdatedAt: &updated}
+		CreatedAt: fx.T0, LastUpdatedAt: &updated,
+		Pods: []NodePod{{Namespace: "alice", Name: "sft-abcde", JobID: "alice.sft", GPU: 4, Status: "Running"}}}
 	if !reflect.DeepEqual(d, want) {
 		t.Errorf("gpu-1:\n got %+v\nwant %+v", d, want)
 	}

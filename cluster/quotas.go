@@ -33,6 +33,19 @@ type Quota struct {
 	Used QuotaResources `json:"used"`
 	// Usage is Used/Hard in percent, one decimal; null where there is no limit.
 	Usage QuotaUsage `json:"usage"`
+	// Jobs is the use by job: what the unfinished pods of each gpuctl job of the namespace
+	// request, by job id, and a last item with JobID "" for the pods of no gpuctl job when
+	// there are any. Set by Quota (one user's quota), left out by Quotas.
+	Jobs []QuotaJob `json:"jobs,omitempty"`
+}
+
+// QuotaJob is what one job's unfinished pods request, as the quota counts them.
+type QuotaJob struct {
+	JobID  string  `json:"jobId"`
+	Pods   int     `json:"pods"`
+	GPU    int64   `json:"gpu"`
+	CPU    float64 `json:"cpu"`
+	Memory string  `json:"memory"`
 }
 
 // QuotaResources are the requested CPU (cores), memory (a quantity such as "20Gi") and GPUs.
@@ -76,7 +89,45 @@ func (r *Reader) Quota(ctx context.Context, user string) (Quota, error) {
 	if len(qs) == 0 {
 		return Quota{}, &NotFoundError{Kind: "user", Name: user, Hint: fmt.Sprintf(": no gpuctl quota in namespace %q", user)}
 	}
-	return qs[0], nil
+	q := qs[0]
+	if q.Jobs, err = r.quotaJobs(ctx, user); err != nil {
+		return Quota{}, fmt.Errorf("quota of %s: %w", user, err)
+	}
+	return q, nil
+}
+
+// quotaJobs sums the requests of the unfinished pods of a namespace by job, as the quota
+// counts them (a pod counts from its creation, scheduled or not).
+func (r *Reader) quotaJobs(ctx context.Context, namespace string) ([]QuotaJob, error) {
+	pods, err := r.ObjectSource().Pods(ctx, namespace, labels.Everything(), nil)
+	if err != nil {
+		return nil, fmt.Errorf("list pods: %w", err)
+	}
+	sums := map[string]*requests{}
+	counts := map[string]int{}
+	for _, p := range pods {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		id := podJobID(p)
+		if sums[id] == nil {
+			sums[id] = &requests{}
+		}
+		sums[id].add(requestsOf(&p.Spec))
+		counts[id]++
+	}
+	out := []QuotaJob{}
+	for id, req := range sums {
+		out = append(out, QuotaJob{JobID: id, Pods: counts[id], GPU: req.gpu, CPU: cores(req.cpu), Memory: req.memory.String()})
+	}
+	sort.Slice(out, func(i, j int) bool { // by id, the pods of no job last
+		a, b := out[i].JobID, out[j].JobID
+		if (a == "") != (b == "") {
+			return b == ""
+		}
+		return a < b
+	})
+	return out, nil
 }
 
 // quotaSelector selects gpuctl's ResourceQuotas: those labelled g8s.host/quota.

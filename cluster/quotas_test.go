@@ -42,6 +42,12 @@ func TestQuota(t *testing.T) {
 	if got.User != "bob" || got.Usage.CPU != nil || got.Usage.Memory != nil || got.Usage.GPU == nil || *got.Usage.GPU != 50 {
 		t.Errorf("bob: %s", dump(got))
 	}
+	// bob's unfinished pods: llm-1 (running) and llm-2 (pending, counted too, as the quota
+	// does), and stray, which is no gpuctl job's, last.
+	if want := []QuotaJob{{JobID: "bob.llm", Pods: 2, GPU: 2, CPU: 64, Memory: "256Gi"},
+		{JobID: "", Pods: 1, GPU: 2, CPU: 32, Memory: "128Gi"}}; !reflect.DeepEqual(got.Jobs, want) {
+		t.Errorf("bob's use by job: %s, want %s", dump(got.Jobs), dump(want))
+	}
 	for _, user := range []string{"carol", "nobody"} {
 		_, err := r.Quota(ctx, user)
 		wantNotFound(t, err, "user", user)

@@ -16,7 +16,9 @@ type Reader struct {
 	// Client reads the cluster; it must not be nil. It needs list and get on jobs,
 	// deployments, statefulsets, pods, nodes and resourcequotas cluster-wide, and list on
 	// configmaps in Namespace; Logs needs get on pods/log and watch on pods, JobEvents and
-	// Events list on events and replicasets.
+	// Events list on events and replicasets, WatchJobPods watch on jobs, deployments,
+	// statefulsets and pods; JobDescription reads the status and drift ConfigMaps in
+	// Namespace when it may. JobPods in one namespace needs list there only.
 	Client kubernetes.Interface
 	// Objects, when set, answers the reader's lists and gets instead of Client (the daemon's
 	// InformerObjects); logs are still read with Client.

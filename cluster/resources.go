@@ -41,6 +41,26 @@ func active(p *corev1.Pod) bool {
 
 // usageByNode sums the requests of the active pods on each node; node "" means all nodes.
 func (r *Reader) usageByNode(ctx context.Context, node string) (map[string]requests, error) {
+	pods, err := r.activePods(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	return usageOf(pods), nil
+}
+
+// usageOf sums the requests of the pods on each node.
+func usageOf(pods []*corev1.Pod) map[string]requests {
+	out := map[string]requests{}
+	for _, p := range pods {
+		u := out[p.Spec.NodeName]
+		u.add(requestsOf(&p.Spec))
+		out[p.Spec.NodeName] = u
+	}
+	return out
+}
+
+// activePods lists the active pods on a node ("" for all nodes).
+func (r *Reader) activePods(ctx context.Context, node string) ([]*corev1.Pod, error) {
 	sel := []fields.Selector{
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
@@ -52,16 +72,22 @@ func (r *Reader) usageByNode(ctx context.Context, node string) (map[string]reque
 	if err != nil {
 		return nil, fmt.Errorf("list pods: %w", err)
 	}
-	out := map[string]requests{}
+	var out []*corev1.Pod
 	for _, p := range pods {
-		if !active(p) || (node != "" && p.Spec.NodeName != node) {
-			continue // the field selector is only a hint to the API server
+		if active(p) && (node == "" || p.Spec.NodeName == node) { // the field selector is only a hint to the API server
+			out = append(out, p)
 		}
-		u := out[p.Spec.NodeName]
-		u.add(requestsOf(&p.Spec))
-		out[p.Spec.NodeName] = u
 	}
 	return out, nil
+}
+
+// podJobID is the job id of a pod of a gpuctl workload (its app label names the job, see
+// render), or "".
+func podJobID(p *corev1.Pod) string {
+	if p.Labels[keys.ManagedBy] != keys.ManagedByValue || p.Labels[keys.App] == "" {
+		return ""
+	}
+	return p.Namespace + "." + p.Labels[keys.App]
 }
 
 // allocatableGPUs is the node's allocatable nvidia.com/gpu.

@@ -91,17 +91,26 @@ type workload struct {
 	pods     int32 // parallelism or replicas
 	status   string
 	started  *metav1.Time // a Job's startTime; for the others, set from their pods
+	note     string       // why it has no pods, when its object says: "suspended", a ReplicaFailure
 }
 
 func fromJob(j *batchv1.Job) workload {
 	w := newWorkload("Job", j.ObjectMeta, j.Spec.Template, j.Spec.Selector, replicas(j.Spec.Parallelism))
 	w.status, w.started = JobStatus(j), j.Status.StartTime
+	if j.Spec.Suspend != nil && *j.Spec.Suspend {
+		w.note = "suspended"
+	}
 	return w
 }
 
 func fromDeployment(d *appsv1.Deployment) workload {
 	w := newWorkload("Deployment", d.ObjectMeta, d.Spec.Template, d.Spec.Selector, replicas(d.Spec.Replicas))
 	w.status = DeploymentStatus(d)
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentReplicaFailure && c.Status == corev1.ConditionTrue {
+			w.note = oneLine(c.Message) // e.g. a quota exceeded
+		}
+	}
 	return w
 }
 
@@ -174,23 +183,28 @@ func workloadSelector(kind, pool string) labels.Selector {
 // listWorkloads lists the Jobs, Deployments and StatefulSets in all namespaces that sel
 // selects, ordered by namespace, name and object kind.
 func (r *Reader) listWorkloads(ctx context.Context, sel labels.Selector) ([]workload, error) {
+	return r.listWorkloadsIn(ctx, metav1.NamespaceAll, sel)
+}
+
+// listWorkloadsIn lists them in one namespace ("" for all).
+func (r *Reader) listWorkloadsIn(ctx context.Context, namespace string, sel labels.Selector) ([]workload, error) {
 	objs := r.ObjectSource()
 	var out []workload
-	jobs, err := objs.Jobs(ctx, metav1.NamespaceAll, sel)
+	jobs, err := objs.Jobs(ctx, namespace, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs: %w", err)
 	}
 	for _, j := range jobs {
 		out = append(out, fromJob(j))
 	}
-	deps, err := objs.Deployments(ctx, metav1.NamespaceAll, sel)
+	deps, err := objs.Deployments(ctx, namespace, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list deployments: %w", err)
 	}
 	for _, d := range deps {
 		out = append(out, fromDeployment(d))
 	}
-	sets, err := objs.StatefulSets(ctx, metav1.NamespaceAll, sel)
+	sets, err := objs.StatefulSets(ctx, namespace, sel)
 	if err != nil {
 		return nil, fmt.Errorf("list statefulsets: %w", err)
 	}

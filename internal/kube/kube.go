@@ -38,10 +38,7 @@ var ErrNoConfiguration = errors.New("no kubeconfig found (--kubeconfig, $KUBECON
 // RESTConfig loads the client configuration and sets its user agent (see UserAgent). Its
 // errors start with "kubeconfig: ".
 func (o *Options) RESTConfig(userAgent string) (*rest.Config, error) {
-	rules := clientcmd.NewDefaultClientConfigLoadingRules()
-	rules.ExplicitPath = o.Kubeconfig
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: o.Context}).ClientConfig()
+	cfg, err := o.loader().ClientConfig()
 	if clientcmd.IsEmptyConfig(err) {
 		err = ErrNoConfiguration
 		if os.Getenv("KUBERNETES_SERVICE_HOST") != "" {
@@ -56,6 +53,25 @@ func (o *Options) RESTConfig(userAgent string) (*rest.Config, error) {
 	}
 	cfg.UserAgent = userAgent
 	return cfg, nil
+}
+
+// loader loads the kubeconfig (or the pod's service account) as the flags choose.
+func (o *Options) loader() clientcmd.ClientConfig {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = o.Kubeconfig
+	return clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: o.Context})
+}
+
+// Namespace is the namespace of the chosen context, as kubectl takes it when -n is not given:
+// the context's namespace, "default" when it names none, the pod's own in a pod. Its errors
+// start with "kubeconfig: ".
+func (o *Options) Namespace() (string, error) {
+	ns, _, err := o.loader().Namespace()
+	if err != nil {
+		return "", fmt.Errorf("kubeconfig: %w", err)
+	}
+	return ns, nil
 }
 
 // Clientset builds a typed client from RESTConfig.

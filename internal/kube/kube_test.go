@@ -174,3 +174,24 @@ func TestBindFlags(t *testing.T) {
 		t.Errorf("parsed %+v", o)
 	}
 }
+
+// TestNamespace: the context's namespace, "default" when the context names none, and the
+// namespace of the context --context picks.
+func TestNamespace(t *testing.T) {
+	isolate(t)
+	path := writeKubeconfig(t, "a", map[string]string{"a": "https://a.example:6443", "b": "https://b.example:6443"})
+	cfg, err := clientcmd.LoadFromFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Contexts["b"].Namespace = "alice"
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	for ctx, want := range map[string]string{"": "default", "b": "alice"} {
+		got, err := (&Options{Kubeconfig: path, Context: ctx}).Namespace()
+		if err != nil || got != want {
+			t.Errorf("context %q: namespace %q, %v; want %q", ctx, got, err, want)
+		}
+	}
+}

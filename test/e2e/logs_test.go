@@ -183,6 +183,19 @@ func TestLogsOfJobs(t *testing.T) {
 	}
 }
 
+// gpuctlUntil runs the CLI in the background until ctx ends (a command that streams, as
+// Ctrl-C ends it), and sends its exit code on done.
+func gpuctlUntil(ctx context.Context, args ...string) (out, errOut *syncBuffer, done <-chan int) {
+	out, errOut = &syncBuffer{}, &syncBuffer{}
+	codes := make(chan int, 1)
+	go func() {
+		cmd := app.NewRootCommand(app.Streams{Out: out, Err: errOut})
+		cmd.SetArgs(append(args, "--kubeconfig", testcluster.Current().Kubeconfig))
+		codes <- app.Code(cmd.ExecuteContext(ctx))
+	}()
+	return out, errOut, codes
+}
+
 // syncBuffer is an io.Writer that a test may read while a command writes to it.
 type syncBuffer struct {
 	mu  sync.Mutex
@@ -222,13 +235,7 @@ func TestLogsFollow(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	var out, errOut syncBuffer
-	done := make(chan int)
-	go func() {
-		cmd := app.NewRootCommand(app.Streams{Out: &out, Err: &errOut})
-		cmd.SetArgs([]string{"logs", ns + ".follow-svc", "-f", "--kubeconfig", testcluster.Current().Kubeconfig})
-		done <- app.Code(cmd.ExecuteContext(ctx))
-	}()
+	out, errOut, done := gpuctlUntil(ctx, "logs", ns+".follow-svc", "-f")
 	apiLines := followAPI(t, ctx, kube, "/api/v1/jobs/"+ns+".follow-svc/logs?follow=true")
 	seen := func(what, line string, within time.Duration) {
 		t.Helper()

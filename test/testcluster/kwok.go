@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Node annotation that marks a node as fake and managed by kwok.
@@ -15,6 +17,31 @@ const (
 	// KwokAnnotationValue is the value of KwokAnnotation on every fake node.
 	KwokAnnotationValue = "fake"
 )
+
+// The label and annotations that make kwok fail a pod (the Stage pod-container-running-failed
+// of kwok.yaml).
+const (
+	// FailLabel set to "true" on a pod makes it fail a second after it runs.
+	FailLabel = "pod-container-running-failed.stage.kwok.x-k8s.io"
+	// FailReasonAnnotation is the reason of its containers' termination (default Error).
+	FailReasonAnnotation = FailLabel + "/reason"
+	// FailExitCodeAnnotation is their exit code (default 1).
+	FailExitCodeAnnotation = FailLabel + "/exit-code"
+)
+
+// FailingPod marks a pod template so that kwok fails its pods with the reason and exit code,
+// e.g. OOMKilled and 137.
+func FailingPod(t *corev1.PodTemplateSpec, reason string, exitCode int) {
+	if t.Labels == nil {
+		t.Labels = map[string]string{}
+	}
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Labels[FailLabel] = "true"
+	t.Annotations[FailReasonAnnotation] = reason
+	t.Annotations[FailExitCodeAnnotation] = strconv.Itoa(exitCode)
+}
 
 // kwokConfig is kwok's --config: its options and the Stage objects that drive node and pod
 // status (see the comment at the top of kwok.yaml).

@@ -45,11 +45,10 @@ namespaces.`,
 			if len(args) == 1 && o.allNamespaces || len(args) == 0 && !o.allNamespaces && o.namespace == "" {
 				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("name a JOB, or give -n NAMESPACE or -A (not both)")}
 			}
-			client, err := kubeClient(&o.kube)
+			r, err := model(cmd, &o.kube)
 			if err != nil {
 				return err
 			}
-			r := &cluster.Reader{Client: client}
 			var list cluster.EventList
 			switch {
 			case len(args) == 1:

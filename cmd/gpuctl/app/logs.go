@@ -32,19 +32,18 @@ has several containers. Prefixes are coloured on a terminal.
 JOB is <namespace>.<name>, or a name that one namespace has (or with -n). By default the job's
 current pods are shown: a pod that failed and was replaced only with --all-pods. With -f the
 lines come as they are written, and pods that start or restart meanwhile are picked up, until
-Ctrl-C. Exits 1 when no container of the job has started yet, 2 when the job is unknown or
-ambiguous (the error lists the candidates).`,
+Ctrl-C. Exits 1 when the job is unknown or no container of it has started yet, 2 when the
+name is ambiguous (the error lists the candidates).`,
 		Example: `  gpuctl logs alice.qwen2-sft -f
   gpuctl logs qwen2-sft --tail 20 --grep loss
   gpuctl logs qwen2-sft --pod qwen2-sft-1-x7k2p --previous`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobs(&o.kube),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			client, err := kubeClient(&o.kube)
+			r, err := model(cmd, &o.kube)
 			if err != nil {
 				return err
 			}
-			r := &cluster.Reader{Client: client}
 			paint := logPainter(s.Out, o.color)
 			err = r.Logs(cmd.Context(), jobID(o.namespace, args[0]), o.opts, func(l cluster.LogLine) error {
 				_, err := fmt.Fprintln(s.Out, l.Format(paint))
@@ -83,11 +82,11 @@ func completeJobs(ko *kube.Options) cobra.CompletionFunc {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		client, err := kubeClient(ko)
+		m, err := model(cmd, ko)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
-		list, err := (&cluster.Reader{Client: client}).Jobs(cmd.Context(), cluster.JobFilter{})
+		list, err := m.Jobs(cmd.Context(), cluster.JobFilter{})
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}
@@ -99,13 +98,14 @@ func completeJobs(ko *kube.Options) cobra.CompletionFunc {
 	}
 }
 
-// readError maps the errors of the read model to exit codes: no log yet is 1 (the answer is
-// no); an unknown or ambiguous job, a refused option or a failed read is 2.
+// readError maps the errors of the read model to exit codes, as kubectl get and describe
+// do: an unknown job, pool, node, quota user or pod, and a job with no log yet, are 1 (the
+// answer is no); an ambiguous job name, a refused option or filter, or a failed read is 2.
 func readError(err error) error {
 	if err == nil {
 		return nil
 	}
-	if errors.As(err, new(*cluster.NoLogsError)) {
+	if errors.As(err, new(*cluster.NoLogsError)) || errors.As(err, new(*cluster.NotFoundError)) {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	return &ExitError{Code: ExitTrouble, Err: err}

@@ -61,13 +61,15 @@ func NewRootCommand(s Streams) *cobra.Command {
 resource pools, per-user quotas) into Kubernetes objects.
 
   gpuctl validate examples/        check every file, report every problem at once
-  gpuctl render examples/          print the Kubernetes objects, ready for kubectl apply -f -`,
+  gpuctl render examples/          print the Kubernetes objects, ready for kubectl apply -f -
+  gpuctl get jobs                  what runs: one row per pod, with its status in words
+  gpuctl describe job JOB          why a job is where it is: pods, events, Git source, drift`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newLogsCommand(s), newEventsCommand(s), newVersionCommand(s))
+	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newGetCommand(s), newDescribeCommand(s), newLogsCommand(s), newEventsCommand(s), newVersionCommand(s))
 	return root
 }
 

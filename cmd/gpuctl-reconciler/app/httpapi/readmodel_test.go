@@ -55,11 +55,11 @@ func TestReadModelShapes(t *testing.T) {
 		t.Fatalf("nodes: total %d, %d items, page %d, pageSize %d", list.Total, len(list.Items), list.Page, list.PageSize)
 	}
 	wantKeys(t, "node", list.Items[0], "nodeName", "status", "unschedulable", "gpuTotal", "gpuUsed", "gpuFree",
-		"gpuType", "pool", "boundPools", "cpu", "memory", "createdAt")
+		"gpuType", "pool", "boundPools", "cpu", "memory", "createdAt", "g8sLabels")
 	obj = nil
 	get(t, h, "/api/v1/nodes/gpu-1", http.StatusOK, &obj)
 	wantKeys(t, "node detail", obj, "nodeName", "status", "unschedulable", "gpuType", "pool", "boundPools",
-		"resources", "labels", "createdAt", "lastUpdatedAt")
+		"resources", "labels", "createdAt", "lastUpdatedAt", "pods")
 	wantKeys(t, "node resources", obj["resources"].(map[string]any), "cpuTotal", "cpuUsed", "memoryTotal",
 		"memoryUsed", "gpuTotal", "gpuUsed", "gpuFree")
 
@@ -74,7 +74,7 @@ func TestReadModelShapes(t *testing.T) {
 	}
 	obj = nil
 	get(t, h, "/api/v1/quotas/bob", http.StatusOK, &obj)
-	wantKeys(t, "quota", obj, "user", "namespace", "name", "hard", "used", "usage")
+	wantKeys(t, "quota", obj, "user", "namespace", "name", "hard", "used", "usage", "jobs")
 	if u := obj["usage"].(map[string]any); u["cpu"] != nil || u["gpu"] != 50.0 {
 		t.Errorf("bob usage %v", u)
 	}

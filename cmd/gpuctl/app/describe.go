@@ -1,0 +1,301 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuctl/gpuctl/cluster"
+	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/kube"
+)
+
+// describeOptions are the flags of the describe commands.
+type describeOptions struct {
+	kube      kube.Options
+	namespace string
+	output    string
+}
+
+func newDescribeCommand(s Streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "describe job|pool|node|quota NAME",
+		Short: "Show what a person needs to act on a job, pool, node or quota",
+		Long: `Show one job, pool, node or quota in full:
+
+  gpuctl describe job JOB       its status and why, the Git file and revision that declared it,
+                                its GPUs, pool and priority, its pods with their reasons, its
+                                last events and its drift
+  gpuctl describe pool POOL     its nodes with their free GPUs, and its unfinished jobs
+  gpuctl describe node NODE     its GPUs and the pods that use them
+  gpuctl describe quota TEAM    the team's limits and use, and the use by job
+
+-o json|yaml prints the read model's data. An unknown name exits 1, an ambiguous job name 2
+(the error lists the candidates).`,
+		Args: cobra.NoArgs,
+	}
+	cmd.AddCommand(describeSub(s, "job JOB", "job", "Describe a job: status and why, Git source, resources, pods, events, drift",
+		func(ctx context.Context, m cluster.Model, o *describeOptions, name string, w io.Writer, now time.Time) error {
+			d, err := m.JobDescription(ctx, jobID(o.namespace, name))
+			if err != nil {
+				return err
+			}
+			return printDescribed(w, o.output, d, func() error { return describeJob(w, d, now) })
+		}),
+		describeSub(s, "pool POOL", "pool", "Describe a pool: its nodes and their free GPUs, its jobs",
+			func(ctx context.Context, m cluster.Model, o *describeOptions, name string, w io.Writer, _ time.Time) error {
+				p, err := m.Pool(ctx, name)
+				if err != nil {
+					return err
+				}
+				nodes, err := m.Nodes(ctx, cluster.NodeFilter{Pool: name})
+				if err != nil {
+					return err
+				}
+				return printDescribed(w, o.output, p, func() error { return describePool(w, p, nodes) })
+			}),
+		describeSub(s, "node NODE", "node", "Describe a node: its GPUs and the pods that use them",
+			func(ctx context.Context, m cluster.Model, o *describeOptions, name string, w io.Writer, _ time.Time) error {
+				n, err := m.Node(ctx, name)
+				if err != nil {
+					return err
+				}
+				return printDescribed(w, o.output, n, func() error { return describeNode(w, n) })
+			}),
+		describeSub(s, "quota TEAM", "quota", "Describe a team's quota: limits, use, and use by job",
+			func(ctx context.Context, m cluster.Model, o *describeOptions, name string, w io.Writer, _ time.Time) error {
+				q, err := m.Quota(ctx, name)
+				if err != nil {
+					return err
+				}
+				return printDescribed(w, o.output, q, func() error { return describeQuota(w, q) })
+			}))
+	return cmd
+}
+
+// describeFunc reads one thing by name and prints it.
+type describeFunc func(ctx context.Context, m cluster.Model, o *describeOptions, name string, w io.Writer, now time.Time) error
+
+// describeSub builds one describe command; use is "<what> NAME".
+func describeSub(s Streams, use, what, short string, run describeFunc) *cobra.Command {
+	var o describeOptions
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := outputFlag(o.output, "", outputJSON, outputYAML); err != nil {
+				return err
+			}
+			m, err := model(cmd, &o.kube)
+			if err != nil {
+				return err
+			}
+			return readError(run(cmd.Context(), m, &o, args[0], s.Out, time.Now()))
+		},
+	}
+	o.kube.BindFlags(cmd.Flags())
+	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: text)")
+	if what == "job" {
+		cmd.Aliases = []string{"jobs"}
+		cmd.ValidArgsFunction = completeJobs(&o.kube)
+		cmd.Example = "  gpuctl describe job alice.qwen2-sft\n  gpuctl describe job qwen2-sft -n alice -o json"
+		cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the job's namespace (else JOB is <namespace>.<name> or a name one namespace has)")
+	}
+	return cmd
+}
+
+// printDescribed writes v as -o json or yaml, or calls text.
+func printDescribed(w io.Writer, output string, v any, text func() error) error {
+	if ok, err := writeData(w, output, v); ok {
+		return err
+	}
+	return text()
+}
+
+// fields writes "Key:  value" lines aligned, as kubectl describe does; empty values are left out.
+func fields(w io.Writer, indent string, kv ...string) error {
+	var rows [][]string
+	for i := 0; i+1 < len(kv); i += 2 {
+		if kv[i+1] != "" {
+			rows = append(rows, []string{kv[i] + ":", kv[i+1]})
+		}
+	}
+	return (&table{indent: indent}).write(w, rows...)
+}
+
+// section writes a heading and, indented, a table or "<none>".
+func section(w io.Writer, title string, rows [][]string) error {
+	fmt.Fprintln(w, title+":")
+	if len(rows) <= 1 {
+		fmt.Fprintln(w, "  "+orNone(""))
+		return nil
+	}
+	return (&table{indent: "  "}).write(w, rows...)
+}
+
+// at is a time and how long ago it was: "2024-06-01T10:00:00Z (5m ago)".
+func at(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339) + " (" + humanize.Age(now.Sub(*t)) + " ago)"
+}
+
+// describeJob writes a job description as text.
+func describeJob(w io.Writer, d cluster.JobDescription, now time.Time) error {
+	j := d.Job
+	res := j.Resources
+	perPod := []string{humanize.Plural(res.GPU, "GPU")}
+	if res.GPUType != "" {
+		perPod[0] += " (" + res.GPUType + ")"
+	}
+	if res.GPUShare > 0 {
+		perPod = append(perPod, fmt.Sprintf("%d GiB of GPU memory", res.GPUShare))
+	}
+	perPod = append(perPod, fmt.Sprintf("%g CPU", res.CPU), res.Memory+" memory")
+	resources := strings.Join(perPod, ", ") + " per pod"
+	if res.Pods != 1 {
+		resources += fmt.Sprintf(" × %s = %s", humanize.Plural(res.Pods, "pod"), humanize.Plural(res.GPUTotal, "GPU"))
+	}
+	if err := fields(w, "",
+		"Name", j.Name, "Namespace", j.Namespace, "Job ID", j.JobID,
+		"Kind", j.Kind+" ("+j.K8sResources.Kind+" "+j.K8sResources.JobName+")",
+		"Description", j.Description, "Status", j.Status, "Reason", podReasons(d.Pods),
+		"Source", orNone(j.Source), "Revision", orNone(humanize.Revision(d.Revision)),
+		"Pool", j.Pool, "Priority", orNone(j.Priority), "Resources", resources,
+		"Created", at(&j.CreatedAt, now), "Started", at(j.StartedAt, now),
+	); err != nil {
+		return err
+	}
+	pods := [][]string{{"POD", "STATUS", "READY", "RESTARTS", "NODE", "IP", "AGE", "REASON"}}
+	for _, p := range d.Pods {
+		if p.Pod == "" {
+			continue
+		}
+		name := p.Pod
+		if p.Rank != nil {
+			name += fmt.Sprintf(" (rank %d)", *p.Rank)
+		}
+		pods = append(pods, []string{name, p.Status, p.Ready, count(p.Restarts), orNone(p.Node), orNone(p.IP), ageOf(now, p.CreatedAt), orNone(p.Reason)})
+	}
+	if err := section(w, "Pods", pods); err != nil {
+		return err
+	}
+	events := [][]string{{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}}
+	for _, e := range d.Events {
+		events = append(events, []string{lastSeen(now, e), e.Type, e.Reason, e.Object, oneLine(e.Message)})
+	}
+	if err := section(w, "Events", events); err != nil {
+		return err
+	}
+	drifted := [][]string{{"CATEGORY", "OBJECT", "BY", "DETAIL"}}
+	for _, it := range d.Drift {
+		drifted = append(drifted, []string{string(it.Category), it.Object.String(), orNone(it.Manager), oneLine(it.Message)})
+	}
+	return section(w, "Drift", drifted)
+}
+
+// podReasons are the distinct reasons of a job's pods, joined: why its pods are where they are.
+func podReasons(pods []cluster.JobPod) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, p := range pods {
+		if p.Reason != "" && !seen[p.Reason] {
+			seen[p.Reason] = true
+			out = append(out, p.Reason)
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+// describePool writes a pool as text, its nodes as get nodes lists them.
+func describePool(w io.Writer, p cluster.PoolDetail, nodes cluster.NodeList) error {
+	var types []string
+	for t, n := range p.GPUType {
+		types = append(types, fmt.Sprintf("%s: %d", t, n))
+	}
+	sort.Strings(types)
+	declared := []string{}
+	for _, n := range p.DeclaredNodes {
+		declared = append(declared, n.Name)
+	}
+	registered := "no (named by node labels only)"
+	if p.Registered {
+		registered = "yes (a pool file)"
+	}
+	if err := fields(w, "", "Name", p.Name, "Description", p.Description, "Status", p.Status,
+		"Registered", registered, "Declared nodes", orNone(strings.Join(declared, ", ")),
+		"GPU types", orNone(strings.Join(types, ", ")),
+		"GPUs", fmt.Sprintf("%d total, %d used, %d free", p.GPUTotal, p.GPUUsed, p.GPUFree)); err != nil {
+		return err
+	}
+	rows := [][]string{{"NODE", "GPU TYPE", "GPUS", "USED", "FREE", "STATUS"}}
+	for _, n := range nodes.Items {
+		rows = append(rows, []string{n.NodeName, orNone(n.GPUType), count(n.GPUTotal), count(n.GPUUsed), count(n.GPUFree), nodeStatus(n.Status, n.Unschedulable)})
+	}
+	if err := section(w, "Nodes", rows); err != nil {
+		return err
+	}
+	jobs := [][]string{{"JOB", "KIND", "STATUS", "GPUS"}}
+	for _, j := range p.Jobs {
+		jobs = append(jobs, []string{j.JobID, j.Kind, j.Status, count(j.GPU)})
+	}
+	return section(w, "Jobs", jobs)
+}
+
+// describeNode writes a node as text.
+func describeNode(w io.Writer, n cluster.NodeDetail) error {
+	r := n.Resources
+	if err := fields(w, "", "Name", n.NodeName, "Status", nodeStatus(n.Status, n.Unschedulable),
+		"Pool", n.Pool, "GPU type", orNone(n.GPUType),
+		"GPUs", fmt.Sprintf("%d total, %d used, %d free", r.GPUTotal, r.GPUUsed, r.GPUFree),
+		"CPU", fmt.Sprintf("%g of %g requested", r.CPUUsed, r.CPUTotal),
+		"Memory", r.MemoryUsed+" of "+r.MemoryTotal+" requested"); err != nil {
+		return err
+	}
+	labels := [][]string{{"KEY", "VALUE"}}
+	for _, l := range n.Labels {
+		labels = append(labels, []string{l.Key, l.Value})
+	}
+	if err := section(w, "Labels", labels); err != nil {
+		return err
+	}
+	rows := [][]string{{"NAMESPACE", "POD", "JOB", "GPUS", "STATUS"}}
+	for _, p := range n.Pods {
+		rows = append(rows, []string{p.Namespace, p.Name, orNone(p.JobID), count(p.GPU), p.Status})
+	}
+	return section(w, "GPU pods", rows)
+}
+
+// describeQuota writes a quota as text.
+func describeQuota(w io.Writer, q cluster.Quota) error {
+	if err := fields(w, "", "Team", q.User, "Quota", q.Namespace+"/"+q.Name,
+		"GPU", usage(q.Used.GPU, q.Hard.GPU, q.Usage.GPU),
+		"CPU", usage(q.Used.CPU, q.Hard.CPU, q.Usage.CPU),
+		"Memory", usage(q.Used.Memory, q.Hard.Memory, q.Usage.Memory)); err != nil {
+		return err
+	}
+	rows := [][]string{{"JOB", "PODS", "GPUS", "CPU", "MEMORY"}}
+	for _, j := range q.Jobs {
+		id := j.JobID
+		if id == "" {
+			id = "(pods of no gpuctl job)"
+		}
+		rows = append(rows, []string{id, count(j.Pods), count(j.GPU), fmt.Sprintf("%g", j.CPU), j.Memory})
+	}
+	return section(w, "Use by job", rows)
+}
+
+// usage is "<used>/<hard> <bar>", or <none> without a limit.
+func usage[T any](used, hard *T, percent *float64) string {
+	if hard == nil {
+		return orNone("")
+	}
+	return usedOf(used, hard) + " " + bar(percent)
+}

@@ -1,0 +1,149 @@
+package app
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/cluster"
+)
+
+func ptrTo[T any](v T) *T { return &v }
+
+func TestPrintJobPods(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	list := cluster.JobPodList{Items: []cluster.JobPod{
+		{Pod: "sft-0-x7k2p", JobID: "alice.sft", Name: "sft", Namespace: "alice", Kind: "training", Status: "Running",
+			Phase: "Running", Ready: "1/1", Node: "gpu-a100-0", IP: "10.244.0.7", Rank: ptrTo(0), CreatedAt: now.Add(-5 * time.Minute),
+			GPU: 8, Pool: "training-pool", GPUType: "a100-80g", Source: "teams/alice/sft.yaml"},
+		{Pod: "sft-1-q9d4w", JobID: "alice.sft", Name: "sft", Namespace: "alice", Kind: "training", Status: "Pending",
+			Reason: "0/5 nodes: insufficient nvidia.com/gpu", Phase: "Pending", Ready: "0/1", Rank: ptrTo(1),
+			CreatedAt: now.Add(-5 * time.Minute), GPU: 8, Pool: "training-pool", GPUType: "a100-80g", Source: "teams/alice/sft.yaml"},
+		{Pod: "web-6d4f-zx8k2", JobID: "alice.web", Name: "web", Namespace: "alice", Kind: "compute", Status: "CrashLoopBackOff",
+			Reason: "container main: the container keeps exiting", Phase: "Running", Ready: "0/1", Node: "cpu-0", IP: "10.244.1.2",
+			CreatedAt: now.Add(-2 * time.Hour), Pool: "default"},
+		{JobID: "alice.queued", Name: "queued", Namespace: "alice", Kind: "training", Status: "Pending", Reason: "suspended",
+			CreatedAt: now.Add(-30 * time.Second), GPU: 4, Pool: "default"},
+	}}
+	var out bytes.Buffer
+	if err := printJobPods(&out, list, "", now); err != nil {
+		t.Fatal(err)
+	}
+	want := `JOB ID           NAME     NAMESPACE   KIND       STATUS                                             READY    NODE         IP           AGE
+sft-0-x7k2p      sft      alice       training   Running                                            1/1      gpu-a100-0   10.244.0.7   5m
+sft-1-q9d4w      sft      alice       training   Pending (0/5 nodes: insufficient nvidia.com/gpu)   0/1      <none>       <none>       5m
+web-6d4f-zx8k2   web      alice       compute    CrashLoopBackOff                                   0/1      cpu-0        10.244.1.2   2h
+<none>           queued   alice       training   Pending (suspended)                                <none>   <none>       <none>       30s
+`
+	if out.String() != want {
+		t.Errorf("table:\n%s\nwant\n%s", out.String(), want)
+	}
+	out.Reset()
+	_ = printJobPods(&out, list, outputWide, now)
+	if first := strings.SplitN(out.String(), "\n", 3)[1]; !strings.HasSuffix(first, "5m    8      training-pool   a100-80g   teams/alice/sft.yaml") {
+		t.Errorf("wide row %q", first)
+	}
+	out.Reset()
+	_ = printJobPods(&out, list, outputName, now)
+	if out.String() != "alice.sft\nalice.web\nalice.queued\n" {
+		t.Errorf("-o name, one line per job:\n%s", out.String())
+	}
+	out.Reset()
+	_ = printJobPods(&out, list, outputJSON, now)
+	if !strings.Contains(out.String(), `"reason": "0/5 nodes: insufficient nvidia.com/gpu"`) || !strings.Contains(out.String(), `"rank": 1`) {
+		t.Errorf("-o json:\n%s", out.String())
+	}
+}
+
+func TestTableKeepsItsColumnsForLaterRows(t *testing.T) {
+	var out bytes.Buffer
+	tbl := &table{}
+	_ = tbl.write(&out, []string{"NAME", "STATUS", "AGE"}, []string{"a-long-name", "Running", "1m"})
+	_ = tbl.write(&out, []string{"b", "Completed", "2m"})
+	want := "NAME          STATUS    AGE\na-long-name   Running   1m\nb             Completed   2m\n"
+	if out.String() != want {
+		t.Errorf("got\n%q\nwant\n%q", out.String(), want)
+	}
+}
+
+func TestPrintPoolsNodesQuotas(t *testing.T) {
+	var out bytes.Buffer
+	_ = printPools(&out, cluster.PoolList{Items: []cluster.PoolSummary{
+		{Name: "default", Status: "active", NodeCount: 2, GPUTotal: 4, GPUUsed: 1, GPUFree: 3, GPUType: []string{"t4-16g"}},
+		{Name: "training-pool", Status: "active", Description: "for training", NodeCount: 2, GPUTotal: 16, GPUUsed: 16, GPUType: []string{"a100-80g", "h100-80g"}},
+	}}, "")
+	want := "NAME            NODES   GPU TYPE            GPUS   USED   FREE\n" +
+		"default         2       t4-16g              4      1      3\n" +
+		"training-pool   2       a100-80g,h100-80g   16     16     0\n"
+	if out.String() != want {
+		t.Errorf("pools:\n%s\nwant\n%s", out.String(), want)
+	}
+	out.Reset()
+	_ = printNodes(&out, cluster.NodeList{Items: []cluster.NodeSummary{
+		{NodeName: "gpu-1", Status: "Ready", Unschedulable: true, GPUTotal: 8, GPUUsed: 2, GPUType: "a100-80g", Pool: "training-pool",
+			CPU: "128", Memory: "1Ti", G8sLabels: []cluster.Label{{Key: "g8s.host/gpu-type", Value: "a100-80g"}, {Key: "g8s.host/pool", Value: "training-pool"}}},
+	}}, outputWide)
+	want = "NAME    POOL            GPU TYPE   GPUS   USED   STATUS                     CPU   MEMORY   LABELS\n" +
+		"gpu-1   training-pool   a100-80g   8      2      Ready,SchedulingDisabled   128   1Ti      g8s.host/gpu-type=a100-80g,g8s.host/pool=training-pool\n"
+	if out.String() != want {
+		t.Errorf("nodes -o wide:\n%s\nwant\n%s", out.String(), want)
+	}
+	out.Reset()
+	_ = printQuotas(&out, cluster.QuotaList{Items: []cluster.Quota{
+		{User: "alice", Hard: cluster.QuotaResources{GPU: ptrTo[int64](8), CPU: ptrTo(64.0), Memory: ptrTo("256Gi")},
+			Used:  cluster.QuotaResources{GPU: ptrTo[int64](6), CPU: ptrTo(12.5), Memory: ptrTo("64Gi")},
+			Usage: cluster.QuotaUsage{GPU: ptrTo(75.0), CPU: ptrTo(19.5), Memory: ptrTo(25.0)}},
+		{User: "bob", Hard: cluster.QuotaResources{GPU: ptrTo[int64](2)}, Used: cluster.QuotaResources{GPU: ptrTo[int64](3)},
+			Usage: cluster.QuotaUsage{GPU: ptrTo(150.0)}},
+	}}, outputWide)
+	want = "TEAM    GPU   CPU       MEMORY       GPU USE\n" +
+		"alice   6/8   12.5/64   64Gi/256Gi   [########--] 75%\n" +
+		"bob     3/2   <none>    <none>       [##########] 150%\n"
+	if out.String() != want {
+		t.Errorf("quotas -o wide:\n%s\nwant\n%s", out.String(), want)
+	}
+}
+
+func TestDescribeJob(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	created := now.Add(-10 * time.Minute)
+	d := cluster.JobDescription{
+		Job: cluster.JobDetail{JobID: "alice.sft", Name: "sft", Namespace: "alice", Kind: "training", Source: "teams/alice/sft.yaml",
+			Status: "Failed", Pool: "training-pool", Priority: "high", CreatedAt: created,
+			Resources:    cluster.JobResources{GPU: 8, GPUType: "a100-80g", CPU: 32, Memory: "128Gi", Pods: 2, GPUTotal: 16},
+			K8sResources: cluster.K8sResources{Kind: "Job", JobName: "sft"}},
+		Pods: []cluster.JobPod{{Pod: "sft-0-x7k2p", Status: "OOMKilled", Reason: "container main: out of memory: raise resources.memory; exit code 137",
+			Ready: "0/1", Node: "gpu-1", IP: "10.244.0.7", Rank: ptrTo(0), CreatedAt: created}},
+		Events:   []cluster.Event{},
+		Revision: "4f9c2a71d0e8b3c5a6f70000",
+	}
+	var out bytes.Buffer
+	if err := describeJob(&out, d, now); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"Status:      Failed\nReason:      container main: out of memory: raise resources.memory; exit code 137\n",
+		"Source:      teams/alice/sft.yaml\nRevision:    4f9c2a71d0e8\n",
+		"Resources:   8 GPUs (a100-80g), 32 CPU, 128Gi memory per pod × 2 pods = 16 GPUs\n",
+		"Created:     2025-01-01T11:50:00Z (10m ago)\n",
+		"  sft-0-x7k2p (rank 0)   OOMKilled   0/1     0          gpu-1   10.244.0.7   10m   container main: out of memory",
+		"Events:\n  <none>\nDrift:\n  <none>\n",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("describe lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "Started:") || strings.Contains(out.String(), "Description:") {
+		t.Errorf("empty fields are left out:\n%s", out.String())
+	}
+}
+
+func TestGetWatchNeedsATable(t *testing.T) {
+	var out, errOut bytes.Buffer
+	cmd := NewRootCommand(Streams{Out: &out, Err: &errOut})
+	cmd.SetArgs([]string{"get", "jobs", "-w", "-o", "json", "--kubeconfig", "/nonexistent"})
+	if err := cmd.Execute(); Code(err) != ExitTrouble || !strings.Contains(err.Error(), "--watch prints a table") {
+		t.Errorf("get jobs -w -o json: %v (exit %d)", err, Code(err))
+	}
+}
