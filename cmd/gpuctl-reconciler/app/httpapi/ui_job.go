@@ -6,15 +6,12 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/humanize"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 )
 
 // The job page, GET /jobs/{jobId}: a job's status and facts, its pods with why they are in
@@ -42,17 +39,7 @@ type uiJobPage struct {
 
 type uiPods struct {
 	Err   string
-	Items []uiPod
-}
-
-// uiPod is a pod as a person reads it: its status in words and why.
-type uiPod struct {
-	Name     string
-	Status   string // the phase, or the reason that says more (CrashLoopBackOff, OOMKilled, Evicted)
-	Why      string // the message behind the status, e.g. the scheduler's "0/4 nodes are available: ..."
-	Ready    string // ready containers / containers
-	Restarts int32
-	Node     string
+	Items []cluster.JobPod
 }
 
 type uiEvents struct {
@@ -98,68 +85,24 @@ func (s *server) getJobPage(w http.ResponseWriter, r *http.Request) {
 	s.writePage(w, http.StatusOK, "job.html.tmpl", page)
 }
 
-// uiPods are the job's pods (JobDetail.K8sResources.Pods), by name.
+// uiPods are the job's pods as `gpuctl get jobs` shows them (cluster.JobPods: the status in
+// words and why), by name.
 func (s *server) uiPods(ctx context.Context, rd *cluster.Reader, job cluster.JobDetail) uiPods {
 	if len(job.K8sResources.Pods) == 0 {
 		return uiPods{}
 	}
-	pods, err := rd.ObjectSource().Pods(ctx, job.Namespace, labels.Everything(), nil)
+	rows, err := rd.JobPods(ctx, cluster.JobPodFilter{Namespace: job.Namespace})
 	if err != nil {
 		return uiPods{Err: s.sectionError("pods", err)}
 	}
 	var out uiPods
-	for _, p := range pods {
-		if slices.Contains(job.K8sResources.Pods, p.Name) {
-			out.Items = append(out.Items, podView(p))
+	for _, p := range rows.Items {
+		if p.JobID == job.JobID && p.Pod != "" {
+			out.Items = append(out.Items, p)
 		}
 	}
-	slices.SortFunc(out.Items, func(a, b uiPod) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out.Items, func(a, b cluster.JobPod) int { return strings.Compare(a.Pod, b.Pod) })
 	return out
-}
-
-// podView says what state a pod is in and why: a waiting container's reason (ImagePullBackOff,
-// CrashLoopBackOff), a failed container's (OOMKilled, Error), the pod's own (Evicted), or
-// why the scheduler cannot place a pending pod; else the phase.
-func podView(p *corev1.Pod) uiPod {
-	v := uiPod{Name: p.Name, Status: string(p.Status.Phase), Node: p.Spec.NodeName}
-	if p.Status.Reason != "" {
-		v.Status, v.Why = p.Status.Reason, p.Status.Message
-	}
-	ready := 0
-	statuses := append(slices.Clone(p.Status.InitContainerStatuses), p.Status.ContainerStatuses...)
-	for _, c := range statuses {
-		v.Restarts += c.RestartCount
-		switch w, t := c.State.Waiting, c.State.Terminated; {
-		case v.Why != "":
-		case w != nil && w.Reason != "":
-			v.Status, v.Why = w.Reason, w.Message
-		case t != nil && t.ExitCode != 0:
-			v.Status, v.Why = t.Reason, t.Message
-			if v.Status == "" {
-				v.Status = "Error"
-			}
-			if v.Why == "" {
-				v.Why = c.Name + " exited with code " + strconv.Itoa(int(t.ExitCode))
-			}
-		}
-	}
-	for _, c := range p.Status.ContainerStatuses {
-		if c.Ready {
-			ready++
-		}
-	}
-	v.Ready = fmt.Sprintf("%d/%d", ready, len(p.Spec.Containers))
-	if v.Why == "" && p.Status.Phase == corev1.PodPending {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				v.Why = c.Message
-			}
-		}
-	}
-	if p.DeletionTimestamp != nil {
-		v.Status = "Terminating"
-	}
-	return v
 }
 
 // statusClass is the badge colour of a job's or a pod's status.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -111,7 +112,7 @@ func TestJobPage(t *testing.T) {
 	for i, want := range [][]string{
 		{"sft-abcde", "Running", "gpu-1"},
 		{"sft-run", "Running", `<td class="num">0/1</td>`},
-		{"sft-wait", `badge-warn">Pending`, "0/4 nodes are available: 4 Insufficient nvidia.com/gpu.", "<td>—</td>"},
+		{"sft-wait", `badge-warn">Pending`, "0/4 nodes: insufficient nvidia.com/gpu", "<td>—</td>"},
 	} {
 		for _, w := range want {
 			if !strings.Contains(pods[i], w) {
@@ -186,7 +187,7 @@ func TestJobPageEscapes(t *testing.T) {
 	}
 }
 
-func TestPodView(t *testing.T) {
+func TestPodWords(t *testing.T) {
 	waiting := func(reason, msg string) corev1.ContainerState {
 		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}
 	}
@@ -206,26 +207,27 @@ func TestPodView(t *testing.T) {
 		"image pull": {func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodPending
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: waiting("ImagePullBackOff", "")}}
-		}, "ImagePullBackOff", "", "0/1", 0},
+		}, "ImagePullBackOff", "the image cannot be pulled", "0/1", 0},
 		"out of memory": {func(p *corev1.Pod) {
 			p.Status.Phase = corev1.PodFailed
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main",
 				State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}
-		}, "OOMKilled", "main exited with code 137", "0/1", 0},
+		}, "OOMKilled", "out of memory: raise resources.memory; exit code 137", "0/1", 0},
 		"evicted": {func(p *corev1.Pod) {
 			p.Status.Phase, p.Status.Reason, p.Status.Message = corev1.PodFailed, "Evicted", "The node was low on resource: memory."
 		}, "Evicted", "The node was low on resource: memory.", "0/1", 0},
 		"unschedulable": {func(p *corev1.Pod) { *p = *pendingPod(p.Name) }, "Pending",
-			"0/4 nodes are available: 4 Insufficient nvidia.com/gpu.", "0/1", 0},
+			"0/4 nodes: insufficient nvidia.com/gpu", "0/1", 0},
 		"terminating": {func(p *corev1.Pod) { p.DeletionTimestamp = clusterfixture.At(0) }, "Terminating", "", "0/1", 0},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			p := clusterfixture.Pod("alice", "p", "sft", "gpu-1", corev1.PodRunning, 1, nil)
 			tc.pod(p)
-			got := podView(p)
-			if got.Status != tc.status || got.Why != tc.why || got.Ready != tc.ready || got.Restarts != tc.restarts {
-				t.Errorf("got %+v, want status %q, why %q, ready %s, restarts %d", got, tc.status, tc.why, tc.ready, tc.restarts)
+			// the page shows a pod as gpuctl get jobs does (cluster.PodStatus, PodReason)
+			status, why := cluster.PodStatus(p), cluster.PodReason(p)
+			if status != tc.status || !strings.Contains(why, tc.why) || (tc.why == "") != (why == "") {
+				t.Errorf("got status %q, why %q; want status %q, why containing %q", status, why, tc.status, tc.why)
 			}
 		})
 	}
