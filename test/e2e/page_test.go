@@ -83,7 +83,7 @@ func TestJobPage(t *testing.T) {
 		return code == http.StatusOK && strings.Contains(body, "FailedScheduling")
 	})
 	row := regexp.MustCompile(`(?s)<tr class="pod-row">.*?</tr>`).FindString(body)
-	if !strings.Contains(row, `badge-warn">Pending</span>`) || !strings.Contains(row, "Insufficient nvidia.com/gpu") {
+	if !strings.Contains(row, `badge-warn">Pending</span>`) || !strings.Contains(row, "insufficient nvidia.com/gpu") {
 		t.Errorf("the pending pod's row does not say why:\n%s", row)
 	}
 	if !strings.Contains(body, "No log yet: job "+ns+".page-pending: none of its 1 pods has started a container yet") {
