@@ -61,6 +61,15 @@
 // and Reader.Events return the Kubernetes events of a job's objects (its Job, Deployment or
 // StatefulSet, a Deployment's ReplicaSets, its pods) and of every job, oldest first.
 //
+// # Models and scopes
+//
+// Model is the read verbs' interface: Reader implements it from the cluster, gpuctl --server
+// over the daemon's API. Scope(m, namespaces) is the Model of a team: jobs, their events and
+// logs, and quotas of its namespaces only (a job of another namespace is unknown, a bare name
+// resolves among its namespaces only), pools and nodes whole (they are shared), a pool's jobs
+// of its namespaces. The daemon's API answers a token that grants some namespaces with it.
+// The error types carry JSON tags: the API sends them, and its client rebuilds them.
+//
 // Unknown jobs, pools, nodes and users are *NotFoundError. The reader reads the cluster with
 // plain List and Get calls on every call and keeps nothing (a followed log watches the job's
 // pods while it runs).

@@ -72,9 +72,14 @@ func (r *Reader) Quota(ctx context.Context, user string) (Quota, error) {
 		return Quota{}, fmt.Errorf("quota of %s: %w", user, err)
 	}
 	if len(qs) == 0 {
-		return Quota{}, &NotFoundError{Kind: "user", Name: user, Hint: fmt.Sprintf(": no gpuctl quota in namespace %q", user)}
+		return Quota{}, noQuota(user)
 	}
 	return qs[0], nil
+}
+
+// noQuota is the error of a user without a gpuctl quota.
+func noQuota(user string) *NotFoundError {
+	return &NotFoundError{Kind: "user", Name: user, Hint: fmt.Sprintf(": no gpuctl quota in namespace %q", user)}
 }
 
 // quotas lists gpuctl's ResourceQuotas in a namespace ("" for all), by namespace and name.

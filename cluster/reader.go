@@ -41,12 +41,12 @@ func (r *Reader) log() *slog.Logger {
 
 // NotFoundError is an unknown job, pool, node or quota user.
 type NotFoundError struct {
-	// Kind is what was asked for: job, pool, node or user.
-	Kind string
+	// Kind is what was asked for: job, pool, node, user or pod.
+	Kind string `json:"kind"`
 	// Name is the name or job id that was asked for.
-	Name string
+	Name string `json:"name"`
 	// Hint, when set, follows the message, e.g. " (a jobId is <namespace>.<name>)".
-	Hint string
+	Hint string `json:"hint,omitempty"`
 }
 
 // Error says what is unknown: `unknown pool "nowhere"`.
@@ -57,9 +57,11 @@ func (e *NotFoundError) Error() string {
 // AmbiguousError is a bare job name that more than one namespace has.
 type AmbiguousError struct {
 	// Name is the bare name; IDs are the job ids that have it, sorted.
-	Name string
-	IDs  []string
+	Name string   `json:"name"`
+	IDs  []string `json:"ids"`
 }
+
+func ambiguous(name string, ids []string) *AmbiguousError { return &AmbiguousError{Name: name, IDs: ids} }
 
 // Error lists the job ids to choose from.
 func (e *AmbiguousError) Error() string {
@@ -68,10 +70,11 @@ func (e *AmbiguousError) Error() string {
 
 // FilterError is a filter value that the reader refuses.
 type FilterError struct {
-	// Field names the filter as the JSON of a list item does: kind, pool, status or gpuType.
-	Field string
+	// Field names the filter as the JSON of a list item does: kind, pool, status or gpuType
+	// (or a log option: previous, since).
+	Field string `json:"field"`
 	// Message says what is wrong and what is wanted.
-	Message string
+	Message string `json:"message"`
 }
 
 // Error is "<field>: <message>".
