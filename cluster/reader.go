@@ -61,7 +61,9 @@ type AmbiguousError struct {
 	IDs  []string `json:"ids"`
 }
 
-func ambiguous(name string, ids []string) *AmbiguousError { return &AmbiguousError{Name: name, IDs: ids} }
+func ambiguous(name string, ids []string) *AmbiguousError {
+	return &AmbiguousError{Name: name, IDs: ids}
+}
 
 // Error lists the job ids to choose from.
 func (e *AmbiguousError) Error() string {
