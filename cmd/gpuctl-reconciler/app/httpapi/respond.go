@@ -16,6 +16,12 @@ import (
 type Error struct {
 	Message string `json:"error"`
 	Code    int    `json:"code"`
+	// NotFound, Ambiguous, Filter and NoLogs carry the read model's typed error when the answer
+	// is one, so that a client (gpuctl --server) gives its callers the same error.
+	NotFound  *cluster.NotFoundError  `json:"notFound,omitempty"`
+	Ambiguous *cluster.AmbiguousError `json:"ambiguous,omitempty"`
+	Filter    *cluster.FilterError    `json:"filter,omitempty"`
+	NoLogs    *cluster.NoLogsError    `json:"noLogs,omitempty"`
 }
 
 // Error returns the message.
@@ -29,10 +35,11 @@ func errorf(code int, format string, args ...any) *Error {
 // apiFunc is a handler that writes its own success answer and returns its failure.
 type apiFunc func(w http.ResponseWriter, r *http.Request) error
 
-// api turns an apiFunc into a handler: an *Error keeps its code, an unknown job, pool, node or
-// user (cluster.NotFoundError) or a Kubernetes NotFound becomes 404, an ambiguous job name or
-// a refused filter (cluster.AmbiguousError, cluster.FilterError) 400, anything else is a 500
-// that is also logged.
+// api turns an apiFunc into a handler: an *Error keeps its code, an unknown job, pool, node,
+// user or pod (cluster.NotFoundError), a job without a started container (cluster.NoLogsError)
+// or a Kubernetes NotFound becomes 404, an ambiguous job name or a refused filter
+// (cluster.AmbiguousError, cluster.FilterError) 400, anything else is a 500 that is also
+// logged.
 func (s *server) api(h apiFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
@@ -42,13 +49,25 @@ func (s *server) api(h apiFunc) http.HandlerFunc {
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var e *Error
+	var (
+		e         *Error
+		notFound  *cluster.NotFoundError
+		noLogs    *cluster.NoLogsError
+		ambiguous *cluster.AmbiguousError
+		filter    *cluster.FilterError
+	)
 	switch {
 	case errors.As(err, &e):
-	case errors.As(err, new(*cluster.NotFoundError)), apierrors.IsNotFound(err):
+	case errors.As(err, &notFound):
+		e = &Error{Code: http.StatusNotFound, Message: err.Error(), NotFound: notFound}
+	case errors.As(err, &noLogs):
+		e = &Error{Code: http.StatusNotFound, Message: err.Error(), NoLogs: noLogs}
+	case apierrors.IsNotFound(err):
 		e = &Error{Code: http.StatusNotFound, Message: err.Error()}
-	case errors.As(err, new(*cluster.AmbiguousError)), errors.As(err, new(*cluster.FilterError)):
-		e = &Error{Code: http.StatusBadRequest, Message: err.Error()}
+	case errors.As(err, &ambiguous):
+		e = &Error{Code: http.StatusBadRequest, Message: err.Error(), Ambiguous: ambiguous}
+	case errors.As(err, &filter):
+		e = &Error{Code: http.StatusBadRequest, Message: err.Error(), Filter: filter}
 	default:
 		s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = &Error{Code: http.StatusInternalServerError, Message: err.Error()}
