@@ -136,14 +136,14 @@ var (
 // of is the schema of values of t as encoding/json writes them.
 func (sc *schemas) of(t reflect.Type) map[string]any {
 	switch {
+	case t.Kind() == reflect.Pointer:
+		return nullable(sc.of(t.Elem()))
 	case t == timeType:
 		return map[string]any{"type": "string", "format": "date-time"}
 	case t.Implements(marshalerType) || t.Implements(textType):
 		return map[string]any{"description": "JSON of " + t.String() + " (custom encoding)"}
 	}
 	switch t.Kind() {
-	case reflect.Pointer:
-		return nullable(sc.of(t.Elem()))
 	case reflect.Bool:
 		return map[string]any{"type": "boolean"}
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,

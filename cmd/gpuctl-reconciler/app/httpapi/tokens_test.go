@@ -2,9 +2,9 @@ package httpapi
 
 import (
 	"net/http"
-	"reflect"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
