@@ -263,3 +263,13 @@ func (m *remoteModel) answerError(resp *http.Response) error {
 
 // where names the server in errors.
 func (m *remoteModel) where() string { return "server " + m.base.Scheme + "://" + m.base.Host }
+
+// RemoteModel is the read model of the daemon's API at server (an http or https URL) with a
+// token, as gpuctl --server reads it; test/e2e compares it with cluster.Reader.
+func RemoteModel(server, token string) (cluster.Model, error) {
+	m, err := newRemoteModel(server, token)
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}
