@@ -68,7 +68,8 @@
 // logs, and quotas of its namespaces only (a job of another namespace is unknown, a bare name
 // resolves among its namespaces only), pools and nodes whole (they are shared), a pool's jobs
 // of its namespaces. The daemon's API answers a token that grants some namespaces with it.
-// The error types carry JSON tags: the API sends them, and its client rebuilds them.
+// The error types carry JSON tags: the API sends them as an ErrorDetail (DetailOf), and its
+// client gives them back to its callers (ErrorDetail.Err).
 //
 // Unknown jobs, pools, nodes and users are *NotFoundError. The reader reads the cluster with
 // plain List and Get calls on every call and keeps nothing (a followed log watches the job's

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -111,3 +112,41 @@ func paginate[T any](items []T, p Page) []T {
 func normalizeWord(s string) string {
 	return strings.NewReplacer(" ", "", "-", "", "_", "").Replace(strings.ToLower(s))
 }
+
+// ErrorDetail is the read model's typed error as a document, for a transport that sends errors
+// as JSON (the daemon's API) and its client, which gives its callers the same error again: at
+// most one field is set.
+type ErrorDetail struct {
+	NotFound  *NotFoundError  `json:"notFound,omitempty"`
+	Ambiguous *AmbiguousError `json:"ambiguous,omitempty"`
+	Filter    *FilterError    `json:"filter,omitempty"`
+	NoLogs    *NoLogsError    `json:"noLogs,omitempty"`
+}
+
+// DetailOf finds the read model's typed error in err's chain; ok is false when there is none.
+func DetailOf(err error) (d ErrorDetail, ok bool) {
+	switch {
+	case errors.As(err, &d.NotFound), errors.As(err, &d.Ambiguous), errors.As(err, &d.Filter), errors.As(err, &d.NoLogs):
+		return d, true
+	}
+	return d, false
+}
+
+// Err is the error of the document, or nil when it holds none.
+func (d ErrorDetail) Err() error {
+	switch {
+	case d.NotFound != nil:
+		return d.NotFound
+	case d.Ambiguous != nil:
+		return d.Ambiguous
+	case d.Filter != nil:
+		return d.Filter
+	case d.NoLogs != nil:
+		return d.NoLogs
+	}
+	return nil
+}
+
+// Unknown reports whether the error is of something that does not exist (a job, pool, node,
+// user or pod; a log not there yet), as opposed to a request to correct (ambiguous, filter).
+func (d ErrorDetail) Unknown() bool { return d.NotFound != nil || d.NoLogs != nil }

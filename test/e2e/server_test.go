@@ -86,14 +86,7 @@ func startDaemon(t *testing.T, tokens string) string {
 func gpuctlServer(t *testing.T, url, token string, args ...string) (string, string, int) {
 	t.Helper()
 	t.Setenv("GPUCTL_TOKEN", token)
-	var out, errOut strings.Builder
-	cmd := app.NewRootCommand(app.Streams{Out: &out, Err: &errOut})
-	cmd.SetArgs(append(args, "--server", url))
-	err := cmd.Execute()
-	if err != nil && err.Error() != "" {
-		errOut.WriteString("error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), app.Code(err)
+	return runGpuctl(t, append(args, "--server", url)...)
 }
 
 // eventually calls read until it answers the same twice in a row from both sides (the cluster

@@ -227,15 +227,11 @@ func (m *remoteModel) get(ctx context.Context, path string, q url.Values, accept
 	return nil, m.answerError(resp)
 }
 
-// apiError is an error answer of the API that is none of the read model's errors.
+// apiError is the JSON of an error answer of the API: its message, and the read model's typed
+// error when it is one.
 type apiError struct {
 	Message string `json:"error"`
-	Code    int    `json:"code"`
-	// The read model's typed errors, as the API sends them (see httpapi.Error).
-	NotFound  *cluster.NotFoundError  `json:"notFound"`
-	Ambiguous *cluster.AmbiguousError `json:"ambiguous"`
-	Filter    *cluster.FilterError    `json:"filter"`
-	NoLogs    *cluster.NoLogsError    `json:"noLogs"`
+	cluster.ErrorDetail
 }
 
 // answerError turns an error answer into the read model's typed error that it carries, else
@@ -246,16 +242,10 @@ func (m *remoteModel) answerError(resp *http.Response) error {
 	if json.Unmarshal(body, &e) != nil || e.Message == "" {
 		e.Message = strings.TrimSpace(string(body))
 	}
-	switch {
-	case e.NotFound != nil:
-		return e.NotFound
-	case e.Ambiguous != nil:
-		return e.Ambiguous
-	case e.Filter != nil:
-		return e.Filter
-	case e.NoLogs != nil:
-		return e.NoLogs
-	case resp.StatusCode == http.StatusUnauthorized:
+	if err := e.Err(); err != nil {
+		return err
+	}
+	if resp.StatusCode == http.StatusUnauthorized {
 		return fmt.Errorf("%s: the token was refused (%s): check --token, $GPUCTL_TOKEN or %s", m.where(), e.Message, configHint)
 	}
 	return fmt.Errorf("%s: %s: %s", m.where(), resp.Status, e.Message)

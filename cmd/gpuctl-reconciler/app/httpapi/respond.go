@@ -16,12 +16,10 @@ import (
 type Error struct {
 	Message string `json:"error"`
 	Code    int    `json:"code"`
-	// NotFound, Ambiguous, Filter and NoLogs carry the read model's typed error when the answer
-	// is one, so that a client (gpuctl --server) gives its callers the same error.
-	NotFound  *cluster.NotFoundError  `json:"notFound,omitempty"`
-	Ambiguous *cluster.AmbiguousError `json:"ambiguous,omitempty"`
-	Filter    *cluster.FilterError    `json:"filter,omitempty"`
-	NoLogs    *cluster.NoLogsError    `json:"noLogs,omitempty"`
+	// ErrorDetail carries the read model's typed error when the answer is one ("notFound",
+	// "ambiguous", "filter", "noLogs"), so that a client (gpuctl --server) gives its callers
+	// the same error.
+	cluster.ErrorDetail
 }
 
 // Error returns the message.
@@ -49,25 +47,16 @@ func (s *server) api(h apiFunc) http.HandlerFunc {
 }
 
 func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
-	var (
-		e         *Error
-		notFound  *cluster.NotFoundError
-		noLogs    *cluster.NoLogsError
-		ambiguous *cluster.AmbiguousError
-		filter    *cluster.FilterError
-	)
+	var e *Error
+	detail, typed := cluster.DetailOf(err)
 	switch {
 	case errors.As(err, &e):
-	case errors.As(err, &notFound):
-		e = &Error{Code: http.StatusNotFound, Message: err.Error(), NotFound: notFound}
-	case errors.As(err, &noLogs):
-		e = &Error{Code: http.StatusNotFound, Message: err.Error(), NoLogs: noLogs}
+	case typed && detail.Unknown():
+		e = &Error{Code: http.StatusNotFound, Message: err.Error(), ErrorDetail: detail}
+	case typed:
+		e = &Error{Code: http.StatusBadRequest, Message: err.Error(), ErrorDetail: detail}
 	case apierrors.IsNotFound(err):
 		e = &Error{Code: http.StatusNotFound, Message: err.Error()}
-	case errors.As(err, &ambiguous):
-		e = &Error{Code: http.StatusBadRequest, Message: err.Error(), Ambiguous: ambiguous}
-	case errors.As(err, &filter):
-		e = &Error{Code: http.StatusBadRequest, Message: err.Error(), Filter: filter}
 	default:
 		s.log.Error("api request failed", "method", r.Method, "path", r.URL.Path, "err", err)
 		e = &Error{Code: http.StatusInternalServerError, Message: err.Error()}
