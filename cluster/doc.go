@@ -90,4 +90,14 @@
 //	objects := cluster.StartInformers(ctx, clientset, "") // lists in the background
 //	r := &cluster.Reader{Client: clientset, Objects: objects}
 //	jobs, err := r.Jobs(ctx, cluster.JobFilter{}) // waits for the first lists once
+//
+// # Models and scopes
+//
+// Model is the read verbs' interface: Reader implements it from the cluster, gpuctl --server
+// over the daemon's API. Scope(m, namespaces) is the Model of a team: jobs, their events and
+// logs, and quotas of its namespaces only (a job of another namespace is unknown, a bare name
+// resolves among its namespaces only), pools and nodes whole (they are shared), a pool's jobs
+// of its namespaces. The daemon's API answers a token that grants some namespaces with it.
+// The error types carry JSON tags: the API sends them as an ErrorDetail (DetailOf), and its
+// client gives them back to its callers (ErrorDetail.Err).
 package cluster

@@ -266,8 +266,11 @@ func (r *Reader) findWorkload(ctx context.Context, id string) (workload, error) 
 			return wl, nil
 		}
 	}
-	return workload{}, &NotFoundError{Kind: "job", Name: id}
+	return workload{}, noJob(id)
 }
+
+// noJob is the error of an unknown job id or name.
+func noJob(id string) *NotFoundError { return &NotFoundError{Kind: "job", Name: id} }
 
 func wrapGet[T any](obj *T, err error, conv func(*T) workload) (workload, error) {
 	if err != nil {
@@ -290,7 +293,7 @@ func (r *Reader) findByName(ctx context.Context, name string) (workload, error) 
 	}
 	switch len(found) {
 	case 0:
-		return workload{}, &NotFoundError{Kind: "job", Name: name}
+		return workload{}, noJob(name)
 	case 1:
 		return found[0], nil
 	}
@@ -298,5 +301,5 @@ func (r *Reader) findByName(ctx context.Context, name string) (workload, error) 
 	for i, wl := range found {
 		ids[i] = wl.id()
 	}
-	return workload{}, &AmbiguousError{Name: name, IDs: ids}
+	return workload{}, ambiguous(name, ids)
 }

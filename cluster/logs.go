@@ -58,13 +58,14 @@ func DefaultLogOptions() LogOptions { return LogOptions{Tail: -1} }
 // LogLine is one line of a job's log.
 type LogLine struct {
 	// Pod and Container name where the line comes from.
-	Pod, Container string
+	Pod       string `json:"pod"`
+	Container string `json:"container"`
 	// Prefix names the source in few characters: "rank-<i>" for a pod of an indexed Job
 	// (one per node of a multi-node training), else the pod name; "/<container>" follows
 	// when the pod has several containers.
-	Prefix string
+	Prefix string `json:"prefix"`
 	// Text is the line without its newline.
-	Text string
+	Text string `json:"text"`
 }
 
 // Format is the line as gpuctl shows it, "[<prefix>] <text>", with paint (when not nil)
@@ -80,9 +81,9 @@ func (l LogLine) Format(paint func(string) string) string {
 // NoLogsError is a job that has no container that has started, so no log to show yet.
 type NoLogsError struct {
 	// JobID is the job; Status its status; Pods the number of its pods (none have started).
-	JobID  string
-	Status string
-	Pods   int
+	JobID  string `json:"jobId"`
+	Status string `json:"status"`
+	Pods   int    `json:"pods"`
 }
 
 // Error says why there is no log: "job alice.sft has no pods yet (status Pending)".
@@ -121,7 +122,7 @@ func (r *Reader) Logs(ctx context.Context, id string, opts LogOptions, emit func
 	if opts.Pod != "" {
 		pods = onePod(pods, opts.Pod)
 		if len(pods) == 0 {
-			return &NotFoundError{Kind: "pod", Name: opts.Pod, Hint: " of job " + wl.id()}
+			return UnknownPod(opts.Pod, wl.id())
 		}
 	}
 	pods = currentPods(pods, opts)
@@ -325,4 +326,9 @@ func readLog(ctx context.Context, log io.Reader, p *corev1.Pod, container, grep 
 			return fmt.Errorf("pod %s container %s: read log: %w", p.Name, container, err)
 		}
 	}
+}
+
+// UnknownPod is the error of a pod that a job does not have: `unknown pod "x" of job alice.sft`.
+func UnknownPod(pod, jobID string) *NotFoundError {
+	return &NotFoundError{Kind: "pod", Name: pod, Hint: " of job " + jobID}
 }

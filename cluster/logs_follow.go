@@ -84,7 +84,7 @@ func (r *Reader) followLogs(ctx context.Context, wl workload, opts LogOptions, e
 			return err
 		}
 		if opts.Pod != "" && len(list) == 0 {
-			return &NotFoundError{Kind: "pod", Name: opts.Pod, Hint: " of job " + wl.id()}
+			return UnknownPod(opts.Pod, wl.id())
 		}
 		sortPods(list)
 		for _, p := range currentPods(list, opts) {

@@ -87,7 +87,7 @@ func (r *Reader) Quota(ctx context.Context, user string) (Quota, error) {
 		return Quota{}, fmt.Errorf("quota of %s: %w", user, err)
 	}
 	if len(qs) == 0 {
-		return Quota{}, &NotFoundError{Kind: "user", Name: user, Hint: fmt.Sprintf(": no gpuctl quota in namespace %q", user)}
+		return Quota{}, noQuota(user)
 	}
 	q := qs[0]
 	if q.Jobs, err = r.quotaJobs(ctx, user); err != nil {
@@ -138,6 +138,11 @@ var quotaSelector = func() labels.Selector {
 	}
 	return labels.NewSelector().Add(*r)
 }()
+
+// noQuota is the error of a user without a gpuctl quota.
+func noQuota(user string) *NotFoundError {
+	return &NotFoundError{Kind: "user", Name: user, Hint: fmt.Sprintf(": no gpuctl quota in namespace %q", user)}
+}
 
 // quotas lists gpuctl's ResourceQuotas in a namespace ("" for all), by namespace and name.
 func (r *Reader) quotas(ctx context.Context, namespace string) ([]Quota, error) {

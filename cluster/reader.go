@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -46,12 +47,12 @@ func (r *Reader) log() *slog.Logger {
 
 // NotFoundError is an unknown job, pool, node or quota user.
 type NotFoundError struct {
-	// Kind is what was asked for: job, pool, node or user.
-	Kind string
+	// Kind is what was asked for: job, pool, node, user or pod.
+	Kind string `json:"kind"`
 	// Name is the name or job id that was asked for.
-	Name string
+	Name string `json:"name"`
 	// Hint, when set, follows the message, e.g. " (a jobId is <namespace>.<name>)".
-	Hint string
+	Hint string `json:"hint,omitempty"`
 }
 
 // Error says what is unknown: `unknown pool "nowhere"`.
@@ -62,8 +63,12 @@ func (e *NotFoundError) Error() string {
 // AmbiguousError is a bare job name that more than one namespace has.
 type AmbiguousError struct {
 	// Name is the bare name; IDs are the job ids that have it, sorted.
-	Name string
-	IDs  []string
+	Name string   `json:"name"`
+	IDs  []string `json:"ids"`
+}
+
+func ambiguous(name string, ids []string) *AmbiguousError {
+	return &AmbiguousError{Name: name, IDs: ids}
 }
 
 // Error lists the job ids to choose from.
@@ -73,10 +78,11 @@ func (e *AmbiguousError) Error() string {
 
 // FilterError is a filter value that the reader refuses.
 type FilterError struct {
-	// Field names the filter as the JSON of a list item does: kind, pool, status or gpuType.
-	Field string
+	// Field names the filter as the JSON of a list item does: kind, pool, status or gpuType
+	// (or a log option: previous, since).
+	Field string `json:"field"`
 	// Message says what is wrong and what is wanted.
-	Message string
+	Message string `json:"message"`
 }
 
 // Error is "<field>: <message>".
@@ -111,3 +117,41 @@ func paginate[T any](items []T, p Page) []T {
 func normalizeWord(s string) string {
 	return strings.NewReplacer(" ", "", "-", "", "_", "").Replace(strings.ToLower(s))
 }
+
+// ErrorDetail is the read model's typed error as a document, for a transport that sends errors
+// as JSON (the daemon's API) and its client, which gives its callers the same error again: at
+// most one field is set.
+type ErrorDetail struct {
+	NotFound  *NotFoundError  `json:"notFound,omitempty"`
+	Ambiguous *AmbiguousError `json:"ambiguous,omitempty"`
+	Filter    *FilterError    `json:"filter,omitempty"`
+	NoLogs    *NoLogsError    `json:"noLogs,omitempty"`
+}
+
+// DetailOf finds the read model's typed error in err's chain; ok is false when there is none.
+func DetailOf(err error) (d ErrorDetail, ok bool) {
+	switch {
+	case errors.As(err, &d.NotFound), errors.As(err, &d.Ambiguous), errors.As(err, &d.Filter), errors.As(err, &d.NoLogs):
+		return d, true
+	}
+	return d, false
+}
+
+// Err is the error of the document, or nil when it holds none.
+func (d ErrorDetail) Err() error {
+	switch {
+	case d.NotFound != nil:
+		return d.NotFound
+	case d.Ambiguous != nil:
+		return d.Ambiguous
+	case d.Filter != nil:
+		return d.Filter
+	case d.NoLogs != nil:
+		return d.NoLogs
+	}
+	return nil
+}
+
+// Unknown reports whether the error is of something that does not exist (a job, pool, node,
+// user or pod; a log not there yet), as opposed to a request to correct (ambiguous, filter).
+func (d ErrorDetail) Unknown() bool { return d.NotFound != nil || d.NoLogs != nil }

@@ -113,7 +113,7 @@ func createJobs(b *testing.B, kube kubernetes.Interface) {
 	for range 16 {
 		wg.Go(func() {
 			for i := range jobs {
-				errs <- createJob(ctx, kube, fmt.Sprintf("bench-read-%d", i%benchNamespaces), fmt.Sprintf("train-%04d", i))
+				errs <- createBenchJob(ctx, kube, fmt.Sprintf("bench-read-%d", i%benchNamespaces), fmt.Sprintf("train-%04d", i))
 			}
 		})
 	}
@@ -151,7 +151,7 @@ func createJobs(b *testing.B, kube kubernetes.Interface) {
 	fmt.Printf("read benchmarks: %d jobs × %d pods created and succeeded in %s\n", benchJobs, benchJobPods, time.Since(start).Round(time.Second))
 }
 
-func createJob(ctx context.Context, kube kubernetes.Interface, ns, name string) error {
+func createBenchJob(ctx context.Context, kube kubernetes.Interface, ns, name string) error {
 	l := map[string]string{keys.ManagedBy: keys.ManagedByValue, keys.JobType: "training", keys.App: name,
 		keys.Pool: keys.DefaultPool, keys.Priority: "medium"}
 	pods := int32(benchJobPods)

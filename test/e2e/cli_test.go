@@ -20,9 +20,15 @@ func gpuctl(t *testing.T, args ...string) (string, string, int) {
 // gpuctlAs runs the CLI with a kubeconfig of other credentials than the cluster's admin.
 func gpuctlAs(t *testing.T, kubeconfig string, args ...string) (string, string, int) {
 	t.Helper()
+	return runGpuctl(t, append(args, "--kubeconfig", kubeconfig)...)
+}
+
+// runGpuctl runs the CLI with the arguments; an error is printed as main prints it.
+func runGpuctl(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
 	var out, errOut bytes.Buffer
 	cmd := app.NewRootCommand(app.Streams{Out: &out, Err: &errOut})
-	cmd.SetArgs(append(args, "--kubeconfig", kubeconfig))
+	cmd.SetArgs(args)
 	err := cmd.Execute()
 	if err != nil && err.Error() != "" {
 		errOut.WriteString("error: " + err.Error() + "\n")

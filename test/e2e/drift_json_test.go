@@ -31,11 +31,11 @@ func (b storeBackend) Drift(ctx context.Context) (drift.Report, []drift.Entry, e
 	return b.store.Read(ctx)
 }
 
-// oneToken knows the token "tok".
+// oneToken knows the token "tok", which sees every namespace.
 type oneToken struct{}
 
 func (oneToken) Lookup(t string) (httpapi.Principal, bool) {
-	return httpapi.Principal{Name: "reader"}, t == "tok"
+	return httpapi.Principal{Name: "reader", AllNamespaces: true}, t == "tok"
 }
 
 // TestDriftJSONIsTheAPIDocument: for the same drift ConfigMap, gpuctl drift -o json prints

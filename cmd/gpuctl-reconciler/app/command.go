@@ -72,7 +72,7 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.Listen, "listen", ":8080", "address of the HTTP server (/healthz, /readyz, /metrics, /api/v1, /hooks/*)")
 	fs.StringVar(&o.TLSCertFile, "tls-cert-file", "", "serve HTTPS with this PEM certificate (chain); needs --tls-key-file; plain HTTP is then refused on --listen")
 	fs.StringVar(&o.TLSKeyFile, "tls-key-file", "", "the PEM private key of --tls-cert-file")
-	fs.StringVar(&o.TokensFile, "tokens-file", "", "bearer tokens of /api/v1: lines token,name[,admin] (no file: the API answers 401)")
+	fs.StringVar(&o.TokensFile, "tokens-file", "", "bearer tokens of /api/v1: lines token,name[,admin or ,namespaces=NS1;NS2] (no file: the API answers 401)")
 	fs.BoolVar(&o.LeaderElect, "leader-elect", false, "run several replicas; only the holder of the Lease syncs")
 	fs.StringVar(&o.Identity, "identity", "", "this replica's name in the Lease and the status (default $POD_NAME or the host name)")
 	fs.DurationVar(&o.LeaseDuration, "lease-duration", 15*time.Second, "how long a standby waits for a silent leader before taking over")

@@ -12,12 +12,11 @@ import (
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/humanize"
-	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // describeOptions are the flags of the describe commands.
 type describeOptions struct {
-	kube      kube.Options
+	read      readOptions
 	namespace string
 	output    string
 }
@@ -92,18 +91,18 @@ func describeSub(s Streams, use, what, short string, run describeFunc) *cobra.Co
 			if err := outputFlag(o.output, "", outputJSON, outputYAML); err != nil {
 				return err
 			}
-			m, err := model(cmd, &o.kube)
+			m, err := o.read.Model(s.Err)
 			if err != nil {
 				return err
 			}
 			return readError(run(cmd.Context(), m, &o, args[0], s.Out, time.Now()))
 		},
 	}
-	o.kube.BindFlags(cmd.Flags())
+	o.read.BindFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: json or yaml (default: text)")
 	if what == "job" {
 		cmd.Aliases = []string{"jobs"}
-		cmd.ValidArgsFunction = completeJobs(&o.kube)
+		cmd.ValidArgsFunction = completeJobs(&o.read)
 		cmd.Example = "  gpuctl describe job alice.qwen2-sft\n  gpuctl describe job qwen2-sft -n alice -o json"
 		cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the job's namespace (else JOB is <namespace>.<name> or a name one namespace has)")
 	}

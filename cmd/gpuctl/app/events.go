@@ -12,12 +12,11 @@ import (
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/humanize"
-	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // eventsOptions are the flags of gpuctl events.
 type eventsOptions struct {
-	kube          kube.Options
+	read          readOptions
 	namespace     string
 	allNamespaces bool
 	output        string
@@ -37,7 +36,7 @@ namespaces.`,
   gpuctl events -n alice
   gpuctl events -A -o json`,
 		Args:              cobra.MaximumNArgs(1),
-		ValidArgsFunction: completeJobs(&o.kube),
+		ValidArgsFunction: completeJobs(&o.read),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFlag(o.output, "text", "json", "yaml"); err != nil {
 				return err
@@ -45,7 +44,7 @@ namespaces.`,
 			if len(args) == 1 && o.allNamespaces || len(args) == 0 && !o.allNamespaces && o.namespace == "" {
 				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("name a JOB, or give -n NAMESPACE or -A (not both)")}
 			}
-			r, err := model(cmd, &o.kube)
+			r, err := o.read.Model(s.Err)
 			if err != nil {
 				return err
 			}
@@ -65,7 +64,7 @@ namespaces.`,
 		},
 	}
 	f := cmd.Flags()
-	o.kube.BindFlags(f)
+	o.read.BindFlags(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the namespace of JOB, or whose jobs to show")
 	f.BoolVarP(&o.allNamespaces, "all-namespaces", "A", false, "the events of every job in every namespace")
 	f.StringVarP(&o.output, "output", "o", "text", "output format: text, json or yaml")

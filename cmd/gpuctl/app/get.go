@@ -13,7 +13,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/cluster"
-	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 func newGetCommand(s Streams) *cobra.Command {
@@ -37,7 +36,7 @@ daemon's API), -o name the names only.`,
 
 // getJobsOptions are the flags of gpuctl get jobs.
 type getJobsOptions struct {
-	kube   kube.Options
+	read   readOptions
 	scope  scopeOptions
 	filter cluster.JobPodFilter
 	output string
@@ -72,15 +71,15 @@ each time they change, until Ctrl-C.`,
 			if o.watch && o.output != "" && o.output != outputWide {
 				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--watch prints a table: use it without -o, or with -o wide")}
 			}
-			ns, err := o.scope.resolve(&o.kube)
+			m, err := o.read.Model(s.Err)
+			if err != nil {
+				return err
+			}
+			ns, err := o.scope.resolve(&o.read.kube, m)
 			if err != nil {
 				return err
 			}
 			o.filter.Namespace = ns
-			m, err := model(cmd, &o.kube)
-			if err != nil {
-				return err
-			}
 			if o.watch {
 				return readError(watchJobs(cmd, s.Out, m, o.filter, o.output == outputWide))
 			}
@@ -96,7 +95,7 @@ each time they change, until Ctrl-C.`,
 		},
 	}
 	f := cmd.Flags()
-	o.kube.BindFlags(f)
+	o.read.BindFlags(f)
 	o.scope.bindFlags(cmd, "the jobs of this namespace")
 	f.StringVar(&o.filter.Kind, "kind", "", "only jobs of this kind: training, inference, notebook or compute")
 	f.StringVar(&o.filter.Pool, "pool", "", "only jobs of this pool")
@@ -215,12 +214,12 @@ func watchJobs(cmd *cobra.Command, w io.Writer, m cluster.Model, f cluster.JobPo
 
 // getListOptions are the flags of get pools, nodes and quotas.
 type getListOptions struct {
-	kube   kube.Options
+	read   readOptions
 	output string
 }
 
 func (o *getListOptions) bind(cmd *cobra.Command) {
-	o.kube.BindFlags(cmd.Flags())
+	o.read.BindFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name (default: a table)")
 }
 
@@ -230,7 +229,7 @@ func (o *getListOptions) run(cmd *cobra.Command, read func(context.Context, clus
 	if err := outputFlag(o.output, "", outputWide, outputJSON, outputYAML, outputName); err != nil {
 		return err
 	}
-	m, err := model(cmd, &o.kube)
+	m, err := o.read.Model(cmd.ErrOrStderr())
 	if err != nil {
 		return err
 	}

@@ -9,12 +9,11 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/cluster"
-	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
 // logsOptions are the flags of gpuctl logs.
 type logsOptions struct {
-	kube      kube.Options
+	read      readOptions
 	namespace string
 	opts      cluster.LogOptions
 	color     string
@@ -38,9 +37,9 @@ name is ambiguous (the error lists the candidates).`,
   gpuctl logs qwen2-sft --tail 20 --grep loss
   gpuctl logs qwen2-sft --pod qwen2-sft-1-x7k2p --previous`,
 		Args:              cobra.ExactArgs(1),
-		ValidArgsFunction: completeJobs(&o.kube),
+		ValidArgsFunction: completeJobs(&o.read),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := model(cmd, &o.kube)
+			r, err := o.read.Model(s.Err)
 			if err != nil {
 				return err
 			}
@@ -53,7 +52,7 @@ name is ambiguous (the error lists the candidates).`,
 		},
 	}
 	f := cmd.Flags()
-	o.kube.BindFlags(f)
+	o.read.BindFlags(f)
 	f.StringVarP(&o.namespace, "namespace", "n", "", "the job's namespace (else JOB is <namespace>.<name> or a name one namespace has)")
 	f.BoolVarP(&o.opts.Follow, "follow", "f", false, "stream new lines and pick up pods that start or restart, until interrupted")
 	f.Int64Var(&o.opts.Tail, "tail", -1, "the last N lines of each container (-1: all)")
@@ -76,13 +75,13 @@ func jobID(namespace, job string) string {
 	return namespace + "." + job
 }
 
-// completeJobs completes a JOB argument with the job ids of the cluster.
-func completeJobs(ko *kube.Options) cobra.CompletionFunc {
+// completeJobs completes a JOB argument with the job ids of the read model.
+func completeJobs(ro *readOptions) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		m, err := model(cmd, ko)
+		m, err := ro.Model(io.Discard)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveError
 		}

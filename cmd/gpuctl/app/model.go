@@ -7,17 +7,6 @@ import (
 	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
-// model is the read model that the read verbs (get, describe, logs, events, completion) ask:
-// the cluster of the kubeconfig flags, read with the user's credentials. It is built here and
-// nowhere else, so that another transport can answer the same verbs.
-func model(_ *cobra.Command, ko *kube.Options) (cluster.Model, error) {
-	client, err := kubeClient(ko)
-	if err != nil {
-		return nil, err
-	}
-	return &cluster.Reader{Client: client}, nil
-}
-
 // scopeOptions are the namespace flags of a read verb, as kubectl has them: -n NAMESPACE, or
 // -A for all; neither means the namespace of the kubeconfig's context ("default" when it
 // names none).
@@ -33,13 +22,18 @@ func (o *scopeOptions) bindFlags(cmd *cobra.Command, what string) {
 	cmd.MarkFlagsMutuallyExclusive("namespace", "all-namespaces")
 }
 
-// resolve is the namespace to read: "" for all.
-func (o *scopeOptions) resolve(ko *kube.Options) (string, error) {
+// resolve is the namespace to read from m: "" for all. Without -n or -A it is the
+// kubeconfig context's namespace, or, when m is the daemon's API (--server), every namespace
+// the token sees.
+func (o *scopeOptions) resolve(ko *kube.Options, m cluster.Model) (string, error) {
 	switch {
 	case o.allNamespaces:
 		return "", nil
 	case o.namespace != "":
 		return o.namespace, nil
+	}
+	if _, remote := m.(*remoteModel); remote {
+		return "", nil
 	}
 	ns, err := ko.Namespace()
 	if err != nil {

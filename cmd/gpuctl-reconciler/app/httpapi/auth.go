@@ -3,15 +3,29 @@ package httpapi
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 )
 
-// Principal is who a bearer token belongs to.
+// Principal is who a bearer token belongs to, and what it may see.
 type Principal struct {
 	// Name identifies the caller in logs.
 	Name string
-	// Admin may ask for syncs.
+	// Admin may ask for syncs and sees every namespace.
 	Admin bool
+	// AllNamespaces sees every namespace without being an admin.
+	AllNamespaces bool
+	// Namespaces are the namespaces whose jobs, logs, events, quotas and drift a caller that
+	// is neither Admin nor AllNamespaces sees; none sees no namespace.
+	Namespaces []string
+}
+
+// SeesAll reports whether the principal sees every namespace.
+func (p Principal) SeesAll() bool { return p.Admin || p.AllNamespaces }
+
+// Sees reports whether the principal sees a namespace.
+func (p Principal) Sees(namespace string) bool {
+	return p.SeesAll() || slices.Contains(p.Namespaces, namespace)
 }
 
 // TokenSource resolves bearer tokens. Implementations compare tokens in constant time.
@@ -81,4 +95,18 @@ func bearerToken(r *http.Request) (string, bool) {
 	}
 	token = strings.TrimSpace(token)
 	return token, token != ""
+}
+
+// requireSeesAll answers 403 unless the authenticated caller sees every namespace: for the
+// answers that name objects of every namespace and cannot be cut to some.
+func (s *server) requireSeesAll(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p, _ := PrincipalFrom(r.Context())
+		if !p.SeesAll() {
+			writeJSON(w, http.StatusForbidden, errorf(http.StatusForbidden,
+				"%s %s: %q does not see every namespace (token file: admin or namespaces=*)", r.Method, r.URL.Path, p.Name))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }

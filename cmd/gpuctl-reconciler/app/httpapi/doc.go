@@ -19,14 +19,16 @@
 //	GET  /  (and /index.html)        the read-only web page (HTML)                     Bearer or Basic
 //	GET  /jobs/{jobId}               a job's page (HTML): status, pods, events, logs   Bearer or Basic
 //	*    <Options.Webhooks paths>    mounted as given; they check their own signatures no token
+//	GET  /api/v1/openapi.json        the OpenAPI 3.1 document of every route (any token)
 //	GET  /api/v1/status              daemon.Status
 //	POST /api/v1/sync                202 {"requestId"}; admin tokens only (else 403)
-//	GET  /api/v1/plan                reconciler.Plan plus "summary"
+//	GET  /api/v1/plan                reconciler.Plan plus "summary"; tokens that see all namespaces
 //	GET  /api/v1/drift               ?since=24h → drift.Report plus "summary"; "history" of since
 //	GET  /api/v1/jobs                ?kind&pool&status&page&pageSize → cluster.JobList
 //	GET  /api/v1/jobs/{jobId}        cluster.JobDetail
 //	GET  /api/v1/jobs/{jobId}/logs   ?tail&since&grep&pod&previous&allPods&follow → text/plain lines
 //	GET  /api/v1/jobs/{jobId}/events cluster.EventList
+//	GET  /api/v1/events              ?namespace → cluster.EventList of every job
 //	GET  /api/v1/pools               cluster.PoolList
 //	GET  /api/v1/pools/{name}        cluster.PoolDetail
 //	GET  /api/v1/nodes               ?pool&gpuType&status&page&pageSize → cluster.NodeList
@@ -34,9 +36,22 @@
 //	GET  /api/v1/quotas              cluster.QuotaList
 //	GET  /api/v1/quotas/{user}       cluster.Quota
 //
+// The routes are one table (routes.go): the ServeMux registers it and GET /api/v1/openapi.json
+// is written from it, with the schemas of the answers reflected from their Go types, so the
+// document cannot drift from the handlers. The document needs a token like the rest of /api/.
+//
 // Every /api/v1 request needs "Authorization: Bearer <token>", resolved by a TokenSource such as
-// StaticTokens (a kube-apiserver-style token file of lines "token,name[,admin]"). Errors are JSON,
-// {"error": "...", "code": N}: 400 bad query (a cluster.FilterError, a bad page or pageSize) or
+// StaticTokens (a kube-apiserver-style token file of lines "token,name[,admin]" or
+// "token,name,namespaces=NS1;NS2"). An admin token, or one with namespaces=*, sees every
+// namespace; any other sees the jobs, logs, events, quotas and drift of its namespaces only
+// (none without namespaces=): the read model is cluster.Scope of them, so a job of another
+// namespace is a 404 word for word like a job that does not exist, a bare name resolves among
+// its namespaces only, and lists are cut before they are paged. Pools and nodes are shared and
+// the same for every token (a pool's jobs are cut to the namespaces); the status is the
+// daemon's, for every token; the plan, which names every namespace's objects, needs a token
+// that sees all (else 403). Errors are JSON,
+// {"error": "...", "code": N}, with the read model's typed error when it is one ("notFound",
+// "ambiguous", "filter", "noLogs": the fields of cluster.NotFoundError, ...): 400 bad query (a cluster.FilterError, a bad page or pageSize) or
 // ambiguous job name (cluster.AmbiguousError), 401 no or unknown token (with a
 // WWW-Authenticate: Bearer header), 403 not an admin, 404 unknown job, pool, node, user
 // (cluster.NotFoundError) or path, 405 a write (GitOps) or a wrong method, 500 the cluster or
@@ -55,8 +70,10 @@
 // container answers 404 (cluster.NoLogsError). With follow=true it answers 200 at once and
 // streams chunked, each line flushed as it is written and the pods that start later picked
 // up, until the client closes the connection; the server's read and write timeouts are
-// lifted for that request. GET /api/v1/jobs/{jobId}/events answers the events of the job's
-// objects and pods, oldest first.
+// lifted for that request. With "Accept: application/x-ndjson" each line is a cluster.LogLine
+// in JSON instead (gpuctl --server asks for that). GET /api/v1/jobs/{jobId}/events answers the
+// events of the job's objects and pods, oldest first; GET /api/v1/events those of every job
+// (of ?namespace).
 //
 // GET /api/v1/drift answers the daemon's drift report (drift.Report: where the cluster differs
 // from Git, who changed it, shadow GPU workloads) with its summary line and, in "history", the

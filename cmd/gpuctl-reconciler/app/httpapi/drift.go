@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
@@ -39,7 +40,9 @@ func (s *server) getDrift(w http.ResponseWriter, r *http.Request) error {
 }
 
 // drift is the daemon's drift report with the history entries of the last since (all for 0)
-// attached, oldest first.
+// attached, oldest first, as the caller of the request (its context) sees it: unless it sees
+// every namespace, only the items of objects in its namespaces (not those of cluster-scoped
+// objects: a Namespace or a ClusterRole names another team).
 func (s *server) drift(ctx context.Context, since time.Duration, now time.Time) (drift.Report, error) {
 	if s.opts.Backend == nil {
 		return drift.Report{}, errNoBackend
@@ -47,6 +50,11 @@ func (s *server) drift(ctx context.Context, since time.Duration, now time.Time) 
 	rep, hist, err := s.opts.Backend.Drift(ctx)
 	if err != nil {
 		return drift.Report{}, fmt.Errorf("drift: %w", err)
+	}
+	if p, _ := PrincipalFrom(ctx); !p.SeesAll() {
+		hidden := func(it drift.Item) bool { return !p.Sees(it.Object.Namespace) }
+		rep.Items = slices.DeleteFunc(slices.Clone(rep.Items), hidden)
+		hist = slices.DeleteFunc(slices.Clone(hist), func(e drift.Entry) bool { return hidden(e.Item) })
 	}
 	return rep.Since(hist, since, now), nil
 }

@@ -24,7 +24,9 @@ import (
 // Tokens of the tests.
 const (
 	adminToken = "admin-secret"
-	userToken  = "alice-secret"
+	userToken  = "viewer-secret" // not admin, sees every namespace
+	teamToken  = "alice-secret"  // sees namespace alice only
+	noNSToken  = "legacy-secret" // not admin, no namespace (an old token file line)
 )
 
 // tokenMap is a TokenSource for tests.
@@ -34,7 +36,9 @@ func (m tokenMap) Lookup(token string) (Principal, bool) { p, ok := m[token]; re
 
 var testTokens = tokenMap{
 	adminToken: {Name: "ops", Admin: true},
-	userToken:  {Name: "alice"},
+	userToken:  {Name: "viewer", AllNamespaces: true},
+	teamToken:  {Name: "alice", Namespaces: []string{"alice"}},
+	noNSToken:  {Name: "legacy"},
 }
 
 // fakeBackend is a daemon that records sync requests.

@@ -1,18 +1,21 @@
 package httpapi
 
 import (
-	"errors"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gpuctl/gpuctl/cluster"
 )
 
 // The routes of a job's logs and events. Logs are plain text, one "[<prefix>] <line>" per
-// line as gpuctl logs prints them (cluster.LogLine.Format); events are JSON (cluster.EventList).
+// line as gpuctl logs prints them (cluster.LogLine.Format), or with "Accept:
+// application/x-ndjson" one cluster.LogLine in JSON per line; events are JSON
+// (cluster.EventList).
 
 // Defaults and limits of GET /api/v1/jobs/{jobId}/logs.
 const (
@@ -25,7 +28,7 @@ const (
 // (and the pod) first, answers 200 at once and streams each line as it is written, flushed,
 // until the client goes away; the server's read and write deadlines are lifted for it.
 func (s *server) getLogs(w http.ResponseWriter, r *http.Request) error {
-	rd, err := s.reader()
+	rd, err := s.model(r.Context())
 	if err != nil {
 		return err
 	}
@@ -37,23 +40,34 @@ func (s *server) getLogs(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	id := r.PathValue("jobId")
-	out := &lineWriter{w: w, rc: http.NewResponseController(w)}
+	out := &lineWriter{w: w, rc: http.NewResponseController(w), media: mediaText}
+	format := func(l cluster.LogLine) (string, error) { return l.Format(nil), nil }
+	if accepts(r, mediaNDJSON) {
+		out.media = mediaNDJSON
+		format = func(l cluster.LogLine) (string, error) {
+			b, err := json.Marshal(l)
+			return string(b), err
+		}
+	}
 	if opts.Follow {
 		job, err := rd.Job(r.Context(), id)
 		if err != nil {
 			return err
 		}
 		if opts.Pod != "" && !slices.Contains(job.K8sResources.Pods, opts.Pod) {
-			return errorf(http.StatusNotFound, "unknown pod %q of job %s", opts.Pod, job.JobID)
+			return cluster.UnknownPod(opts.Pod, job.JobID)
 		}
 		liftDeadlines(w)
 		out.start()
 	}
-	err = rd.Logs(r.Context(), id, opts, func(l cluster.LogLine) error { return out.line(l.Format(nil)) })
-	if err != nil && !out.started {
-		if e := (*cluster.NoLogsError)(nil); errors.As(err, &e) {
-			return errorf(http.StatusNotFound, "%s", e.Error())
+	err = rd.Logs(r.Context(), id, opts, func(l cluster.LogLine) error {
+		text, err := format(l)
+		if err != nil {
+			return err
 		}
+		return out.line(text)
+	})
+	if err != nil && !out.started {
 		return err
 	}
 	if err != nil && r.Context().Err() == nil {
@@ -93,6 +107,7 @@ func logOptions(r *http.Request) (cluster.LogOptions, error) {
 type lineWriter struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
+	media   string
 	started bool
 }
 
@@ -102,7 +117,7 @@ func (l *lineWriter) start() {
 	}
 	l.started = true
 	h := l.w.Header()
-	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Type", l.media+"; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Content-Type-Options", "nosniff")
 	l.w.WriteHeader(http.StatusOK)
@@ -118,6 +133,24 @@ func (l *lineWriter) line(s string) error {
 }
 
 // getEvents answers GET /api/v1/jobs/{jobId}/events: the job's events, oldest first.
-func getEvents(rd *cluster.Reader, r *http.Request) (cluster.EventList, error) {
+func getEvents(rd cluster.Model, r *http.Request) (cluster.EventList, error) {
 	return rd.JobEvents(r.Context(), r.PathValue("jobId"))
+}
+
+// listEvents answers GET /api/v1/events?namespace: the events of every job of the namespace
+// (all for none), oldest first.
+func listEvents(rd cluster.Model, r *http.Request) (cluster.EventList, error) {
+	return rd.Events(r.Context(), r.URL.Query().Get("namespace"))
+}
+
+// accepts reports whether the request's Accept header names the media type.
+func accepts(r *http.Request, media string) bool {
+	for _, v := range r.Header.Values("Accept") {
+		for part := range strings.SplitSeq(v, ",") {
+			if mt, _, _ := strings.Cut(part, ";"); strings.EqualFold(strings.TrimSpace(mt), media) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -16,6 +16,10 @@ import (
 type Error struct {
 	Message string `json:"error"`
 	Code    int    `json:"code"`
+	// ErrorDetail carries the read model's typed error when the answer is one ("notFound",
+	// "ambiguous", "filter", "noLogs"), so that a client (gpuctl --server) gives its callers
+	// the same error.
+	cluster.ErrorDetail
 }
 
 // Error returns the message.
@@ -29,10 +33,11 @@ func errorf(code int, format string, args ...any) *Error {
 // apiFunc is a handler that writes its own success answer and returns its failure.
 type apiFunc func(w http.ResponseWriter, r *http.Request) error
 
-// api turns an apiFunc into a handler: an *Error keeps its code, an unknown job, pool, node or
-// user (cluster.NotFoundError) or a Kubernetes NotFound becomes 404, an ambiguous job name or
-// a refused filter (cluster.AmbiguousError, cluster.FilterError) 400, anything else is a 500
-// that is also logged.
+// api turns an apiFunc into a handler: an *Error keeps its code, an unknown job, pool, node,
+// user or pod (cluster.NotFoundError), a job without a started container (cluster.NoLogsError)
+// or a Kubernetes NotFound becomes 404, an ambiguous job name or a refused filter
+// (cluster.AmbiguousError, cluster.FilterError) 400, anything else is a 500 that is also
+// logged.
 func (s *server) api(h apiFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if err := h(w, r); err != nil {
@@ -52,13 +57,16 @@ func (s *server) fail(w http.ResponseWriter, r *http.Request, err error) {
 // asError is err as an answer, with the status code that api describes.
 func asError(err error) *Error {
 	var e *Error
+	detail, typed := cluster.DetailOf(err)
 	switch {
 	case errors.As(err, &e):
 		return e
-	case errors.As(err, new(*cluster.NotFoundError)), apierrors.IsNotFound(err):
+	case typed && detail.Unknown():
+		return &Error{Code: http.StatusNotFound, Message: err.Error(), ErrorDetail: detail}
+	case typed:
+		return &Error{Code: http.StatusBadRequest, Message: err.Error(), ErrorDetail: detail}
+	case apierrors.IsNotFound(err):
 		return &Error{Code: http.StatusNotFound, Message: err.Error()}
-	case errors.As(err, new(*cluster.AmbiguousError)), errors.As(err, new(*cluster.FilterError)):
-		return &Error{Code: http.StatusBadRequest, Message: err.Error()}
 	}
 	return &Error{Code: http.StatusInternalServerError, Message: err.Error()}
 }

@@ -62,13 +62,23 @@ type server struct {
 	opts    Options
 	log     *slog.Logger
 	metrics *apiMetrics
-	cluster *cluster.Reader // nil without Options.Kube
+	cluster cluster.Model // nil without Options.Kube
+	// openapi is the document of GET /api/v1/openapi.json, written from the route table.
+	openapi []byte
+	// patterns are the ServeMux patterns registered, in order.
+	patterns []string
 }
 
 // New returns the HTTP handler of gpuctl-reconciler (see the package documentation for the
 // routes). It panics, as http.ServeMux does, when a webhook pattern is invalid, collides with a
 // built-in route, or lies under /api/.
 func New(opts Options) http.Handler {
+	_, mux := newServer(opts)
+	return mux
+}
+
+// newServer builds the server and its routes.
+func newServer(opts Options) (*server, *http.ServeMux) {
 	if opts.SystemNamespace == "" {
 		opts.SystemNamespace = keys.SystemNamespace
 	}
@@ -85,66 +95,24 @@ func New(opts Options) http.Handler {
 	}
 	mux := http.NewServeMux()
 	s.routes(mux)
-	return mux
+	s.openapi = openAPI(s.table())
+	return s, mux
 }
 
 var errNoKube = errors.New("the API has no Kubernetes client")
 
-// reader is the read model of the cluster, or errNoKube (a 500) when the daemon gave no client.
-func (s *server) reader() (*cluster.Reader, error) {
+// model is the read model of the cluster as the caller of a request (its context) sees it:
+// whole for a token that sees every namespace, else cluster.Scope of the token's namespaces
+// (none without a caller). It is errNoKube (a 500) when the daemon gave no client.
+func (s *server) model(ctx context.Context) (cluster.Model, error) {
 	if s.cluster == nil {
 		return nil, errNoKube
 	}
-	return s.cluster, nil
-}
-
-// routes registers every route. Each resource path has a GET handler and, for any other method,
-// a 405; everything else under /api/ is a JSON 404, after authentication.
-func (s *server) routes(mux *http.ServeMux) {
-	s.handle(mux, "GET /healthz", http.HandlerFunc(healthz))
-	s.handle(mux, "GET /readyz", http.HandlerFunc(s.readyz))
-	s.handle(mux, "GET /metrics", s.metricsHandler())
-	for pattern, h := range s.opts.Webhooks {
-		if strings.HasPrefix(patternPath(pattern), "/api/") {
-			panic(fmt.Sprintf("httpapi: webhook %q: paths under /api/ need a bearer token", pattern))
-		}
-		s.handleRaw(mux, pattern, h)
+	p, _ := PrincipalFrom(ctx)
+	if p.SeesAll() {
+		return s.cluster, nil
 	}
-	s.handle(mux, "/", s.api(notFound))
-	// The web page: "/{$}" is "/" alone; other paths outside /api stay JSON 404s.
-	page := s.authenticatePage(http.HandlerFunc(s.getPage))
-	s.handle(mux, "GET /{$}", page)
-	s.handle(mux, "GET /index.html", page)
-	s.handle(mux, "GET /jobs/{jobId}", s.authenticatePage(http.HandlerFunc(s.getJobPage)))
-
-	get := func(path string, h apiFunc) {
-		s.handle(mux, "GET "+path, s.authenticate(s.api(h)))
-		s.handle(mux, path, s.authenticate(s.api(readOnly)))
-	}
-	get("/api/v1/status", s.getStatus)
-	get("/api/v1/plan", s.getPlan)
-	get("/api/v1/drift", s.getDrift)
-	get("/api/v1/jobs", fromCluster(s, listJobs))
-	get("/api/v1/jobs/{jobId}", fromCluster(s, getJob))
-	get("/api/v1/jobs/{jobId}/logs", s.getLogs)
-	get("/api/v1/jobs/{jobId}/events", fromCluster(s, getEvents))
-	get("/api/v1/pools", fromCluster(s, listPools))
-	get("/api/v1/pools/{name}", fromCluster(s, getPool))
-	get("/api/v1/nodes", fromCluster(s, listNodes))
-	get("/api/v1/nodes/{name}", fromCluster(s, getNode))
-	get("/api/v1/quotas", fromCluster(s, listQuotas))
-	get("/api/v1/quotas/{user}", fromCluster(s, getQuota))
-	// Node label writes: node labels come from pool files in Git too.
-	for _, path := range []string{"/api/v1/nodes/{name}/labels", "/api/v1/nodes/{name}/labels/{key...}",
-		"/api/v1/nodes/labels/batch"} {
-		for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
-			s.handle(mux, method+" "+path, s.authenticate(s.api(readOnly)))
-		}
-	}
-
-	s.handle(mux, "POST /api/v1/sync", s.authenticate(s.requireAdmin(s.api(s.postSync))))
-	s.handle(mux, "/api/v1/sync", s.authenticate(s.api(onlyPost)))
-	s.handle(mux, "/api/", s.authenticate(s.api(notFound)))
+	return cluster.Scope(s.cluster, p.Namespaces), nil
 }
 
 // handle registers a handler with request metrics, an access log and MaxRequestBody.
@@ -154,6 +122,7 @@ func (s *server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
 
 // handleRaw registers a handler with request metrics and an access log only.
 func (s *server) handleRaw(mux *http.ServeMux, pattern string, h http.Handler) {
+	s.patterns = append(s.patterns, pattern)
 	mux.Handle(pattern, s.metrics.instrument(pattern, s.accessLog(h)))
 }
 

@@ -66,7 +66,7 @@ func TestNoTokenSourceRefusesAll(t *testing.T) {
 func TestSync(t *testing.T) {
 	h, b := testServer(t)
 	e := wantError(t, do(t, h, http.MethodPost, "/api/v1/sync", userToken), http.StatusForbidden)
-	if !strings.Contains(e.Message, "alice") {
+	if !strings.Contains(e.Message, "viewer") {
 		t.Errorf("403 message %q does not name the caller", e.Message)
 	}
 	wantError(t, do(t, h, http.MethodPost, "/api/v1/sync", ""), http.StatusUnauthorized)

@@ -9,14 +9,25 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // StaticTokens is a TokenSource read from a file like kube-apiserver's --token-auth-file: one
-// token a line, "token,name[,admin]", where the third field, if present, must be "admin".
-// Blank lines and lines starting with # are ignored.
+// token a line, "token,name[,admin]" or "token,name,namespaces=NS1;NS2":
+//
+//	s3cret-ops,ops,admin                        # sees every namespace, may ask for syncs
+//	s3cret-ml,ml-team,namespaces=alice;ml-infra # sees these namespaces' jobs, logs, events, quotas
+//	s3cret-board,dashboard,namespaces=*         # sees every namespace, may not ask for syncs
+//	s3cret-old,someone                          # sees no namespace (pools, nodes, status only)
+//
+// A line without admin or namespaces= grants no namespace (least privilege: a token file written
+// before namespaces existed keeps working, and its non-admin tokens see no team's jobs until
+// their lines name namespaces). Blank lines and lines starting with # are ignored.
 //
 // The file is checked (one stat) on every lookup and read again when it has changed, so that
 // rotating a mounted Secret takes effect without a restart. When the file is missing or
@@ -148,13 +159,16 @@ func parseTokens(path string, data []byte) ([]tokenEntry, error) {
 	return entries, errors.Join(errs...)
 }
 
+// namespacesField starts the third field of a token line that lists namespaces.
+const namespacesField = "namespaces="
+
 func parseTokenLine(line string) (tokenEntry, error) {
 	fields := strings.Split(line, ",")
 	for i := range fields {
 		fields[i] = strings.TrimSpace(fields[i])
 	}
 	if len(fields) < 2 || len(fields) > 3 {
-		return tokenEntry{}, errors.New(`want "token,name" or "token,name,admin"`)
+		return tokenEntry{}, errors.New(`want "token,name", "token,name,admin" or "token,name,namespaces=NS1;NS2"`)
 	}
 	if fields[0] == "" || fields[1] == "" {
 		return tokenEntry{}, errors.New("empty token or name")
@@ -164,10 +178,37 @@ func parseTokenLine(line string) (tokenEntry, error) {
 	}
 	p := Principal{Name: fields[1]}
 	if len(fields) == 3 {
-		if !strings.EqualFold(fields[2], "admin") {
-			return tokenEntry{}, fmt.Errorf(`third field %q: want "admin" or nothing`, fields[2])
+		var err error
+		if p, err = parseGrant(p, fields[2]); err != nil {
+			return tokenEntry{}, err
 		}
-		p.Admin = true
 	}
 	return tokenEntry{hash: sha256.Sum256([]byte(fields[0])), principal: p}, nil
+}
+
+// parseGrant reads the third field of a token line: "admin", "namespaces=*" or
+// "namespaces=NS1;NS2".
+func parseGrant(p Principal, field string) (Principal, error) {
+	if strings.EqualFold(field, "admin") {
+		p.Admin = true
+		return p, nil
+	}
+	list, ok := strings.CutPrefix(field, namespacesField)
+	if !ok {
+		return p, fmt.Errorf(`third field %q: want "admin" or "namespaces=NS1;NS2" (or "namespaces=*")`, field)
+	}
+	if strings.TrimSpace(list) == "*" {
+		p.AllNamespaces = true
+		return p, nil
+	}
+	for ns := range strings.SplitSeq(list, ";") {
+		ns = strings.TrimSpace(ns)
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return p, fmt.Errorf("namespaces: %q is not a namespace name: %s", ns, strings.Join(errs, "; "))
+		}
+		if !slices.Contains(p.Namespaces, ns) {
+			p.Namespaces = append(p.Namespaces, ns)
+		}
+	}
+	return p, nil
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -21,23 +22,28 @@ func writeTokens(t *testing.T, path, content string) {
 
 func TestParseTokens(t *testing.T) {
 	entries, err := parseTokens("tokens.csv", []byte(
-		"# comment\n\n  tok1 , alice \ntok2,ops,admin\ntok3,bob,ADMIN\n"))
+		"# comment\n\n  tok1 , alice \ntok2,ops,admin\ntok3,bob,ADMIN\n"+
+			"tok4,ml,namespaces=alice; ml-infra;alice\ntok5,board, namespaces=*\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Principal{{Name: "alice"}, {Name: "ops", Admin: true}, {Name: "bob", Admin: true}}
+	want := []Principal{{Name: "alice"}, {Name: "ops", Admin: true}, {Name: "bob", Admin: true},
+		{Name: "ml", Namespaces: []string{"alice", "ml-infra"}}, {Name: "board", AllNamespaces: true}}
 	if len(entries) != len(want) {
 		t.Fatalf("%d entries", len(entries))
 	}
 	for i, e := range entries {
-		if e.principal != want[i] {
+		if !reflect.DeepEqual(e.principal, want[i]) {
 			t.Errorf("entry %d: %+v, want %+v", i, e.principal, want[i])
 		}
 	}
 
-	_, err = parseTokens("tokens.csv", []byte("ok,alice\nlonely\n,nobody\nt,n,root\nok,again\nt w,x\na,b,c,d\n"))
+	_, err = parseTokens("tokens.csv", []byte("ok,alice\nlonely\n,nobody\nt,n,root\nok,again\nt w,x\na,b,c,d\n"+
+		"u,n,namespaces=\nv,n,namespaces=a;B_c\nw,n,alice;bob\n"))
 	for _, want := range []string{"tokens.csv:2:", "tokens.csv:3: empty", `tokens.csv:4: third field "root"`,
-		"tokens.csv:5: token repeated (first on line 1)", "tokens.csv:6: token contains white space", "tokens.csv:7:"} {
+		"tokens.csv:5: token repeated (first on line 1)", "tokens.csv:6: token contains white space", "tokens.csv:7:",
+		`tokens.csv:8: namespaces: "" is not a namespace name`, `tokens.csv:9: namespaces: "B_c" is not`,
+		`tokens.csv:10: third field "alice;bob"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error %v lacks %q", err, want)
 		}
@@ -138,5 +144,13 @@ func TestStaticTokensServeAPI(t *testing.T) {
 	wantError(t, do(t, h, http.MethodPost, "/api/v1/sync", "u-token"), http.StatusForbidden)
 	if w := do(t, h, http.MethodPost, "/api/v1/sync", "a-token"); w.Code != http.StatusAccepted {
 		t.Errorf("admin sync: %d %s", w.Code, w.Body)
+	}
+}
+
+// A token never appears in the errors of a token file.
+func TestParseTokensHidesTokens(t *testing.T) {
+	_, err := parseTokens("tokens.csv", []byte("SECRET1,n,root\nSECRET1,m\nSECRET2 x,n\nSECRET3,n,namespaces=Bad\nSECRET4\n"))
+	if err == nil || strings.Contains(err.Error(), "SECRET") {
+		t.Errorf("error %v", err)
 	}
 }

@@ -281,7 +281,7 @@ func resultClass(r daemon.Result) string {
 }
 
 func (s *server) uiJobs(ctx context.Context) uiJobs {
-	rd, err := s.reader()
+	rd, err := s.model(ctx)
 	if err != nil {
 		return uiJobs{Err: s.sectionError("jobs", err)}
 	}

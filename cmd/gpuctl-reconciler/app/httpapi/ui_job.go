@@ -62,7 +62,7 @@ func (s *server) getJobPage(w http.ResponseWriter, r *http.Request) {
 	now := time.Now()
 	id := r.PathValue("jobId")
 	page := uiJobPage{ID: id, Frame: frame(ctx, id+" · gpuctl", now)}
-	rd, err := s.reader()
+	rd, err := s.model(ctx)
 	if err == nil {
 		page.Job, err = rd.Job(ctx, id)
 	}
@@ -87,7 +87,7 @@ func (s *server) getJobPage(w http.ResponseWriter, r *http.Request) {
 
 // uiPods are the job's pods as `gpuctl get jobs` shows them (cluster.JobPods: the status in
 // words and why), by name.
-func (s *server) uiPods(ctx context.Context, rd *cluster.Reader, job cluster.JobDetail) uiPods {
+func (s *server) uiPods(ctx context.Context, rd cluster.Model, job cluster.JobDetail) uiPods {
 	if len(job.K8sResources.Pods) == 0 {
 		return uiPods{}
 	}
@@ -122,7 +122,7 @@ func statusClass(status string) string {
 }
 
 // uiEvents are the job's newest events, newest last.
-func (s *server) uiEvents(ctx context.Context, rd *cluster.Reader, id string) uiEvents {
+func (s *server) uiEvents(ctx context.Context, rd cluster.Model, id string) uiEvents {
 	list, err := rd.JobEvents(ctx, id)
 	if err != nil {
 		return uiEvents{Err: s.sectionError("events", err)}
@@ -136,7 +136,7 @@ func (s *server) uiEvents(ctx context.Context, rd *cluster.Reader, id string) ui
 
 // uiLogs reads the last lines of the job's log, once: uiLogLines in all, shared among its
 // pods, for at most uiLogTimeout.
-func (s *server) uiLogs(ctx context.Context, rd *cluster.Reader, job cluster.JobDetail) uiLogs {
+func (s *server) uiLogs(ctx context.Context, rd cluster.Model, job cluster.JobDetail) uiLogs {
 	pods := max(1, len(job.K8sResources.Pods))
 	out := uiLogs{Scope: "last " + humanize.Plural(uiLogLines, "line")}
 	opts := cluster.DefaultLogOptions()
