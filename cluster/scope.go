@@ -101,9 +101,14 @@ func (s *Scoped) Nodes(ctx context.Context, f NodeFilter) (NodeList, error) {
 	return s.Model.Nodes(ctx, f)
 }
 
-// Node returns one node.
+// Node returns one node with the pods of the namespaces only among those using its GPUs.
 func (s *Scoped) Node(ctx context.Context, name string) (NodeDetail, error) {
-	return s.Model.Node(ctx, name)
+	d, err := s.Model.Node(ctx, name)
+	if err != nil {
+		return NodeDetail{}, err
+	}
+	d.Pods = slices.DeleteFunc(d.Pods, func(p NodePod) bool { return !s.sees(p.Namespace) })
+	return d, nil
 }
 
 // Quotas lists the quotas of the namespaces.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -199,11 +200,62 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.startTier(
+	if err := c.startTier(
 		component{"kube-controller-manager", controllerManagerArgs(c.Kubeconfig, creds), nil},
 		component{"kube-scheduler", schedulerArgs(c.Kubeconfig), nil},
-		component{"kwok", kwok, []string{"HOME=" + c.Dir}}, // keep ~/.kwok/kwok.yaml out
-	)
+	); err != nil {
+		return err
+	}
+	return c.startKwok(ctx, component{"kwok", kwok, []string{"HOME=" + c.Dir}}, p.kubelet) // keep ~/.kwok/kwok.yaml out
+}
+
+// kwokStarts is how often startKwok starts kwok before it gives up.
+const kwokStarts = 3
+
+// startKwok starts kwok and waits until its server listens on port. kwok v0.8.0 now and then
+// dies while it builds the CEL environment of its metrics, before it serves (a panic in
+// easycel's type registry); a kwok that exits before it listens is started again, up to
+// kwokStarts times, its earlier log kept as kwok.log.<n>.
+func (c *Cluster) startKwok(ctx context.Context, comp component, port int) error {
+	addr := net.JoinHostPort(NodeIP, strconv.Itoa(port))
+	for attempt := 1; ; attempt++ {
+		p, err := startProcess(c.Dir, comp.name, filepath.Join(c.bin, comp.name), comp.args, comp.env)
+		if err != nil {
+			return err
+		}
+		listening := false
+		for !listening {
+			if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+				conn.Close()
+				listening = true
+				break
+			}
+			select {
+			case <-ctx.Done():
+				p.stop(time.Second)
+				return ctx.Err()
+			case <-p.done:
+			case <-time.After(pollInterval):
+				continue
+			}
+			break
+		}
+		if listening {
+			c.mu.Lock()
+			c.tiers = append(c.tiers, []*process{p})
+			c.mu.Unlock()
+			go func() {
+				<-p.done
+				c.deadOnce.Do(func() { c.firstDead = p; close(c.dead) })
+			}()
+			return nil
+		}
+		if attempt == kwokStarts {
+			return p.exitError()
+		}
+		_ = os.Rename(p.logPath, fmt.Sprintf("%s.%d", p.logPath, attempt))
+		c.logf("kwok exited before it listened (start %d of %d); starting it again", attempt, kwokStarts)
+	}
 }
 
 // component is one binary to start, its arguments and extra environment.
