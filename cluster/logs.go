@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // LogOptions select the lines of Reader.Logs. The zero value is not every line (Tail 0 is
@@ -193,22 +194,45 @@ func onePod(pods []*corev1.Pod, name string) []*corev1.Pod {
 	return nil
 }
 
-// currentPods leaves out the terminated pods when some have not terminated, unless
-// opts.AllPods or opts.Pod asks for them.
+// currentPods leaves out, while some pods have not terminated, the terminated pods that others
+// replaced: a Deployment's or StatefulSet's old pods, and a Job's failed attempt at a rank
+// that a newer pod now runs. A Job's finished ranks and its other pods stay: their logs are
+// the job's. opts.AllPods or opts.Pod keeps every pod.
 func currentPods(pods []*corev1.Pod, opts LogOptions) []*corev1.Pod {
 	if opts.AllPods || opts.Pod != "" {
 		return pods
 	}
-	var live []*corev1.Pod
+	live, liveRanks := false, map[int]bool{}
 	for _, p := range pods {
 		if !podTerminated(p) {
-			live = append(live, p)
+			live = true
+			if r, ok := rank(p); ok {
+				liveRanks[r] = true
+			}
 		}
 	}
-	if len(live) == 0 {
+	if !live {
 		return pods
 	}
-	return live
+	var out []*corev1.Pod
+	for _, p := range pods {
+		r, ranked := rank(p)
+		switch {
+		case !podTerminated(p):
+		case !ownedByJob(p):
+			continue // replaced by the controller's newer pods
+		case ranked && liveRanks[r]:
+			continue // a newer attempt runs this rank
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// ownedByJob reports whether a Job controls the pod.
+func ownedByJob(p *corev1.Pod) bool {
+	ref := metav1.GetControllerOf(p)
+	return ref != nil && ref.Kind == "Job"
 }
 
 func podTerminated(p *corev1.Pod) bool {

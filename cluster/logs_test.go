@@ -213,3 +213,26 @@ func TestNoLogsErrorSaysWhy(t *testing.T) {
 		}
 	}
 }
+
+// TestLogsKeepAJobsFinishedRanks: a multi-node training whose rank 0 has finished while rank 1
+// still runs shows both ranks' logs; a Deployment's terminated pod beside a running one (an
+// old replica) is left out.
+func TestLogsKeepAJobsFinishedRanks(t *testing.T) {
+	jobRef := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "sft", UID: "u", Controller: new(bool)}}
+	*jobRef[0].Controller = true
+	finished := runningPod("sft-0", "sft", 2*time.Minute, "0")
+	finished.Status.Phase = corev1.PodSucceeded
+	finished.Status.ContainerStatuses[0].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "Completed"}}
+	running := runningPod("sft-1", "sft", time.Minute, "1")
+	finished.OwnerReferences, running.OwnerReferences = jobRef, jobRef
+	r := testReader(t, fx.Job("alice", "sft", "training-pool", 8, batchv1.JobStatus{Active: 1, Succeeded: 1}), finished, running)
+	got, err := collect(t, r, "alice.sft", DefaultLogOptions())
+	if err != nil || len(got) != 2 || got[0].Prefix != "rank-0" || got[1].Prefix != "rank-1" {
+		t.Errorf("a finished rank beside a running one: %+v, %v", got, err)
+	}
+	old := runningPod("old", "sft", 3*time.Minute, "")
+	old.Status.Phase = corev1.PodFailed
+	if got := currentPods([]*corev1.Pod{old, runningPod("new", "sft", 0, "")}, DefaultLogOptions()); len(got) != 1 || got[0].Name != "new" {
+		t.Errorf("a replaced pod (no Job owner) is kept: %v", got)
+	}
+}

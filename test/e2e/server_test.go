@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -100,7 +101,9 @@ func eventually(t *testing.T, what string, read func() (any, any)) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Errorf("%s through the API:\n%+v\nthrough the kubeconfig:\n%+v", what, got, want)
+	g, _ := json.MarshalIndent(got, "", " ")
+	w, _ := json.MarshalIndent(want, "", " ")
+	t.Errorf("%s through the API:\n%s\nthrough the kubeconfig:\n%s", what, g, w)
 }
 
 func TestServerFlagAgainstTheDaemon(t *testing.T) {
@@ -129,7 +132,7 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 	})
 
 	url := startDaemon(t, fmt.Sprintf("%s,ops,admin\n%s,team-a,namespaces=%s\n", serverAdminToken, serverTeamToken, a))
-	reader := &cluster.Reader{Client: kube}
+	reader := &cluster.Reader{Client: kube, Namespace: "srv-system"} // the daemon's --namespace: its pool registry
 	admin, err := app.RemoteModel(url, serverAdminToken)
 	if err != nil {
 		t.Fatal(err)
