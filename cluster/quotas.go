@@ -116,7 +116,7 @@ func (r *Reader) quotaJobs(ctx context.Context, namespace string) ([]QuotaJob, e
 		sums[id].add(requestsOf(&p.Spec))
 		counts[id]++
 	}
-	out := []QuotaJob{}
+	var out []QuotaJob // none: left out of the JSON, as in the list
 	for id, req := range sums {
 		out = append(out, QuotaJob{JobID: id, Pods: counts[id], GPU: req.gpu, CPU: cores(req.cpu), Memory: req.memory.String()})
 	}

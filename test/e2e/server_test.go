@@ -207,7 +207,7 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 	// The team's token: another team's job is unknown, as a job that does not exist.
 	for _, args := range [][]string{{"logs", b + ".beta"}, {"events", b + ".beta"}, {"logs", "beta"}} {
 		_, errOut, code := gpuctlServer(t, url, serverTeamToken, args...)
-		if want := `error: unknown job "` + args[1] + `"` + "\n"; code != app.ExitTrouble || errOut != want {
+		if want := `error: unknown job "` + args[1] + `"` + "\n"; code != app.ExitFailed || errOut != want {
 			t.Errorf("team: gpuctl %s: exit %d %q, want %q", strings.Join(args, " "), code, errOut, want)
 		}
 	}
