@@ -35,8 +35,8 @@ type Quota struct {
 	Usage QuotaUsage `json:"usage"`
 	// Jobs is the use by job: what the unfinished pods of each gpuctl job of the namespace
 	// request, by job id, and a last item with JobID "" for the pods of no gpuctl job when
-	// there are any. Set by Quota (one user's quota), left out by Quotas.
-	Jobs []QuotaJob `json:"jobs,omitempty"`
+	// there are any. Set by Quota (one user's quota; [] for none), left out by Quotas.
+	Jobs []QuotaJob `json:"jobs,omitzero"`
 }
 
 // QuotaJob is what one job's unfinished pods request, as the quota counts them.
