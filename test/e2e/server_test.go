@@ -36,9 +36,9 @@ const (
 	serverSystem = "srv-system"
 )
 
-// startDaemon builds and starts gpuctl-reconciler with the token file and returns its URL once
-// it answers /healthz.
-func startDaemon(t *testing.T, tokens string) string {
+// startDaemon builds and starts gpuctl-reconciler on a directory of the files (name →
+// content) with the token file, and returns its URL once it answers /healthz.
+func startDaemon(t testing.TB, files map[string]string, tokens string) string {
 	t.Helper()
 	ctx := t.Context()
 	bin := filepath.Join(t.TempDir(), "gpuctl-reconciler")
@@ -46,9 +46,10 @@ func startDaemon(t *testing.T, tokens string) string {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	repo, tokenFile := t.TempDir(), filepath.Join(t.TempDir(), "tokens")
-	job := "kind: compute\nversion: v0.1\njob: {name: srv-web, namespace: default}\nenvironment: {image: nginx}\n"
-	if err := os.WriteFile(filepath.Join(repo, "web.yaml"), []byte(job), 0o644); err != nil {
-		t.Fatal(err)
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
@@ -139,7 +140,8 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 		return err == nil && hasReason(l, "FailedScheduling")
 	})
 
-	url := startDaemon(t, fmt.Sprintf("%s,ops,admin\n%s,team-a,namespaces=%s\n", serverAdminToken, serverTeamToken, a))
+	web := "kind: compute\nversion: v0.1\njob: {name: srv-web, namespace: default}\nenvironment: {image: nginx}\n"
+	url := startDaemon(t, map[string]string{"web.yaml": web}, fmt.Sprintf("%s,ops,admin\n%s,team-a,namespaces=%s\n", serverAdminToken, serverTeamToken, a))
 	// The daemon's namespace holds its pool registry, applied revision and drift report: the
 	// kubeconfig's side reads the same one.
 	reader := &cluster.Reader{Client: kube, Namespace: serverSystem}
