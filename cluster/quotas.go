@@ -35,8 +35,8 @@ type Quota struct {
 	Usage QuotaUsage `json:"usage"`
 	// Jobs is the use by job: what the unfinished pods of each gpuctl job of the namespace
 	// request, by job id, and a last item with JobID "" for the pods of no gpuctl job when
-	// there are any. Set by Quota (one user's quota; [] for none), left out by Quotas.
-	Jobs []QuotaJob `json:"jobs,omitzero"`
+	// there are any. Set by Quota (one user's quota), left out by Quotas.
+	Jobs []QuotaJob `json:"jobs,omitempty"`
 }
 
 // QuotaJob is what one job's unfinished pods request, as the quota counts them.
@@ -116,7 +116,7 @@ func (r *Reader) quotaJobs(ctx context.Context, namespace string) ([]QuotaJob, e
 		sums[id].add(requestsOf(&p.Spec))
 		counts[id]++
 	}
-	out := []QuotaJob{}
+	var out []QuotaJob // none: left out of the JSON, as in the list
 	for id, req := range sums {
 		out = append(out, QuotaJob{JobID: id, Pods: counts[id], GPU: req.gpu, CPU: cores(req.cpu), Memory: req.memory.String()})
 	}
