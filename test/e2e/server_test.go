@@ -105,8 +105,8 @@ func eventually(t *testing.T, what string, read func() (any, any)) {
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	g, _ := json.Marshal(got)
-	w, _ := json.Marshal(want)
+	g, _ := json.MarshalIndent(got, "", " ")
+	w, _ := json.MarshalIndent(want, "", " ")
 	t.Errorf("%s through the API:\n%s\nthrough the kubeconfig:\n%s", what, g, w)
 }
 
