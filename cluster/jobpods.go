@@ -9,6 +9,8 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // JobPodList is the rows of `gpuctl get jobs`: one per pod of each job, and one for each job
@@ -106,16 +108,22 @@ func (r *Reader) JobPods(ctx context.Context, f JobPodFilter) (JobPodList, error
 	if err != nil {
 		return JobPodList{}, err
 	}
-	ws, err := r.listWorkloadsIn(ctx, f.Namespace, sel)
-	if err != nil {
-		return JobPodList{}, err
-	}
+	// The workloads and the pods at once: through a kubeconfig each LIST is a round trip.
+	var ws []workload
 	var pods []*corev1.Pod
-	if len(ws) > 0 {
-		pods, err = r.ObjectSource().Pods(ctx, f.Namespace, managedPods, nil)
-		if err != nil {
-			return JobPodList{}, fmt.Errorf("list pods: %w", err)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		ws, err = r.listWorkloadsIn(gctx, f.Namespace, sel)
+		return err
+	})
+	g.Go(func() (err error) {
+		if pods, err = r.ObjectSource().Pods(gctx, f.Namespace, managedPods, nil); err != nil {
+			err = fmt.Errorf("list pods: %w", err)
 		}
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return JobPodList{}, err
 	}
 	return jobPodRows(ws, pods, f), nil
 }

@@ -181,10 +181,15 @@ func (s *Scoped) JobPods(ctx context.Context, f JobPodFilter) (JobPodList, error
 	return list, nil
 }
 
-// WatchJobPods calls emit with the rows of the jobs of the namespaces each time they change.
+// WatchJobPods calls emit with the rows of the jobs of the namespaces each time they change;
+// for a namespace it does not show, once with none, then it waits for ctx as every watch does.
 func (s *Scoped) WatchJobPods(ctx context.Context, f JobPodFilter, emit func(JobPodList) error) error {
 	if f.Namespace != "" && !s.sees(f.Namespace) {
-		return emit(JobPodList{Items: []JobPod{}})
+		if err := emit(JobPodList{Items: []JobPod{}}); err != nil {
+			return err
+		}
+		<-ctx.Done()
+		return nil
 	}
 	return s.Model.WatchJobPods(ctx, f, func(list JobPodList) error {
 		list.Items = slices.DeleteFunc(list.Items, func(p JobPod) bool { return !s.sees(p.Namespace) })

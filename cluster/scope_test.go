@@ -1,9 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"reflect"
 	"testing"
+	"time"
 
 	fx "github.com/gpuctl/gpuctl/test/clusterfixture"
 	batchv1 "k8s.io/api/batch/v1"
@@ -134,5 +136,19 @@ func TestScopedSharesPoolsAndNodes(t *testing.T) {
 	}
 	if len(whole.Jobs) < 2 || len(p.Jobs) != 1 || p.Jobs[0].JobID != "bob.dup" || p.GPUUsed != whole.GPUUsed {
 		t.Errorf("bob's training-pool: %+v (whole: %+v)", p, whole)
+	}
+}
+
+// A team's watch of another team's namespace shows no row and lasts, as any watch, until its
+// context ends.
+func TestScopedWatchOfAnotherNamespace(t *testing.T) {
+	alice := Scope(scopedFixture(t), []string{"alice"})
+	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	var lists []JobPodList
+	start := time.Now()
+	err := alice.WatchJobPods(wctx, JobPodFilter{Namespace: "bob"}, func(l JobPodList) error { lists = append(lists, l); return nil })
+	if err != nil || len(lists) != 1 || len(lists[0].Items) != 0 || time.Since(start) < 200*time.Millisecond {
+		t.Errorf("alice watches bob: %v after %s, %+v", err, time.Since(start), lists)
 	}
 }

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // The statuses of a job.
@@ -189,24 +191,38 @@ func (r *Reader) listWorkloads(ctx context.Context, sel labels.Selector) ([]work
 // listWorkloadsIn lists them in one namespace ("" for all).
 func (r *Reader) listWorkloadsIn(ctx context.Context, namespace string, sel labels.Selector) ([]workload, error) {
 	objs := r.ObjectSource()
-	var out []workload
-	jobs, err := objs.Jobs(ctx, namespace, sel)
-	if err != nil {
-		return nil, fmt.Errorf("list jobs: %w", err)
+	// The three LISTs at once: through a kubeconfig each is a round trip to the API server.
+	var jobs []*batchv1.Job
+	var deps []*appsv1.Deployment
+	var sets []*appsv1.StatefulSet
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		if jobs, err = objs.Jobs(gctx, namespace, sel); err != nil {
+			err = fmt.Errorf("list jobs: %w", err)
+		}
+		return err
+	})
+	g.Go(func() (err error) {
+		if deps, err = objs.Deployments(gctx, namespace, sel); err != nil {
+			err = fmt.Errorf("list deployments: %w", err)
+		}
+		return err
+	})
+	g.Go(func() (err error) {
+		if sets, err = objs.StatefulSets(gctx, namespace, sel); err != nil {
+			err = fmt.Errorf("list statefulsets: %w", err)
+		}
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
 	}
+	out := make([]workload, 0, len(jobs)+len(deps)+len(sets))
 	for _, j := range jobs {
 		out = append(out, fromJob(j))
 	}
-	deps, err := objs.Deployments(ctx, namespace, sel)
-	if err != nil {
-		return nil, fmt.Errorf("list deployments: %w", err)
-	}
 	for _, d := range deps {
 		out = append(out, fromDeployment(d))
-	}
-	sets, err := objs.StatefulSets(ctx, namespace, sel)
-	if err != nil {
-		return nil, fmt.Errorf("list statefulsets: %w", err)
 	}
 	for _, s := range sets {
 		out = append(out, fromStatefulSet(s))

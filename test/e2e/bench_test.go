@@ -3,12 +3,8 @@ package e2e
 import (
 	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,10 +12,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -29,11 +23,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/gpuctl/gpuctl/cluster"
-	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
 	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
@@ -171,30 +162,24 @@ func createBenchJob(ctx context.Context, kube kubernetes.Interface, ns, name str
 	return err
 }
 
-// gpuctlHas reports whether gpuctl has the command of path, with the flag when not "".
-func gpuctlHas(flag string, path ...string) bool {
-	root := app.NewRootCommand(app.Streams{Out: io.Discard, Err: io.Discard})
-	c, rest, err := root.Find(path)
-	if err != nil || c == root || len(rest) > 0 || c.Name() != path[len(path)-1] {
-		return false
-	}
-	return flag == "" || c.Flags().Lookup(flag) != nil || c.InheritedFlags().Lookup(flag) != nil
-}
-
-// run runs a command and returns its error with its standard error.
-func run(ctx context.Context, name string, args ...string) error {
+// run runs a command and returns its standard output, or its error with its standard error.
+func run(ctx context.Context, name string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, name, args...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("%s %s: %w: %s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
+		return "", fmt.Errorf("%s %s: %w: %s", filepath.Base(name), strings.Join(args, " "), err, stderr.String())
 	}
-	return nil
+	return stdout.String(), nil
 }
 
-// BenchmarkGetJobs: 1,000 jobs × 2 pods listed as `gpuctl get jobs -A` lists them, through
-// the kubeconfig (bar 0.5 s) and through the daemon's API answering from informers (bar
-// 0.3 s), and `kubectl get pods -A` as the reference; medians of benchRuns runs.
+// benchToken is the admin token of the benchmark's daemon.
+const benchToken = "bench-admin-token"
+
+// BenchmarkGetJobs: 1,000 jobs × 2 pods listed by the built gpuctl binary, `gpuctl get jobs
+// -A`, through the kubeconfig (bar 0.5 s) and through the API of the gpuctl-reconciler binary,
+// which answers from its informers (--server, bar 0.3 s), with `kubectl get pods -A` on the
+// same cluster in the same run as the reference; medians of benchRuns runs, each a new process.
 func BenchmarkGetJobs(b *testing.B) {
 	for range b.N {
 		benchGetJobs(b)
@@ -208,165 +193,57 @@ func benchGetJobs(b *testing.B) {
 	createJobs(b, kube)
 	time.Sleep(5 * time.Second) // the controllers' last status writes
 
-	// The daemon's API: its handler over informers, served on the loopback.
-	objects := cluster.StartInformers(ctx, kube, "")
-	if err := objects.WaitForSync(ctx); err != nil {
+	bins, err := testcluster.Binaries(ctx, io.Discard)
+	if err != nil {
 		b.Fatal(err)
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Kube: kube, Objects: objects, Tokens: oneToken{},
-		Registry: prometheus.NewRegistry()}))
-	defer srv.Close()
-
-	bin := b.TempDir()
-	gpuctl := filepath.Join(bin, "gpuctl")
+	kubectl := filepath.Join(bins, "kubectl")
+	if _, err := os.Stat(kubectl); err != nil {
+		b.Fatalf("no kubectl, the reference (GPUCTL_WITH_KUBECTL=1 hack/cluster-tools.sh builds it): %v", err)
+	}
 	root, err := testcluster.RepoRoot()
 	if err != nil {
 		b.Fatal(err)
 	}
+	gpuctl := filepath.Join(b.TempDir(), "gpuctl")
 	build := exec.CommandContext(ctx, "go", "build", "-o", gpuctl, "./cmd/gpuctl")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("build gpuctl: %v\n%s", err, out)
 	}
+	url := startDaemon(b, nil, benchToken+",ops,admin\n")
 
-	var direct, server, reference time.Duration
-	var directHow, serverHow, referenceHow string
-	if gpuctlHas("", "get", "jobs") {
-		directHow = "gpuctl get jobs -A (process)"
-		direct = timeRuns(b, directHow, func() error {
-			return run(ctx, gpuctl, "get", "jobs", "-A", "--kubeconfig", c.Kubeconfig)
-		})
-	} else {
-		directHow = "in-process: kubeconfig, Reader.Jobs + LIST of the jobs' pods, a row per pod (no gpuctl get yet)"
-		direct = timeRuns(b, directHow, func() error { return getJobsDirect(ctx, c.Kubeconfig) })
+	// Each reader once, untimed: its rows (a header and a row per pod) are the workload's.
+	rows := benchJobs*benchJobPods + 1
+	type reader struct {
+		how  string
+		args []string
+		bin  string
 	}
-	if gpuctlHas("server", "get", "jobs") {
-		serverHow = "gpuctl get jobs -A --server (process)"
-		server = timeRuns(b, serverHow, func() error {
-			return run(ctx, gpuctl, "get", "jobs", "-A", "--server", srv.URL, "--token", "tok")
-		})
-	} else {
-		serverHow = "GET /api/v1/jobs (every page of 500) + decode + a row per job (no --server yet)"
-		server = timeRuns(b, serverHow, func() error { return getJobsServer(ctx, srv.URL) })
-	}
-	bins, err := testcluster.Binaries(ctx, io.Discard)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if kubectl := filepath.Join(bins, "kubectl"); fileExists(kubectl) {
-		referenceHow = "kubectl get pods -A (process)"
-		reference = timeRuns(b, referenceHow, func() error {
-			return run(ctx, kubectl, "get", "pods", "-A", "--kubeconfig", c.Kubeconfig, "--cache-dir", filepath.Join(bin, "kube-cache"))
-		})
-	} else {
-		referenceHow = "in-process: LIST pods as a Table + print (no kubectl: GPUCTL_WITH_KUBECTL=1 hack/cluster-tools.sh builds it)"
-		reference = timeRuns(b, referenceHow, func() error { return podTable(ctx, kube) })
-	}
-	b.ReportMetric(direct.Seconds(), "kubeconfig-s")
-	b.ReportMetric(server.Seconds(), "server-s")
-	b.ReportMetric(reference.Seconds(), "kubectl-s")
-	fmt.Printf("get jobs -A, %d jobs × %d pods, median of %d:\n", benchJobs, benchJobPods, benchRuns)
-	fmt.Printf("  through the kubeconfig: %s (bar 0.5 s): %s — %s; %.2f× kubectl\n",
-		direct.Round(time.Millisecond), passFail(direct <= barDirect), directHow, direct.Seconds()/reference.Seconds())
-	fmt.Printf("  through the daemon's API (informers): %s (bar 0.3 s): %s — %s; %.2f× kubectl\n",
-		server.Round(time.Millisecond), passFail(server <= barServer), serverHow, server.Seconds()/reference.Seconds())
-	fmt.Printf("  reference: %s — %s\n", reference.Round(time.Millisecond), referenceHow)
-}
-
-func fileExists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
-}
-
-// getJobsDirect does what `gpuctl get jobs -A` must through a kubeconfig: a client from it,
-// the jobs (Reader.Jobs), their pods, and a table with a row per pod (a row for a job with
-// none).
-func getJobsDirect(ctx context.Context, kubeconfig string) error {
-	client, err := (&kube.Options{Kubeconfig: kubeconfig}).Clientset(kube.UserAgent("gpuctl"))
-	if err != nil {
-		return err
-	}
-	r := &cluster.Reader{Client: client}
-	jobs, err := r.Jobs(ctx, cluster.JobFilter{})
-	if err != nil {
-		return err
-	}
-	pods, err := r.ObjectSource().Pods(ctx, "", labels.SelectorFromSet(labels.Set{keys.ManagedBy: keys.ManagedByValue}), nil)
-	if err != nil {
-		return err
-	}
-	byJob := map[string][]*corev1.Pod{}
-	for _, p := range pods {
-		id := p.Namespace + "." + p.Labels[keys.App]
-		byJob[id] = append(byJob[id], p)
-	}
-	w := tabwriter.NewWriter(io.Discard, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB ID\tNAME\tNAMESPACE\tKIND\tSTATUS\tREADY\tNODE\tIP\tAGE")
-	now := time.Now()
-	for _, j := range jobs.Items {
-		ps := byJob[j.JobID]
-		if len(ps) == 0 {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t-\t-\t-\t-\n", j.JobID, j.Name, j.Namespace, j.Kind, j.Status)
-		}
-		for _, p := range ps {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", p.Name, j.Name, j.Namespace, j.Kind, p.Status.Phase,
-				0, len(p.Spec.Containers), p.Spec.NodeName, p.Status.PodIP, now.Sub(p.CreationTimestamp.Time).Round(time.Second))
-		}
-	}
-	return w.Flush()
-}
-
-// getJobsServer reads every page of GET /api/v1/jobs, as a client of the daemon's API would,
-// and prints a row per job.
-func getJobsServer(ctx context.Context, url string) error {
-	w := tabwriter.NewWriter(io.Discard, 0, 8, 2, ' ', 0)
-	fmt.Fprintln(w, "JOB ID\tNAME\tNAMESPACE\tKIND\tSTATUS\tGPUS\tPOOL")
-	for page := 1; ; page++ {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, fmt.Sprintf("%s/api/v1/jobs?page=%d&pageSize=500", url, page), nil)
-		req.Header.Set("Authorization", "Bearer tok")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
+	direct := reader{"gpuctl get jobs -A --kubeconfig", []string{"get", "jobs", "-A", "--kubeconfig", c.Kubeconfig}, gpuctl}
+	server := reader{"gpuctl get jobs -A --server (gpuctl-reconciler's informers)", []string{"get", "jobs", "-A", "--server", url, "--token", benchToken}, gpuctl}
+	reference := reader{"kubectl get pods -A", []string{"get", "pods", "-A", "--kubeconfig", c.Kubeconfig,
+		"--cache-dir", filepath.Join(b.TempDir(), "kube-cache")}, kubectl}
+	var took [3]time.Duration
+	for i, r := range []reader{direct, server, reference} {
+		took[i] = timeRuns(b, r.how, func() error {
+			out, err := run(ctx, r.bin, r.args...)
+			if err == nil && strings.Count(out, "\n") < rows {
+				err = fmt.Errorf("%d lines, want at least %d:\n%.2000s", strings.Count(out, "\n"), rows, out)
+			}
 			return err
-		}
-		var list cluster.JobList
-		err = json.NewDecoder(resp.Body).Decode(&list)
-		resp.Body.Close()
-		if err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusOK {
-			return errors.New(resp.Status)
-		}
-		for _, j := range list.Items {
-			fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", j.JobID, j.Name, j.Namespace, j.Kind, j.Status, j.GPU, j.Pool)
-		}
-		if page*list.PageSize >= list.Total {
-			break
-		}
+		})
 	}
-	return w.Flush()
-}
-
-// podTable is what `kubectl get pods -A` does, in-process: a LIST of every pod as a Table,
-// printed.
-func podTable(ctx context.Context, kube kubernetes.Interface) error {
-	raw, err := kube.CoreV1().RESTClient().Get().Resource("pods").
-		SetHeader("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io,application/json").DoRaw(ctx)
-	if err != nil {
-		return err
+	b.ReportMetric(took[0].Seconds(), "kubeconfig-s")
+	b.ReportMetric(took[1].Seconds(), "server-s")
+	b.ReportMetric(took[2].Seconds(), "kubectl-s")
+	fmt.Printf("get jobs -A, %d jobs × %d pods, median of %d runs of each process:\n", benchJobs, benchJobPods, benchRuns)
+	for i, bar := range []time.Duration{barDirect, barServer} {
+		r := []reader{direct, server}[i]
+		fmt.Printf("  %s: %s (bar %s): %s; %.2f× kubectl\n", r.how, took[i].Round(time.Millisecond), bar,
+			passFail(took[i] <= bar), took[i].Seconds()/took[2].Seconds())
 	}
-	var table metav1.Table
-	if err := json.Unmarshal(raw, &table); err != nil {
-		return err
-	}
-	w := tabwriter.NewWriter(io.Discard, 0, 8, 2, ' ', 0)
-	for _, r := range table.Rows {
-		for _, c := range r.Cells {
-			fmt.Fprintf(w, "%v\t", c)
-		}
-		fmt.Fprintln(w)
-	}
-	return w.Flush()
+	fmt.Printf("  reference, %s: %s\n", reference.how, took[2].Round(time.Millisecond))
 }
 
 // lineClock is an io.Writer that records when each line containing a marker was written.

@@ -103,7 +103,7 @@ func writeLog(t *testing.T, ns, pod string, lines ...string) {
 	}
 }
 
-func waitUntil(t *testing.T, what string, cond func(context.Context) bool) {
+func waitUntil(t testing.TB, what string, cond func(context.Context) bool) {
 	t.Helper()
 	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		return cond(ctx), nil

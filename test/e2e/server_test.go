@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -31,11 +32,13 @@ import (
 const (
 	serverAdminToken = "srv-admin-secret"
 	serverTeamToken  = "srv-team-secret"
+	// serverSystem is the daemon's namespace.
+	serverSystem = "srv-system"
 )
 
-// startDaemon builds and starts gpuctl-reconciler with the token file and returns its URL once
-// it answers /healthz.
-func startDaemon(t *testing.T, tokens string) string {
+// startDaemon builds and starts gpuctl-reconciler on a directory of the files (name →
+// content) with the token file, and returns its URL once it answers /healthz.
+func startDaemon(t testing.TB, files map[string]string, tokens string) string {
 	t.Helper()
 	ctx := t.Context()
 	bin := filepath.Join(t.TempDir(), "gpuctl-reconciler")
@@ -43,16 +46,17 @@ func startDaemon(t *testing.T, tokens string) string {
 		t.Fatalf("build: %v\n%s", err, out)
 	}
 	repo, tokenFile := t.TempDir(), filepath.Join(t.TempDir(), "tokens")
-	job := "kind: compute\nversion: v0.1\njob: {name: srv-web, namespace: default}\nenvironment: {image: nginx}\n"
-	if err := os.WriteFile(filepath.Join(repo, "web.yaml"), []byte(job), 0o644); err != nil {
-		t.Fatal(err)
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.WriteFile(tokenFile, []byte(tokens), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	addr := freeAddr(t)
 	cmd := exec.Command(bin, "--source=dir:"+repo, "--kubeconfig", testcluster.Current().Kubeconfig,
-		"--namespace", "srv-system", "--listen", addr, "--tokens-file", tokenFile, "--log-format", "json")
+		"--namespace", serverSystem, "--listen", addr, "--tokens-file", tokenFile, "--log-format", "json")
 	logPath := filepath.Join(t.TempDir(), "log")
 	logf, _ := os.Create(logPath)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -115,6 +119,11 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 	trainingJob(t, kube, a, "shared", 1, 1, true)
 	trainingJob(t, kube, b, "shared", 1, 1, true)
 	trainingJob(t, kube, a, "too-big", 1, 64, false)
+	// too-big's pod exists before the quotas, which would refuse it.
+	waitUntil(t, "the pod of too-big", func(ctx context.Context) bool {
+		l, err := kube.CoreV1().Pods(a).List(ctx, metav1.ListOptions{LabelSelector: keys.App + "=too-big"})
+		return err == nil && len(l.Items) == 1
+	})
 	for _, ns := range []string{a, b} {
 		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns, Labels: map[string]string{keys.Quota: ns}},
 			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{keys.QuotaRequestsGPU: *resource.NewQuantity(16, resource.DecimalSI)}}}
@@ -131,8 +140,11 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 		return err == nil && hasReason(l, "FailedScheduling")
 	})
 
-	url := startDaemon(t, fmt.Sprintf("%s,ops,admin\n%s,team-a,namespaces=%s\n", serverAdminToken, serverTeamToken, a))
-	reader := &cluster.Reader{Client: kube, Namespace: "srv-system"} // the daemon's --namespace: its pool registry
+	web := "kind: compute\nversion: v0.1\njob: {name: srv-web, namespace: default}\nenvironment: {image: nginx}\n"
+	url := startDaemon(t, map[string]string{"web.yaml": web}, fmt.Sprintf("%s,ops,admin\n%s,team-a,namespaces=%s\n", serverAdminToken, serverTeamToken, a))
+	// The daemon's namespace holds its pool registry, applied revision and drift report: the
+	// kubeconfig's side reads the same one.
+	reader := &cluster.Reader{Client: kube, Namespace: serverSystem}
 	admin, err := app.RemoteModel(url, serverAdminToken)
 	if err != nil {
 		t.Fatal(err)
@@ -184,6 +196,27 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 		"Logs other":   func(m cluster.Model) any { return logsOf(m, b+".beta") },
 		"Logs no pods": func(m cluster.Model) any { return logsOf(m, "shared") },
 		"Logs too-big": func(m cluster.Model) any { return logsOf(m, a+".too-big") },
+		"JobPods":      func(m cluster.Model) any { return answer(m.JobPods(ctx, cluster.JobPodFilter{})) },
+		"JobPods ns":   func(m cluster.Model) any { return answer(m.JobPods(ctx, cluster.JobPodFilter{Namespace: a})) },
+		"JobPods other ns": func(m cluster.Model) any {
+			return answer(m.JobPods(ctx, cluster.JobPodFilter{Namespace: b}))
+		},
+		"JobPods filter": func(m cluster.Model) any {
+			return answer(m.JobPods(ctx, cluster.JobPodFilter{Kind: "training", Status: "pending", Selector: keys.App + "!=beta"}))
+		},
+		"JobPods bad":         func(m cluster.Model) any { return answer(m.JobPods(ctx, cluster.JobPodFilter{Selector: "a b c"})) },
+		"WatchJobPods":        func(m cluster.Model) any { return firstWatch(ctx, m, cluster.JobPodFilter{}) },
+		"WatchJobPods other":  func(m cluster.Model) any { return firstWatch(ctx, m, cluster.JobPodFilter{Namespace: b}) },
+		"JobDescription":      func(m cluster.Model) any { return answer(m.JobDescription(ctx, a+".too-big")) },
+		"JobDescription bare": func(m cluster.Model) any { return answer(m.JobDescription(ctx, "alpha")) },
+		"JobDescription shared": func(m cluster.Model) any {
+			return answer(m.JobDescription(ctx, "shared"))
+		},
+		"JobDescription web":   func(m cluster.Model) any { return answer(m.JobDescription(ctx, "default.srv-web")) },
+		"JobDescription other": func(m cluster.Model) any { return answer(m.JobDescription(ctx, b+".beta")) },
+		"JobDescription other bare": func(m cluster.Model) any {
+			return answer(m.JobDescription(ctx, "beta"))
+		},
 	}
 	for name, call := range calls {
 		eventually(t, "admin "+name, func() (any, any) { return call(reader), call(admin) })
@@ -191,6 +224,19 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 	}
 	if l, _ := team.Jobs(ctx, cluster.JobFilter{}); l.Total != 3 {
 		t.Errorf("the team sees %d jobs, want its 3: %+v", l.Total, l.Items)
+	}
+	// The team's token: another team's job is unknown to the read model, by id and bare name.
+	for _, id := range []string{b + ".beta", "beta"} {
+		var nf *cluster.NotFoundError
+		if _, err := team.JobDescription(ctx, id); !errors.As(err, &nf) || err.Error() != `unknown job "`+id+`"` {
+			t.Errorf("team: JobDescription(%s): %v", id, err)
+		}
+	}
+	if l, err := team.JobPods(ctx, cluster.JobPodFilter{}); err != nil || len(l.Items) == 0 || slices.ContainsFunc(l.Items, func(p cluster.JobPod) bool { return p.Namespace != a }) {
+		t.Errorf("team: JobPods: %v %+v", err, l.Items)
+	}
+	if d, err := admin.JobDescription(ctx, "default.srv-web"); err != nil || d.Revision == "" || d.Job.Source != "web.yaml" {
+		t.Errorf("admin: describe the daemon's job: want its revision and source: %v %+v", err, d)
 	}
 
 	// The CLI prints the same both ways, and exits the same.
@@ -204,10 +250,49 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 			return fmt.Sprint(code, "\n", out, errOut), fmt.Sprint(sCode, "\n", sOut, sErr)
 		})
 	}
+	// get and describe print the same text both ways (ages aside). Without -n or -A, --server
+	// lists every namespace its token sees, the kubeconfig the context's namespace.
+	for _, c := range []struct {
+		token  string
+		direct []string
+		server []string
+	}{
+		{serverAdminToken, []string{"get", "jobs", "-A"}, []string{"get", "jobs", "-A"}},
+		{serverAdminToken, []string{"get", "jobs", "-A", "-o", "wide"}, []string{"get", "jobs", "-o", "wide"}},
+		{serverAdminToken, []string{"get", "jobs", "-n", a, "--status", "pending"}, []string{"get", "jobs", "-n", a, "--status", "pending"}},
+		{serverAdminToken, []string{"get", "jobs", "-A", "-o", "json"}, []string{"get", "jobs", "-A", "-o", "json"}},
+		{serverAdminToken, []string{"get", "pools"}, []string{"get", "pools"}},
+		{serverAdminToken, []string{"get", "pools", "-o", "wide"}, []string{"get", "pools", "-o", "wide"}},
+		{serverAdminToken, []string{"get", "nodes"}, []string{"get", "nodes"}},
+		{serverAdminToken, []string{"get", "nodes", "-o", "wide"}, []string{"get", "nodes", "-o", "wide"}},
+		{serverAdminToken, []string{"get", "quotas"}, []string{"get", "quotas"}},
+		{serverAdminToken, []string{"get", "quotas", "-o", "wide"}, []string{"get", "quotas", "-o", "wide"}},
+		{serverAdminToken, []string{"describe", "job", a + ".too-big"}, []string{"describe", "job", a + ".too-big"}},
+		{serverAdminToken, []string{"describe", "job", "srv-web"}, []string{"describe", "job", "srv-web"}},
+		{serverAdminToken, []string{"describe", "job", "shared"}, []string{"describe", "job", "shared"}},
+		{serverAdminToken, []string{"describe", "job", "alpha", "-o", "yaml"}, []string{"describe", "job", "alpha", "-o", "yaml"}},
+		{serverAdminToken, []string{"describe", "pool", pools.Items[0].Name}, []string{"describe", "pool", pools.Items[0].Name}},
+		{serverAdminToken, []string{"describe", "node", nodes.Items[0].NodeName}, []string{"describe", "node", nodes.Items[0].NodeName}},
+		{serverAdminToken, []string{"describe", "quota", a}, []string{"describe", "quota", a}},
+		{serverTeamToken, []string{"get", "jobs", "-n", a, "-o", "wide"}, []string{"get", "jobs", "-o", "wide"}},
+		{serverTeamToken, []string{"get", "jobs", "-n", a}, []string{"get", "jobs", "-A"}},
+		{serverTeamToken, []string{"get", "pools"}, []string{"get", "pools"}},
+		{serverTeamToken, []string{"get", "quotas", a}, []string{"get", "quotas"}},
+		{serverTeamToken, []string{"describe", "job", a + ".shared"}, []string{"describe", "job", "shared"}},
+		{serverTeamToken, []string{"describe", "job", "nothing"}, []string{"describe", "job", "nothing"}},
+	} {
+		eventually(t, "gpuctl "+strings.Join(c.server, " "), func() (any, any) {
+			out, errOut, code := gpuctl(t, append(c.direct, "--reconciler-namespace", serverSystem)...)
+			sOut, sErr, sCode := gpuctlServer(t, url, c.token, c.server...)
+			return fmt.Sprint(code, "\n", normalizeAges(out), errOut), fmt.Sprint(sCode, "\n", normalizeAges(sOut), sErr)
+		})
+	}
+
 	// The team's token: another team's job is unknown, as a job that does not exist.
-	for _, args := range [][]string{{"logs", b + ".beta"}, {"events", b + ".beta"}, {"logs", "beta"}} {
+	for _, args := range [][]string{{"logs", b + ".beta"}, {"events", b + ".beta"}, {"logs", "beta"},
+		{"describe", "job", b + ".beta"}, {"describe", "job", "beta"}} {
 		_, errOut, code := gpuctlServer(t, url, serverTeamToken, args...)
-		if want := `error: unknown job "` + args[1] + `"` + "\n"; code != app.ExitFailed || errOut != want {
+		if want := `error: unknown job "` + args[len(args)-1] + `"` + "\n"; code != app.ExitFailed || errOut != want {
 			t.Errorf("team: gpuctl %s: exit %d %q, want %q", strings.Join(args, " "), code, errOut, want)
 		}
 	}
@@ -222,6 +307,44 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 	if _, errOut, code := gpuctlServer(t, url, "wrong-token-value", "logs", "alpha"); code != app.ExitTrouble ||
 		!strings.Contains(errOut, "the token was refused") || strings.Contains(errOut, "wrong-token-value") {
 		t.Errorf("a wrong token: exit %d %s", code, errOut)
+	}
+
+	// WatchJobPods through the API (it asks every 2 s): the team sees a job of its namespace
+	// appear, and never the other team's.
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	lists := make(chan cluster.JobPodList, 16)
+	watched := make(chan error, 1)
+	go func() {
+		watched <- team.WatchJobPods(watchCtx, cluster.JobPodFilter{}, func(l cluster.JobPodList) error {
+			select {
+			case lists <- l:
+			case <-watchCtx.Done():
+			}
+			return nil
+		})
+	}()
+	if first := <-lists; slices.ContainsFunc(first.Items, func(p cluster.JobPod) bool { return p.Name == "late" }) {
+		t.Fatalf("team: the first list has late already: %+v", first.Items)
+	}
+	trainingJob(t, kube, b, "late", 1, 0, true)
+	trainingJob(t, kube, a, "late", 1, 0, true)
+	within := time.After(10 * time.Second)
+	for seen := false; !seen; {
+		select {
+		case l := <-lists:
+			for _, p := range l.Items {
+				if p.Namespace != a {
+					t.Fatalf("team: the watch shows %s.%s", p.Namespace, p.Name)
+				}
+				seen = seen || p.Name == "late"
+			}
+		case <-within:
+			t.Fatal("team: WatchJobPods through the API did not show the new job within 10 s")
+		}
+	}
+	stopWatch()
+	if err := <-watched; err != nil {
+		t.Errorf("team: WatchJobPods ended with %v", err)
 	}
 
 	// logs -f through the API shows a new line within a second.
@@ -249,6 +372,28 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 	if code := <-done; code != 0 {
 		t.Errorf("logs -f --server ended with exit %d: %s", code, followErr.String())
 	}
+}
+
+// firstWatch is the first list that WatchJobPods emits, or its error.
+func firstWatch(ctx context.Context, m cluster.Model, f cluster.JobPodFilter) any {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var first any
+	err := m.WatchJobPods(ctx, f, func(l cluster.JobPodList) error {
+		first = l
+		cancel()
+		return nil
+	})
+	if first == nil {
+		return answer(first, err)
+	}
+	return first
+}
+
+// normalizeAges replaces the ages of a table or a description ("5s", "3m ago"): two runs a
+// moment apart print them a second apart.
+func normalizeAges(out string) string {
+	return realign(age.ReplaceAllString(out, "1m"), nil)
 }
 
 // answer is a method's answer as one comparable value: the value, or the error's type and text.

@@ -12,6 +12,7 @@ import (
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/cluster"
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/kube"
 )
 
@@ -27,18 +28,23 @@ const (
 	configHint = "$XDG_CONFIG_HOME/gpuctl/config (default ~/.config/gpuctl/config)"
 )
 
-// readOptions are the flags of a read verb: the kubeconfig's, and --server and --token.
+// readOptions are the flags of a read verb: the kubeconfig's, --reconciler-namespace, and
+// --server and --token.
 type readOptions struct {
 	kube   kube.Options
 	server string
 	token  string
+	// system is the namespace of gpuctl-reconciler that the kubeconfig's reader reads (the
+	// daemon's API reads its own).
+	system string
 	flags  *pflag.FlagSet
 }
 
-// BindFlags adds --kubeconfig, --context, --server and --token.
+// BindFlags adds --kubeconfig, --context, --reconciler-namespace, --server and --token.
 func (o *readOptions) BindFlags(fs *pflag.FlagSet) {
 	o.flags = fs
 	o.kube.BindFlags(fs)
+	fs.StringVar(&o.system, "reconciler-namespace", keys.SystemNamespace, "with the kubeconfig: the namespace of gpuctl-reconciler, which holds the pool registry, the applied revision and the drift report")
 	fs.StringVar(&o.server, "server", "", "ask gpuctl-reconciler's API at this URL instead of the cluster (default: $"+envServer+", else the config file's server)")
 	fs.StringVar(&o.token, "token", "", "the API token for --server (default: $"+envToken+", else the config file's token; a flag shows in the process list)")
 }
@@ -54,7 +60,7 @@ type clientConfig struct {
 
 // Model is the read model that the flags, the environment and the config file choose: the
 // API of a named server (--server, $GPUCTL_SERVER, the config file's server, unless
-// --kubeconfig or --context is given) with the token of --token, $GPUCTL_TOKEN or the config
+// --kubeconfig, --context or --reconciler-namespace is given) with the token of --token, $GPUCTL_TOKEN or the config
 // file (whose token goes only to its own server), else the cluster of the kubeconfig. Warnings
 // (a config file that others may read) go to warn. Errors exit 2.
 func (o *readOptions) Model(warn io.Writer) (cluster.Model, error) {
@@ -70,9 +76,9 @@ func (o *readOptions) Model(warn io.Writer) (cluster.Model, error) {
 }
 
 func (o *readOptions) model(warn io.Writer) (cluster.Model, error) {
-	kubeFlags := o.flags != nil && (o.flags.Changed("kubeconfig") || o.flags.Changed("context"))
+	kubeFlags := o.flags != nil && (o.flags.Changed("kubeconfig") || o.flags.Changed("context") || o.flags.Changed("reconciler-namespace"))
 	if o.server != "" && kubeFlags {
-		return nil, errors.New("give --server or --kubeconfig/--context, not both")
+		return nil, errors.New("give --server or --kubeconfig/--context/--reconciler-namespace, not both")
 	}
 	server, token := o.server, o.token
 	if server == "" && !kubeFlags {
@@ -102,7 +108,7 @@ func (o *readOptions) model(warn io.Writer) (cluster.Model, error) {
 		if err != nil {
 			return nil, err
 		}
-		return &cluster.Reader{Client: client}, nil
+		return &cluster.Reader{Client: client, Namespace: o.system}, nil
 	}
 	if token == "" {
 		return nil, fmt.Errorf("server %s: no token: give --token, $%s, or a token for this server in %s", server, envToken, configHint)

@@ -221,6 +221,13 @@ func TestReadOptionsChooseTheModel(t *testing.T) {
 	if _, _, err := choose("--kubeconfig", "k", "--server", "https://x.example"); err == nil || !strings.Contains(err.Error(), "not both") {
 		t.Errorf("both: %v", err)
 	}
+	// --reconciler-namespace is the kubeconfig's reader's: it too chooses the kubeconfig.
+	if m, _, _ := choose("--reconciler-namespace", "ops"); m != nil {
+		t.Errorf("--reconciler-namespace: %s", remote(m))
+	}
+	if _, _, err := choose("--reconciler-namespace", "ops", "--server", "https://x.example"); err == nil || !strings.Contains(err.Error(), "not both") {
+		t.Errorf("--reconciler-namespace with --server: %v", err)
+	}
 	t.Setenv(envServer, "https://cfg.example")
 	if m, _, _ := choose(); remote(m) != "https://cfg.example/api/v1/ cfg-token" {
 		t.Errorf("$GPUCTL_SERVER of the config's server: %s", remote(m))
