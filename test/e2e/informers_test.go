@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -249,7 +250,10 @@ func TestInformersAnswerAsTheAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	sent := reqs.take()
-	if len(sent) < 3 || !strings.HasPrefix(sent[0], "LIST /apis/batch/v1/jobs") {
+	// the reader sends its lists at once: in no particular order
+	if len(sent) < 3 || !slices.ContainsFunc(sent, func(r string) bool { return strings.HasPrefix(r, "LIST /apis/batch/v1/jobs") }) ||
+		!slices.ContainsFunc(sent, func(r string) bool { return strings.HasPrefix(r, "LIST /apis/apps/v1/deployments") }) ||
+		!slices.ContainsFunc(sent, func(r string) bool { return strings.HasPrefix(r, "LIST /apis/apps/v1/statefulsets") }) {
 		t.Errorf("a direct Jobs sent %v, want a LIST of Jobs, Deployments, StatefulSets (and pods)", sent)
 	}
 	for _, r := range sent {
