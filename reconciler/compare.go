@@ -19,7 +19,7 @@ func appliedHash(u *unstructured.Unstructured) string {
 		return hashOf(u)
 	}
 	c := u.DeepCopy()
-	dropAppliedHash(c)
+	object.DropAppliedHash(c)
 	return hashOf(c)
 }
 
@@ -42,39 +42,6 @@ func upToDate(desired, live *unstructured.Unstructured) bool {
 	}
 	return object.Contains(desired, live)
 }
-
-// cleanForDisplay drops the fields that the API server writes, for diffs and printing.
-func cleanForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured {
-	if u == nil {
-		return nil
-	}
-	c := u.DeepCopy()
-	delete(c.Object, "status")
-	for _, f := range []string{"managedFields", "resourceVersion", "uid", "generation", "creationTimestamp", "selfLink"} {
-		unstructured.RemoveNestedField(c.Object, "metadata", f)
-	}
-	dropAppliedHash(c)
-	return c
-}
-
-// dropAppliedHash removes gpuctl's applied-hash annotation, and the annotations map if it
-// held nothing else.
-func dropAppliedHash(u *unstructured.Unstructured) {
-	ann := u.GetAnnotations()
-	if ann == nil {
-		return
-	}
-	delete(ann, keys.AppliedHash)
-	if len(ann) == 0 {
-		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
-	} else {
-		u.SetAnnotations(ann)
-	}
-}
-
-// ForDisplay returns a copy of an object without the fields that the API server writes
-// (status, managedFields, resourceVersion, ...) and gpuctl's applied-hash, for diffs.
-func ForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured { return cleanForDisplay(u) }
 
 // Digest identifies a set of desired objects as Plan prepared them (each carries its
 // applied-hash): equal digests mean the same objects with the same configuration.

@@ -116,7 +116,7 @@ func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstruc
 	if err != nil {
 		return nil, fmt.Errorf("%s: dry-run apply: %w", object.RefOf(desired).String(), err)
 	}
-	return object.DiffFieldsSetBy(cleanForDisplay(live).Object, cleanForDisplay(res).Object, desired.Object), nil
+	return object.DiffFieldsSetBy(object.ForDisplay(live).Object, object.ForDisplay(res).Object, desired.Object), nil
 }
 
 func ignoreNotFound(err error) error {

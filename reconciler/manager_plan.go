@@ -110,7 +110,7 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 	labels[keys.ApplySetPartOf] = inventoryID
 	labels[keys.ManagedBy] = keys.ManagedByValue
 	u.SetLabels(labels)
-	dropAppliedHash(u)
+	object.DropAppliedHash(u)
 	h := hashOf(u)
 	ann := u.GetAnnotations()
 	if ann == nil {
@@ -413,15 +413,15 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 	case err == nil:
 	case isImmutable(err):
 		c.Action, c.Reason = ActionRecreate, immutableReason(err)
-		c.Diff = object.DiffFieldsSetBy(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
+		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
 	case identityPending && apierrors.IsForbidden(err):
 		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: the tenant's identity is written by this sync"
-		c.Diff = object.DiffFieldsSetBy(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
+		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
 	case c.limited && apierrors.IsForbidden(err):
 		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: these credentials may read the object but not write it"
-		c.Diff = object.DiffFieldsSetBy(cleanForDisplay(c.Live).Object, cleanForDisplay(c.Desired).Object, c.Desired.Object)
+		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -430,7 +430,7 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 		return nil
 	}
 	c.Predicted = res
-	c.Diff = object.DiffFieldsSetBy(cleanForDisplay(c.Live).Object, cleanForDisplay(res).Object, c.Desired.Object)
+	c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(res).Object, c.Desired.Object)
 	switch {
 	case len(c.Diff) > 0 || len(c.Conflicts) > 0 || len(c.TakeBack) > 0:
 		c.Action = ActionUpdate

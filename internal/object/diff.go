@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -22,12 +23,48 @@ type FieldDiff struct {
 	New any `json:"new,omitempty"`
 }
 
-// ignoredFields are written by the API server, never by gpuctl, and are left out of diffs,
-// as is gpuctl's applied-hash annotation.
-var ignoredFields = map[string]bool{
-	"status": true, "metadata.managedFields": true, "metadata.resourceVersion": true, "metadata.uid": true,
-	"metadata.generation": true, "metadata.creationTimestamp": true, "metadata.selfLink": true,
-	"metadata.annotations." + keys.AppliedHash: true,
+// serverFields are the fields that the API server writes, never gpuctl.
+var serverFields = [][]string{{"status"}, {"metadata", "managedFields"}, {"metadata", "resourceVersion"},
+	{"metadata", "uid"}, {"metadata", "generation"}, {"metadata", "creationTimestamp"}, {"metadata", "selfLink"}}
+
+// ignoredFields are the paths of serverFields and of gpuctl's applied-hash annotation, which
+// diffs leave out.
+var ignoredFields = func() map[string]bool {
+	m := map[string]bool{"metadata.annotations." + keys.AppliedHash: true}
+	for _, f := range serverFields {
+		m[strings.Join(f, ".")] = true
+	}
+	return m
+}()
+
+// ForDisplay returns a copy of u without the fields that the API server writes and without
+// gpuctl's applied-hash annotation: the object as a person compares it with its file, and as
+// DiffFields sees it. nil stays nil.
+func ForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured {
+	if u == nil {
+		return nil
+	}
+	c := u.DeepCopy()
+	for _, f := range serverFields {
+		unstructured.RemoveNestedField(c.Object, f...)
+	}
+	DropAppliedHash(c)
+	return c
+}
+
+// DropAppliedHash removes gpuctl's applied-hash annotation from u, and the annotations map if
+// it held nothing else.
+func DropAppliedHash(u *unstructured.Unstructured) {
+	ann := u.GetAnnotations()
+	if ann == nil {
+		return
+	}
+	delete(ann, keys.AppliedHash)
+	if len(ann) == 0 {
+		unstructured.RemoveNestedField(u.Object, "metadata", "annotations")
+	} else {
+		u.SetAnnotations(ann)
+	}
 }
 
 // DiffFields lists the leaf fields that differ between two objects (before and after), in

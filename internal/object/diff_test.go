@@ -4,6 +4,9 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestDiffFields(t *testing.T) {
@@ -53,5 +56,38 @@ func TestDiffFieldsSetBy(t *testing.T) {
 	got = DiffFieldsSetBy(live, next, desired)
 	if len(got) != 3 || got[0].Path != "metadata.annotations" || !reflect.DeepEqual(got[0].New, map[string]any{"team": "a"}) {
 		t.Fatalf("diff %+v, want metadata.annotations with gpuctl's key only", got)
+	}
+}
+
+// TestForDisplay: the copy leaves out what the API server writes and gpuctl's applied-hash
+// (the annotations map too when nothing else is in it), keeps the rest, and leaves u as it
+// was; DiffFields ignores the same fields.
+func TestForDisplay(t *testing.T) {
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "c", "uid": "u1", "resourceVersion": "7", "generation": int64(2),
+			"creationTimestamp": "2026-01-01T00:00:00Z", "managedFields": []any{map[string]any{"manager": "x"}},
+			"annotations": map[string]any{keys.AppliedHash: "abc"}, "labels": map[string]any{"a": "b"}},
+		"data":   map[string]any{"k": "v"},
+		"status": map[string]any{"phase": "x"},
+	}}
+	got := ForDisplay(u).Object
+	want := map[string]any{"apiVersion": "v1", "kind": "ConfigMap",
+		"metadata": map[string]any{"name": "c", "labels": map[string]any{"a": "b"}}, "data": map[string]any{"k": "v"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("ForDisplay = %v\nwant %v", got, want)
+	}
+	if u.GetUID() != "u1" || u.GetAnnotations()[keys.AppliedHash] != "abc" {
+		t.Errorf("ForDisplay changed its argument: %v", u.Object)
+	}
+	v := u.DeepCopy()
+	v.SetResourceVersion("8")
+	v.SetAnnotations(map[string]string{keys.AppliedHash: "def"})
+	_ = unstructured.SetNestedField(v.Object, "y", "status", "phase")
+	if d := DiffFields(u.Object, v.Object); len(d) != 0 {
+		t.Errorf("DiffFields sees the server's fields: %v", d)
+	}
+	if ForDisplay(nil) != nil {
+		t.Error("ForDisplay(nil) != nil")
 	}
 }

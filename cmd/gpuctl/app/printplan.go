@@ -119,7 +119,7 @@ func changeHeader(c *reconciler.Change) string {
 func objectDiff(c *reconciler.Change) string {
 	before, after := "", ""
 	if c.Live != nil && c.Action != reconciler.ActionCreate {
-		before = yamlText(reconciler.ForDisplay(c.Live))
+		before = yamlText(object.ForDisplay(c.Live))
 	}
 	switch {
 	case c.Action == reconciler.ActionDelete || c.Action == reconciler.ActionSkipped:
@@ -128,9 +128,9 @@ func objectDiff(c *reconciler.Change) string {
 			after = ""
 		}
 	case c.Predicted != nil:
-		after = yamlText(reconciler.ForDisplay(c.Predicted))
+		after = yamlText(object.ForDisplay(c.Predicted))
 	case c.Desired != nil:
-		after = yamlText(reconciler.ForDisplay(c.Desired))
+		after = yamlText(object.ForDisplay(c.Desired))
 	}
 	name := strings.ReplaceAll(c.Object.String(), " ", "/")
 	return unifiedDiff("live/"+name, "desired/"+name, before, after)
