@@ -1,9 +1,9 @@
-// Command gpuctl validates, renders, diffs and syncs gpuctl files. See `gpuctl --help`.
+// Command gpuctl validates, renders, diffs and syncs gpuctl files, and reads what runs (get,
+// describe, logs, events). See `gpuctl --help`.
 package main
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/signal"
 	"syscall"
@@ -13,15 +13,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx)
+	code := app.Run(ctx, app.Streams{Out: os.Stdout, Err: os.Stderr}, os.Args[1:]) // until done, SIGINT or SIGTERM
 	stop()
-	if err != nil && err.Error() != "" { // an empty message was printed by the command
-		fmt.Fprintln(os.Stderr, "error:", err)
-	}
-	os.Exit(app.Code(err)) // 0, app.ExitFailed (the answer is no) or app.ExitTrouble
-}
-
-// run builds the command and runs it until it ends or ctx is cancelled (SIGINT, SIGTERM).
-func run(ctx context.Context) error {
-	return app.NewRootCommand(app.Streams{Out: os.Stdout, Err: os.Stderr}).ExecuteContext(ctx)
+	os.Exit(code) // 0, app.ExitFailed (the answer is no) or app.ExitTrouble
 }

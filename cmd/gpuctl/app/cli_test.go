@@ -17,13 +17,8 @@ import (
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	cmd := app.NewRootCommand(app.Streams{Out: &out, Err: &errOut})
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	if err != nil && err.Error() != "" {
-		errOut.WriteString("error: " + err.Error() + "\n")
-	}
-	return out.String(), errOut.String(), app.Code(err)
+	code := app.Run(t.Context(), app.Streams{Out: &out, Err: &errOut}, args)
+	return out.String(), errOut.String(), code
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {

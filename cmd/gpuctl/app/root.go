@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -44,6 +45,20 @@ func Code(err error) int {
 		return ee.Code
 	}
 	return ExitTrouble
+}
+
+// Run runs the gpuctl command line with args until it ends or ctx ends, and returns its exit
+// code, Code(err). An error is printed to s.Err as "error: <message>", unless its message is
+// empty (the command printed it already). cmd/gpuctl's main is Run with the process's
+// arguments; tests run the CLI through it as a user's shell would.
+func Run(ctx context.Context, s Streams, args []string) int {
+	cmd := NewRootCommand(s)
+	cmd.SetArgs(args)
+	err := cmd.ExecuteContext(ctx)
+	if err != nil && err.Error() != "" {
+		fmt.Fprintln(s.Err, "error:", err)
+	}
+	return Code(err)
 }
 
 // Streams are where commands write.
