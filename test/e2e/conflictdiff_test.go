@@ -30,6 +30,12 @@ func TestDiffOfConflictShowsOnlyOwnedFields(t *testing.T) {
 	}
 	kube := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
 	t.Cleanup(func() { _ = kube.AppsV1().Deployments("default").Delete(ctx, "e2e-conflict", metav1.DeleteOptions{}) })
+	// The Deployment controller annotates a new Deployment with its revision: let it, so that
+	// the diff below compares objects that no other writer is still changing.
+	waitUntil(t, "the Deployment's revision annotation", func(ctx context.Context) bool {
+		d, err := kube.AppsV1().Deployments("default").Get(ctx, "e2e-conflict", metav1.GetOptions{})
+		return err == nil && d.Annotations["deployment.kubernetes.io/revision"] != ""
+	})
 	sc := &autoscalingv1.Scale{ObjectMeta: metav1.ObjectMeta{Name: "e2e-conflict", Namespace: "default"}, Spec: autoscalingv1.ScaleSpec{Replicas: 3}}
 	if _, err := kube.AppsV1().Deployments("default").UpdateScale(ctx, "e2e-conflict", sc, metav1.UpdateOptions{FieldManager: "kubectl"}); err != nil {
 		t.Fatal(err)
