@@ -332,11 +332,14 @@ func (r *Reader) openLog(ctx context.Context, p *corev1.Pod, container string, o
 // name the pod and the container; an error of emit is an *emitError.
 func readLog(ctx context.Context, log io.Reader, p *corev1.Pod, container, grep string, emit func(LogLine) error) error {
 	prefix := logPrefix(p, container)
-	br := bufio.NewReader(log)
+	br := bufio.NewReaderSize(log, MaxLogLine)
 	for {
-		line, err := br.ReadString('\n')
+		line, cut, err := nextLine(br)
 		if line != "" {
 			text := strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+			if cut {
+				text += cutMark
+			}
 			if grep == "" || strings.Contains(text, grep) {
 				if e := emit(LogLine{Pod: p.Name, Container: container, Prefix: prefix, Text: text}); e != nil {
 					return &emitError{e}
@@ -350,6 +353,26 @@ func readLog(ctx context.Context, log io.Reader, p *corev1.Pod, container, grep 
 			return fmt.Errorf("pod %s container %s: read log: %w", p.Name, container, err)
 		}
 	}
+}
+
+// MaxLogLine is the longest log line, in bytes, that the read model passes on: a longer line
+// is cut there and ends in cutMark, so that a container writing a line without end cannot
+// fill the memory of the daemon that serves its log.
+const MaxLogLine = 64 << 10
+
+// cutMark ends a line that was longer than MaxLogLine.
+const cutMark = " … [line cut at 64 KiB]"
+
+// nextLine reads one line of at most MaxLogLine bytes, its newline included; the rest of a
+// longer line is read and dropped, and cut says so. br must buffer MaxLogLine bytes.
+func nextLine(br *bufio.Reader) (line string, cut bool, err error) {
+	b, err := br.ReadSlice('\n')
+	line = string(b)
+	for errors.Is(err, bufio.ErrBufferFull) {
+		cut = true
+		_, err = br.ReadSlice('\n')
+	}
+	return line, cut, err
 }
 
 // UnknownPod is the error of a pod that a job does not have: `unknown pod "x" of job alice.sft`.

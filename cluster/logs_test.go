@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -234,5 +235,28 @@ func TestLogsKeepAJobsFinishedRanks(t *testing.T) {
 	old.Status.Phase = corev1.PodFailed
 	if got := currentPods([]*corev1.Pod{old, runningPod("new", "sft", 0, "")}, DefaultLogOptions()); len(got) != 1 || got[0].Name != "new" {
 		t.Errorf("a replaced pod (no Job owner) is kept: %v", got)
+	}
+}
+
+// TestReadLogCutsEndlessLines: a container that writes a line far longer than MaxLogLine
+// (hostile, or a binary dump) reaches emit cut at MaxLogLine with a mark, and the lines after
+// it still come whole; the reader never holds more than one buffer of it.
+func TestReadLogCutsEndlessLines(t *testing.T) {
+	long := strings.Repeat("x", 3*MaxLogLine+17)
+	log := strings.NewReader("first\n" + long + "\nlast\r\n" + strings.Repeat("y", MaxLogLine+1))
+	var got []string
+	err := readLog(ctx, log, runningPod("p", "sft", 0, ""), "main", "", func(l LogLine) error {
+		got = append(got, l.Text)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"first", long[:MaxLogLine] + cutMark, "last", strings.Repeat("y", MaxLogLine) + cutMark}
+	if !reflect.DeepEqual(got, want) {
+		for i := range got {
+			t.Errorf("line %d: %d bytes, %q…", i, len(got[i]), got[i][:min(20, len(got[i]))])
+		}
+		t.Errorf("want %d lines: first, a cut line, last, a cut last line", len(want))
 	}
 }
