@@ -12,6 +12,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/keys"
 )
 
 // The job page, GET /jobs/{jobId}: a job's status and facts, its pods with why they are in
@@ -91,7 +92,8 @@ func (s *server) uiPods(ctx context.Context, rd cluster.Model, job cluster.JobDe
 	if len(job.K8sResources.Pods) == 0 {
 		return uiPods{}
 	}
-	rows, err := rd.JobPods(ctx, cluster.JobPodFilter{Namespace: job.Namespace})
+	// the job's own rows: its workload carries the app label of its name (render)
+	rows, err := rd.JobPods(ctx, cluster.JobPodFilter{Namespace: job.Namespace, Selector: keys.App + "=" + job.Name})
 	if err != nil {
 		return uiPods{Err: s.sectionError("pods", err)}
 	}
