@@ -186,9 +186,9 @@ func describeJob(w io.Writer, d cluster.JobDescription, now time.Time) error {
 	if err := section(w, "Pods", pods); err != nil {
 		return err
 	}
-	events := [][]string{{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}}
+	events := [][]string{eventHead}
 	for _, e := range d.Events {
-		events = append(events, []string{lastSeen(now, e), e.Type, e.Reason, e.Object, oneLine(e.Message)})
+		events = append(events, eventCells(e, now))
 	}
 	if err := section(w, "Events", events); err != nil {
 		return err

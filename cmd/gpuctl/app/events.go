@@ -2,13 +2,10 @@ package app
 
 import (
 	"fmt"
-	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
-	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/humanize"
@@ -74,38 +71,35 @@ namespaces.`,
 // printEvents writes the events as kubectl get events does (LAST SEEN, TYPE, REASON, OBJECT,
 // MESSAGE; NAMESPACE first with -A), or as the API's JSON or YAML.
 func printEvents(s Streams, list cluster.EventList, output string, withNamespace bool, now time.Time) error {
-	switch output {
-	case "json":
-		return writeJSON(s.Out, list)
-	case "yaml":
-		b, err := sigsyaml.Marshal(list)
-		if err != nil {
-			return err
-		}
-		_, err = s.Out.Write(b)
+	if ok, err := writeData(s.Out, output, list); ok {
 		return err
 	}
 	if len(list.Items) == 0 {
 		fmt.Fprintln(s.Err, "No events.")
 		return nil
 	}
-	tw := tabwriter.NewWriter(s.Out, 0, 4, 3, ' ', 0)
-	cols := []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}
+	head := eventHead
 	if withNamespace {
-		cols = append([]string{"NAMESPACE"}, cols...)
+		head = append([]string{"NAMESPACE"}, head...)
 	}
-	row(tw, cols...)
+	rows := [][]string{head}
 	for _, e := range list.Items {
-		cells := []string{lastSeen(now, e), e.Type, e.Reason, e.Object, oneLine(e.Message)}
+		cells := eventCells(e, now)
 		if withNamespace {
 			cells = append([]string{e.Namespace}, cells...)
 		}
-		row(tw, cells...)
+		rows = append(rows, cells)
 	}
-	return tw.Flush()
+	return (&table{}).write(s.Out, rows...)
 }
 
-func row(w io.Writer, cells ...string) { fmt.Fprintln(w, strings.Join(cells, "\t")) }
+// eventHead are the columns of an event, as kubectl events prints them.
+var eventHead = []string{"LAST SEEN", "TYPE", "REASON", "OBJECT", "MESSAGE"}
+
+// eventCells are the cells of an event under eventHead.
+func eventCells(e cluster.Event, now time.Time) []string {
+	return []string{lastSeen(now, e), e.Type, e.Reason, e.Object, oneLine(e.Message)}
+}
 
 // lastSeen is kubectl's LAST SEEN: the age of the last occurrence, with the count and the age
 // of the first when it happened more than once: "5m (x3 over 12m)".
