@@ -1,9 +1,11 @@
 package term
 
 import (
+	"fmt"
 	"hash/fnv"
 	"io"
 	"os"
+	"strings"
 
 	xterm "golang.org/x/term"
 )
@@ -83,3 +85,24 @@ func (p Palette) Source(s string) string {
 	_, _ = h.Write([]byte(s))
 	return p.paint(sourceColours[h.Sum32()%uint32(len(sourceColours))], s)
 }
+
+// Printable returns s with its control characters (C0 such as ESC, CR, BEL and tab; DEL; C1)
+// written as \xNN escapes, so that text an object's author chose — a reason, an event message,
+// a drift detail — cannot move the cursor, recolour or overwrite what a terminal shows, nor
+// break a table's columns. Other text is returned as it is.
+func Printable(s string) string {
+	if strings.IndexFunc(s, isControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if isControl(r) {
+			fmt.Fprintf(&b, `\x%02x`, r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isControl(r rune) bool { return r < 0x20 || (r >= 0x7f && r < 0xa0) }

@@ -71,3 +71,19 @@ func TestSourceKeepsOneColourPerName(t *testing.T) {
 		t.Errorf("without colour: %q", got)
 	}
 }
+
+// TestPrintable: control characters that an object's author put in a text (ESC sequences that
+// recolour or clear the screen, CR that overwrites the line, tabs and newlines that break a
+// table) come out as visible escapes; other text, non-ASCII included, is unchanged.
+func TestPrintable(t *testing.T) {
+	for in, want := range map[string]string{
+		"plain text, ünïcode 日本": "plain text, ünïcode 日本",
+		"\x1b[2J\x1b[31mowned":   `\x1b[2J\x1b[31mowned`,
+		"ok\rFAILED":             `ok\x0dFAILED`,
+		"a\tb\nc\x07\x7f\u009b": `a\x09b\x0ac\x07\x7f\x9b`,
+	} {
+		if got := Printable(in); got != want {
+			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

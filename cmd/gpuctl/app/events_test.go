@@ -82,3 +82,28 @@ func TestJobID(t *testing.T) {
 		}
 	}
 }
+
+// TestTablesEscapeControlCharacters: an event message and reason that a team's object carries
+// with terminal escapes (clear screen, recolour; a carriage return folds to a space) print as visible escapes in
+// gpuctl events, and the columns stay aligned; -o json keeps the text as it is.
+func TestTablesEscapeControlCharacters(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	list := cluster.EventList{Items: []cluster.Event{{LastSeen: now, FirstSeen: now, Type: "Normal",
+		Reason: "Ok\x1b[2J", Object: "pod/p", Message: "all good\r\x1b[31mFAILED", Count: 1}}}
+	var out, errOut bytes.Buffer
+	if err := printEvents(Streams{Out: &out, Err: &errOut}, list, "", false, now); err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(out.String(), "\x1b\r") || !strings.Contains(out.String(), `all good \x1b[31mFAILED`) || !strings.Contains(out.String(), `Ok\x1b[2J`) {
+		t.Errorf("a control character reached the terminal:\n%q", out.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if strings.Index(lines[0], "OBJECT") != strings.Index(lines[1], "pod/p") {
+		t.Errorf("columns misaligned:\n%s", out.String())
+	}
+	out.Reset()
+	_ = printEvents(Streams{Out: &out, Err: &errOut}, list, "json", false, now)
+	if !strings.Contains(out.String(), `all good\r\u001b[31mFAILED`) {
+		t.Errorf("json changed the message:\n%s", out.String())
+	}
+}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/object"
+	"github.com/gpuctl/gpuctl/internal/term"
 )
 
 // The -o formats of the read verbs, as kubectl names them; "" is the table.
@@ -66,6 +67,15 @@ func (t *table) fit(rows ...[]string) {
 
 // write fits the rows and writes them, the last cell of each unpadded.
 func (t *table) write(w io.Writer, rows ...[]string) error {
+	// cells hold text that objects' authors wrote: no control character reaches the terminal
+	safe := make([][]string, len(rows))
+	for i, r := range rows {
+		safe[i] = make([]string, len(r))
+		for j, c := range r {
+			safe[i][j] = term.Printable(c)
+		}
+	}
+	rows = safe
 	t.fit(rows...)
 	var sb strings.Builder
 	for _, r := range rows {
