@@ -80,7 +80,7 @@ func TestPrintable(t *testing.T) {
 		"plain text, ünïcode 日本": "plain text, ünïcode 日本",
 		"\x1b[2J\x1b[31mowned":   `\x1b[2J\x1b[31mowned`,
 		"ok\rFAILED":             `ok\x0dFAILED`,
-		"a\tb\nc\x07\x7f\u009b": `a\x09b\x0ac\x07\x7f\x9b`,
+		"a\tb\nc\x07\x7f\u009b":  `a\x09b\x0ac\x07\x7f\x9b`,
 	} {
 		if got := Printable(in); got != want {
 			t.Errorf("Printable(%q) = %q, want %q", in, got, want)
