@@ -223,31 +223,15 @@ func (c *Cluster) startKwok(ctx context.Context, comp component, port int) error
 		if err != nil {
 			return err
 		}
-		listening := false
-		for !listening {
-			if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-				conn.Close()
-				listening = true
-				break
-			}
-			select {
-			case <-ctx.Done():
-				p.stop(time.Second)
-				return ctx.Err()
-			case <-p.done:
-			case <-time.After(pollInterval):
-				continue
-			}
-			break
+		listening, err := listensBeforeExit(ctx, p, addr)
+		if err != nil {
+			return err
 		}
 		if listening {
 			c.mu.Lock()
 			c.tiers = append(c.tiers, []*process{p})
 			c.mu.Unlock()
-			go func() {
-				<-p.done
-				c.deadOnce.Do(func() { c.firstDead = p; close(c.dead) })
-			}()
+			c.watch(p)
 			return nil
 		}
 		if attempt == kwokStarts {
@@ -255,6 +239,33 @@ func (c *Cluster) startKwok(ctx context.Context, comp component, port int) error
 		}
 		_ = os.Rename(p.logPath, fmt.Sprintf("%s.%d", p.logPath, attempt))
 		c.logf("kwok exited before it listened (start %d of %d); starting it again", attempt, kwokStarts)
+	}
+}
+
+// watch records p as the first component to die, if it is, for Wait.
+func (c *Cluster) watch(p *process) {
+	go func() {
+		<-p.done
+		c.deadOnce.Do(func() { c.firstDead = p; close(c.dead) })
+	}()
+}
+
+// listensBeforeExit waits until p accepts connections on addr (true) or exits (false); ctx
+// ending stops p.
+func listensBeforeExit(ctx context.Context, p *process, addr string) (bool, error) {
+	for {
+		if conn, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			conn.Close()
+			return true, nil
+		}
+		select {
+		case <-ctx.Done():
+			_ = p.stop(time.Second)
+			return false, ctx.Err()
+		case <-p.done:
+			return false, nil
+		case <-time.After(pollInterval):
+		}
 	}
 }
 
@@ -277,10 +288,7 @@ func (c *Cluster) startTier(comps ...component) error {
 			return err
 		}
 		tier = append(tier, p)
-		go func() {
-			<-p.done
-			c.deadOnce.Do(func() { c.firstDead = p; close(c.dead) })
-		}()
+		c.watch(p)
 	}
 	return nil
 }
