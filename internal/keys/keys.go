@@ -171,3 +171,24 @@ const (
 	// ReconcilerFieldManager is the field manager of the daemon's own bookkeeping objects.
 	ReconcilerFieldManager = "gpuctl-reconciler"
 )
+
+// Kueue (queueing: kueue). gpuctl renders these labels and objects; Kueue reads them, and
+// writes the Workloads that the read model shows as queue state.
+const (
+	// KueuePrefix starts every label and annotation key that Kueue reads or writes.
+	KueuePrefix = "kueue.x-k8s.io/"
+	// KueueQueueName is the label that names the LocalQueue (in the object's namespace) a
+	// workload waits in.
+	KueueQueueName = KueuePrefix + "queue-name"
+	// KueuePriorityClass is the label that names a workload's WorkloadPriorityClass.
+	KueuePriorityClass = KueuePrefix + "priority-class"
+	// KueueLocalQueue is the name of the LocalQueue gpuctl renders in each team namespace:
+	// Kueue also puts workloads without a queue-name label in the LocalQueue of this name.
+	KueueLocalQueue = "default"
+	// KueueCohort is the cohort of every team's ClusterQueue, so idle quota can be borrowed.
+	KueueCohort = "gpuctl"
+	// KueueGroup is the API group of Kueue's objects.
+	KueueGroup = "kueue.x-k8s.io"
+	// KueueVersion is the version of Kueue's API that gpuctl renders and reads.
+	KueueVersion = "v1beta2"
+)
