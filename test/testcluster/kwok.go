@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -41,6 +42,19 @@ func FailingPod(t *corev1.PodTemplateSpec, reason string, exitCode int) {
 	t.Labels[FailLabel] = "true"
 	t.Annotations[FailReasonAnnotation] = reason
 	t.Annotations[FailExitCodeAnnotation] = strconv.Itoa(exitCode)
+}
+
+// RunForAnnotation on a pod that a Job owns holds it Running for its duration (e.g. "30s")
+// before kwok completes it, instead of about a second.
+const RunForAnnotation = "pod-complete.stage.kwok.x-k8s.io/delay"
+
+// RunFor marks a pod template so that kwok keeps its pods Running for d before they succeed:
+// a job that holds its GPUs for a while.
+func RunFor(t *corev1.PodTemplateSpec, d time.Duration) {
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[RunForAnnotation] = d.String()
 }
 
 // kwokConfig is kwok's --config: its options and the Stage objects that drive node and pod
