@@ -31,7 +31,23 @@ type Config struct {
 	SystemNamespace string `gpuctl:"systemNamespace"`
 	// Tenancy configures what a directory mapped to a namespace may hold (docs/tenancy.md).
 	Tenancy Tenancy `gpuctl:"tenancy"`
+	// Queueing is how the teams' quotas hold their workloads: QueueingResourceQuota (the
+	// default, "" too) or QueueingKueue.
+	Queueing string `gpuctl:"queueing"`
 }
+
+// The values of Config.Queueing.
+const (
+	// QueueingResourceQuota gives each team of a quota file a ResourceQuota: a pod that does
+	// not fit is refused.
+	QueueingResourceQuota = "resourcequota"
+	// QueueingKueue gives each team a Kueue ClusterQueue and LocalQueue: a workload that does
+	// not fit waits in the queue, and idle quota is lent within the cohort (docs/format.md §9).
+	QueueingKueue = "kueue"
+)
+
+// Kueue reports whether the configuration chooses queueing on Kueue.
+func (c *Config) Kueue() bool { return c != nil && c.Queueing == QueueingKueue }
 
 // Tenancy is the admin's policy for files under directories mapped to namespaces (tenant
 // directories): everything there is written by a team that may be hostile.
@@ -102,6 +118,15 @@ func ParseConfig(name string, data []byte) (*Config, []*Diagnostic) {
 			if !path.IsAbs(p) || path.Clean(p) != p || p == "/" {
 				ds.errorf(name, d.pos["hostPathPrefixes["+strconv.Itoa(i)+"]"], "hostPathPrefixes["+strconv.Itoa(i)+"]",
 					"%q must be a clean absolute directory other than /", p)
+			}
+		}
+		switch cfg.Queueing {
+		case "", QueueingResourceQuota, QueueingKueue:
+		default:
+			diag := ds.errorf(name, d.pos["queueing"], "queueing", "unknown queueing %q", cfg.Queueing)
+			diag.Hint = "expected " + QueueingResourceQuota + " (the default) or " + QueueingKueue
+			if best := suggest(cfg.Queueing, []string{QueueingResourceQuota, QueueingKueue}); best != "" {
+				diag.Hint = fmt.Sprintf("did you mean %q?", best)
 			}
 		}
 		cfg.checkTenancy(name, d.pos, ds)

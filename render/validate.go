@@ -277,13 +277,43 @@ func (v *validator) quota(q *Quota) {
 		if v.cfg.ReservedNamespace(u.Name) {
 			v.errorf(field, "%q is a system namespace and cannot be a quota user", u.Name)
 		}
-		if !v.doc.Has(field+".cpu") && !v.doc.Has(field+".memory") && !v.doc.Has(field+".gpu") {
-			v.errorf(field, "set at least one of cpu, memory, gpu")
+		if v.cfg.Kueue() {
+			v.kueueQuota(u, field)
+		} else {
+			v.resourceQuotaOnly(field)
 		}
 		v.positive(field+".cpu", u.CPU)
 		v.positive(field+".memory", u.Memory)
 		if u.GPU < 0 {
 			v.errorf(field+".gpu", "must be 0 or more, got %d", u.GPU)
 		}
+		v.quotaLimits(field, u.BorrowingLimit, u.LendingLimit)
+		for _, p := range u.Pools {
+			pf := field + ".pools." + p.Name
+			v.notNegative(pf+".cpu", p.CPU)
+			v.notNegative(pf+".memory", p.Memory)
+			if p.GPU < 0 {
+				v.errorf(pf+".gpu", "must be 0 or more, got %d", p.GPU)
+			}
+			v.quotaLimits(pf, p.BorrowingLimit, p.LendingLimit)
+		}
+	}
+}
+
+// quotaLimits checks the borrowing and lending limits of a quota entry.
+func (v *validator) quotaLimits(field string, limits ...QuotaLimits) {
+	for i, name := range []string{".borrowingLimit", ".lendingLimit"} {
+		l := limits[i]
+		v.notNegative(field+name+".cpu", l.CPU)
+		v.notNegative(field+name+".memory", l.Memory)
+		if l.GPU < 0 {
+			v.errorf(field+name+".gpu", "must be 0 or more, got %d", l.GPU)
+		}
+	}
+}
+
+func (v *validator) notNegative(field string, q resource.Quantity) {
+	if v.doc.Has(field) && q.Sign() < 0 {
+		v.errorf(field, "must be 0 or more, got %s", q.String())
 	}
 }
