@@ -177,6 +177,8 @@ func (c *Config) checkTenancy(name string, pos map[string]Pos, ds *diagnostics) 
 			ds.errorf(name, at, f, "%q is not a kind: write Kind for the core group or Kind.group, e.g. Job.batch", k)
 		case clusterScopedKinds[k]:
 			ds.errorf(name, at, f, "%s is cluster-scoped; a tenant directory may hold namespaced kinds only", k)
+		case group == keys.KueueGroup:
+			ds.errorf(name, at, f, "%s is Kueue's, and Kueue's objects are the admin's: gpuctl renders each team's queues from the quota files (queueing kueue); a tenant directory may hold none", k)
 		}
 	}
 	for i, ns := range c.Tenancy.HighPriorityNamespaces {
