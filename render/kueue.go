@@ -26,9 +26,9 @@ var quotaResources = []struct{ name, field string }{
 	{keys.ResourceGPU, "gpu"},
 }
 
-// quotaValues reads cpu, memory and gpu of a quota entry or a limit, in quotaResources order.
-func quotaValues(cpu, memory resource.Quantity, gpu int) [3]resource.Quantity {
-	return [3]resource.Quantity{cpu, memory, *resource.NewQuantity(int64(gpu), resource.DecimalSI)}
+// values are cpu, memory and gpu in quotaResources order.
+func (r QuotaResources) values() [3]resource.Quantity {
+	return [3]resource.Quantity{r.CPU, r.Memory, *resource.NewQuantity(int64(r.GPU), resource.DecimalSI)}
 }
 
 // resourceQuota is a team's quota of one resource in one flavor; nil limits are not set.
@@ -44,9 +44,7 @@ type resourceQuota struct {
 // most the nominal quota (a team cannot lend what it does not have). has tells the fields
 // written in the document; field is the team's path, users.<name>.
 func flavorQuotas(u UserQuota, has func(string) bool, field string, flavors []string) map[string][]resourceQuota {
-	team := quotaValues(u.CPU, u.Memory, u.GPU)
-	teamBorrow := quotaValues(u.BorrowingLimit.CPU, u.BorrowingLimit.Memory, u.BorrowingLimit.GPU)
-	teamLend := quotaValues(u.LendingLimit.CPU, u.LendingLimit.Memory, u.LendingLimit.GPU)
+	team, teamBorrow, teamLend := u.values(), u.BorrowingLimit.values(), u.LendingLimit.values()
 	entries := map[string]PoolQuota{}
 	for _, p := range u.Pools {
 		entries[p.Name] = p
@@ -56,9 +54,7 @@ func flavorQuotas(u UserQuota, has func(string) bool, field string, flavors []st
 	for _, f := range flavors {
 		e, listed := entries[f]
 		ef := field + ".pools." + f
-		vals := quotaValues(e.CPU, e.Memory, e.GPU)
-		borrow := quotaValues(e.BorrowingLimit.CPU, e.BorrowingLimit.Memory, e.BorrowingLimit.GPU)
-		lend := quotaValues(e.LendingLimit.CPU, e.LendingLimit.Memory, e.LendingLimit.GPU)
+		vals, borrow, lend := e.values(), e.BorrowingLimit.values(), e.LendingLimit.values()
 		// pick is the entry's value of a field if it writes it, else the team's if it does.
 		pick := func(sub string, i int, entry, teamVal [3]resource.Quantity) *resource.Quantity {
 			name := quotaResources[i].field

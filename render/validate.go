@@ -287,33 +287,32 @@ func (v *validator) quota(q *Quota) {
 		if u.GPU < 0 {
 			v.errorf(field+".gpu", "must be 0 or more, got %d", u.GPU)
 		}
-		v.quotaLimits(field, u.BorrowingLimit, u.LendingLimit)
+		v.quotaLimits(field, u.PoolAmount)
 		for _, p := range u.Pools {
 			pf := field + ".pools." + p.Name
-			v.notNegative(pf+".cpu", p.CPU)
-			v.notNegative(pf+".memory", p.Memory)
-			if p.GPU < 0 {
-				v.errorf(pf+".gpu", "must be 0 or more, got %d", p.GPU)
-			}
-			v.quotaLimits(pf, p.BorrowingLimit, p.LendingLimit)
+			v.notNegative(pf, p.QuotaResources)
+			v.quotaLimits(pf, p.PoolAmount)
 		}
 	}
 }
 
 // quotaLimits checks the borrowing and lending limits of a quota entry.
-func (v *validator) quotaLimits(field string, limits ...QuotaLimits) {
-	for i, name := range []string{".borrowingLimit", ".lendingLimit"} {
-		l := limits[i]
-		v.notNegative(field+name+".cpu", l.CPU)
-		v.notNegative(field+name+".memory", l.Memory)
-		if l.GPU < 0 {
-			v.errorf(field+name+".gpu", "must be 0 or more, got %d", l.GPU)
-		}
-	}
+func (v *validator) quotaLimits(field string, a PoolAmount) {
+	v.notNegative(field+".borrowingLimit", a.BorrowingLimit)
+	v.notNegative(field+".lendingLimit", a.LendingLimit)
 }
 
-func (v *validator) notNegative(field string, q resource.Quantity) {
-	if v.doc.Has(field) && q.Sign() < 0 {
-		v.errorf(field, "must be 0 or more, got %s", q.String())
+// notNegative checks that the resources written at field are 0 or more.
+func (v *validator) notNegative(field string, r QuotaResources) {
+	for _, q := range []struct {
+		name string
+		q    resource.Quantity
+	}{{"cpu", r.CPU}, {"memory", r.Memory}} {
+		if v.doc.Has(field+"."+q.name) && q.q.Sign() < 0 {
+			v.errorf(field+"."+q.name, "must be 0 or more, got %s", q.q.String())
+		}
+	}
+	if r.GPU < 0 {
+		v.errorf(field+".gpu", "must be 0 or more, got %d", r.GPU)
 	}
 }
