@@ -8,6 +8,7 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	authv1 "k8s.io/api/authentication/v1"
+	authzv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -86,5 +87,41 @@ func TestDeployedRBACSuffices(t *testing.T) {
 	plan = e.plan(objs())
 	if plan.HasChanges() || len(plan.Failed()) > 0 {
 		t.Fatalf("third sync as gpuctl-reconciler is not a no-op:\n%s", actions(plan))
+	}
+}
+
+// TestDeployedRBACCoversKueue: the ClusterRole of deploy/base lets gpuctl-reconciler apply and
+// prune what queueing kueue renders (ResourceFlavors, ClusterQueues, LocalQueues,
+// WorkloadPriorityClasses) and read Kueue's Workloads, but not write them. The API server's
+// authorizer answers without Kueue's CRDs; applying the objects themselves needs them.
+func TestDeployedRBACCoversKueue(t *testing.T) {
+	e := newEnv(t, reconciler.DefaultOptions())
+	createNamespace(e, keys.SystemNamespace)
+	if err := testcluster.Current().ApplyFile(e.ctx, "deploy/base/rbac.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	allowed := func(resource, verb string) bool {
+		t.Helper()
+		sar, err := e.kube.AuthorizationV1().SubjectAccessReviews().Create(e.ctx, &authzv1.SubjectAccessReview{Spec: authzv1.SubjectAccessReviewSpec{
+			User:   "system:serviceaccount:" + keys.SystemNamespace + ":gpuctl-reconciler",
+			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + keys.SystemNamespace, "system:authenticated"},
+			ResourceAttributes: &authzv1.ResourceAttributes{Group: keys.KueueGroup, Version: keys.KueueVersion, Resource: resource,
+				Verb: verb, Namespace: "alice"}}}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sar.Status.Allowed
+	}
+	for _, r := range []string{"resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses"} {
+		for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
+			if !allowed(r, verb) {
+				t.Errorf("gpuctl-reconciler may not %s %s.%s", verb, r, keys.KueueGroup)
+			}
+		}
+	}
+	for verb, want := range map[string]bool{"get": true, "list": true, "watch": true, "create": false, "update": false, "patch": false, "delete": false} {
+		if allowed("workloads", verb) != want {
+			t.Errorf("gpuctl-reconciler %s workloads.%s: allowed %v, want %v", verb, keys.KueueGroup, !want, want)
+		}
 	}
 }

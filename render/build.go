@@ -46,6 +46,7 @@ func (st *run) build() []*unstructured.Unstructured {
 			objs = st.add(objs, toUnstructured(pc), "", Pos{})
 		}
 	}
+	objs = st.kueueObjects(objs)
 	if !st.ds.hasErrors() { // an error in a tenant's output would also collide with its identity
 		configFile := st.displayOf(filepath.Join(st.repo, keys.ConfigFile))
 		for _, o := range st.tenantIdentities() {
@@ -90,11 +91,11 @@ func (st *run) renderDoc(doc *Document, s *source) []*unstructured.Unstructured 
 	switch {
 	case doc.Workload != nil:
 		typed = buildWorkload(workloadInput{Workload: doc.Workload, doc: doc, namespace: doc.Namespace, source: s.rel,
-			writable: st.cfg.writableHostPathPrefixes()})
+			writable: st.cfg.writableHostPathPrefixes(), queued: st.queued(doc)})
 	case doc.Pool != nil:
 		typed = buildPool(doc.Pool, s.rel, st.cfg.systemNamespace())
 	case doc.Quota != nil:
-		typed = buildQuota(doc.Quota, s.rel, doc.Has)
+		typed = buildQuota(doc.Quota, s.rel, doc.Has, !st.cfg.Kueue())
 	case doc.Manifest != nil:
 		// The object shares its maps with the document: a plain manifest is rendered as it is
 		// written, and copying every manifest would double the memory of large trees.

@@ -49,7 +49,10 @@ func (st *run) validateAll() {
 			}
 		}
 	}
+	st.teams = users
 	st.checkPoolReferences(poolDocs)
+	st.checkQuotaPools(poolDocs)
+	st.checkQueued()
 }
 
 func (st *run) workloadNamespace(v *validator, s *source, mapped string, isMapped bool) string {

@@ -59,8 +59,9 @@ func buildPool(p *Pool, source, systemNamespace string) []runtime.Object {
 	return append(out, rec.ConfigMap(systemNamespace, source))
 }
 
-// buildQuota renders a Namespace and a ResourceQuota for each user.
-func buildQuota(q *Quota, source string, has func(string) bool) []runtime.Object {
+// buildQuota renders a Namespace for each user, and a ResourceQuota unless withQuota is false
+// (with queueing kueue the team's ClusterQueue holds its quota, see kueueObjects).
+func buildQuota(q *Quota, source string, has func(string) bool, withQuota bool) []runtime.Object {
 	var out []runtime.Object
 	for _, u := range q.Users {
 		labels := managedLabels()
@@ -79,11 +80,14 @@ func buildQuota(q *Quota, source string, has func(string) bool) []runtime.Object
 		if has("users." + u.Name + ".gpu") {
 			hard[keys.QuotaRequestsGPU] = *resource.NewQuantity(int64(u.GPU), resource.DecimalSI)
 		}
+		out = append(out, &corev1.Namespace{
+			TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
+			ObjectMeta: metav1.ObjectMeta{Name: u.Name, Labels: labels, Annotations: ann},
+		})
+		if !withQuota {
+			continue
+		}
 		out = append(out,
-			&corev1.Namespace{
-				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Namespace"},
-				ObjectMeta: metav1.ObjectMeta{Name: u.Name, Labels: labels, Annotations: ann},
-			},
 			&corev1.ResourceQuota{
 				TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "ResourceQuota"},
 				ObjectMeta: metav1.ObjectMeta{Name: q.Name, Namespace: u.Name, Labels: labels, Annotations: ann},

@@ -31,7 +31,23 @@ type Config struct {
 	SystemNamespace string `gpuctl:"systemNamespace"`
 	// Tenancy configures what a directory mapped to a namespace may hold (docs/tenancy.md).
 	Tenancy Tenancy `gpuctl:"tenancy"`
+	// Queueing is how the teams' quotas hold their workloads: QueueingResourceQuota (the
+	// default, "" too) or QueueingKueue.
+	Queueing string `gpuctl:"queueing"`
 }
+
+// The values of Config.Queueing.
+const (
+	// QueueingResourceQuota gives each team of a quota file a ResourceQuota: a pod that does
+	// not fit is refused.
+	QueueingResourceQuota = "resourcequota"
+	// QueueingKueue gives each team a Kueue ClusterQueue and LocalQueue: a workload that does
+	// not fit waits in the queue, and idle quota is lent within the cohort (docs/format.md §9).
+	QueueingKueue = "kueue"
+)
+
+// Kueue reports whether the configuration chooses queueing on Kueue.
+func (c *Config) Kueue() bool { return c != nil && c.Queueing == QueueingKueue }
 
 // Tenancy is the admin's policy for files under directories mapped to namespaces (tenant
 // directories): everything there is written by a team that may be hostile.
@@ -104,6 +120,15 @@ func ParseConfig(name string, data []byte) (*Config, []*Diagnostic) {
 					"%q must be a clean absolute directory other than /", p)
 			}
 		}
+		switch cfg.Queueing {
+		case "", QueueingResourceQuota, QueueingKueue:
+		default:
+			diag := ds.errorf(name, d.pos["queueing"], "queueing", "unknown queueing %q", cfg.Queueing)
+			diag.Hint = "expected " + QueueingResourceQuota + " (the default) or " + QueueingKueue
+			if best := suggest(cfg.Queueing, []string{QueueingResourceQuota, QueueingKueue}); best != "" {
+				diag.Hint = fmt.Sprintf("did you mean %q?", best)
+			}
+		}
 		cfg.checkTenancy(name, d.pos, ds)
 	}
 	return cfg, ds.sorted()
@@ -152,6 +177,8 @@ func (c *Config) checkTenancy(name string, pos map[string]Pos, ds *diagnostics) 
 			ds.errorf(name, at, f, "%q is not a kind: write Kind for the core group or Kind.group, e.g. Job.batch", k)
 		case clusterScopedKinds[k]:
 			ds.errorf(name, at, f, "%s is cluster-scoped; a tenant directory may hold namespaced kinds only", k)
+		case group == keys.KueueGroup:
+			ds.errorf(name, at, f, "%s is Kueue's, and Kueue's objects are the admin's: gpuctl renders each team's queues from the quota files (queueing kueue); a tenant directory may hold none", k)
 		}
 	}
 	for i, ns := range c.Tenancy.HighPriorityNamespaces {

@@ -16,7 +16,8 @@ import (
 // The decoder maps a YAML node tree onto the schema structs of spec.go. Struct tags name the
 // field in its documented spelling (docs/format.md): `gpuctl:"gpu-type"`; `gpuctl:"name,required"`; `gpuctl:",key"`
 // marks the field that receives the key when a slice of structs is written as a mapping
-// (nodes: {node1: {...}}). Every field accepts its kebab, snake and camel spelling.
+// (nodes: {node1: {...}}); `gpuctl:",inline"` on an embedded struct reads its fields as the
+// outer struct's own. Every field accepts its kebab, snake and camel spelling.
 //
 // It never stops at the first problem: each one becomes a Diagnostic and decoding goes on.
 
@@ -32,7 +33,7 @@ var quantityType = reflect.TypeOf(resource.Quantity{})
 var wholeNumber = regexp.MustCompile(`^[-+]?[0-9]+$`)
 
 type schemaField struct {
-	index     int
+	index     []int // reflect.Value.FieldByIndex
 	name      string
 	spellings []string
 	required  bool
@@ -57,18 +58,29 @@ func schemaOf(t reflect.Type) *schema {
 			continue
 		}
 		name, opts, _ := strings.Cut(tag, ",")
-		if opts == "key" {
+		switch opts {
+		case "key":
 			s.key = i
 			continue
+		case "inline":
+			for _, f := range schemaOf(t.Field(i).Type).fields {
+				f.index = append([]int{i}, f.index...)
+				s.add(f)
+			}
+			continue
 		}
-		f := schemaField{index: i, name: name, spellings: spellings(name), required: opts == "required"}
-		for _, sp := range f.spellings {
-			s.byName[sp] = len(s.fields)
-		}
-		s.fields = append(s.fields, f)
+		s.add(schemaField{index: []int{i}, name: name, spellings: spellings(name), required: opts == "required"})
 	}
 	schemas.Store(t, s)
 	return s
+}
+
+// add appends a field, known by each of its spellings.
+func (s *schema) add(f schemaField) {
+	for _, sp := range f.spellings {
+		s.byName[sp] = len(s.fields)
+	}
+	s.fields = append(s.fields, f)
 }
 
 // decoder decodes one document; positions of every decoded value are kept for later checks.
@@ -289,7 +301,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		if e.value.Tag == "!!null" && !f.required {
 			continue // `key:` with no value means the field is not set
 		}
-		d.decode(e.value, v.Field(f.index), join(path, f.name))
+		d.decode(e.value, v.FieldByIndex(f.index), join(path, f.name))
 	}
 	for idx, f := range s.fields {
 		if _, ok := seen[idx]; !ok && f.required {

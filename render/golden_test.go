@@ -17,9 +17,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
 
-// goldenCases are the rendered trees: every seed case, every scenario case, and examples/.
+// goldenCases are the rendered trees: every seed case, every scenario case, and examples/
+// (also with queueing kueue, goldenOptions).
 func goldenCases(t *testing.T) map[string]string {
-	cases := map[string]string{"examples": "../examples"}
+	cases := map[string]string{"examples": "../examples", kueueExamples: "../examples"}
 	for _, group := range []string{"seeds", "cases"} {
 		dirs, err := filepath.Glob(filepath.Join("testdata", group, "*"))
 		if err != nil {
@@ -34,10 +35,39 @@ func goldenCases(t *testing.T) map[string]string {
 	return cases
 }
 
+// kueueExamples is the golden case of examples/ rendered with queueing kueue: its
+// .gpuctl.yaml with queueing set, as --config would give it.
+const kueueExamples = "examples-kueue"
+
+// goldenOptions are the render options of a golden case: none (the tree's .gpuctl.yaml),
+// but for kueueExamples.
+func goldenOptions(t *testing.T, name string) render.Options {
+	t.Helper()
+	if name != kueueExamples {
+		return render.Options{}
+	}
+	data, err := os.ReadFile("../examples/.gpuctl.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, diags := render.ParseConfig("../examples/.gpuctl.yaml", data)
+	if len(diags) > 0 {
+		t.Fatal(diags[0])
+	}
+	cfg.Queueing = render.QueueingKueue
+	return render.Options{Config: cfg, Root: "../examples"}
+}
+
 // renderGolden renders a tree into the golden form: the objects as YAML, then the diagnostics.
 func renderGolden(t *testing.T, dir string) []byte {
 	t.Helper()
-	res, err := render.New(render.Options{}).Render(filesys.MakeFsOnDisk(), dir)
+	return renderGoldenWith(t, dir, render.Options{})
+}
+
+// renderGoldenWith is renderGolden with options.
+func renderGoldenWith(t *testing.T, dir string, opts render.Options) []byte {
+	t.Helper()
+	res, err := render.New(opts).Render(filesys.MakeFsOnDisk(), dir)
 	var ve *render.ValidationError
 	if err != nil && !errors.As(err, &ve) {
 		t.Fatalf("render %s: %v", dir, err)
@@ -59,7 +89,7 @@ func renderGolden(t *testing.T, dir string) []byte {
 func TestGolden(t *testing.T) {
 	for name, dir := range goldenCases(t) {
 		t.Run(name, func(t *testing.T) {
-			got := renderGolden(t, dir)
+			got := renderGoldenWith(t, dir, goldenOptions(t, name))
 			golden := filepath.Join("testdata", "golden", name+".yaml")
 			if *update {
 				if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {

@@ -41,9 +41,14 @@ func buildTraining(w workloadInput) []runtime.Object {
 			BackoffLimit: int32Ptr(0),
 		},
 	}
+	if w.queued {
+		// Kueue admits the Job by un-suspending it, all its pods at once (docs/format.md §9).
+		job.Spec.Suspend = ptr(true)
+	}
 	if !w.multiNode() {
 		job.Spec.Template = w.podTemplate(nil)
 		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
+		w.enqueue(&job.ObjectMeta, &job.Spec.Template)
 		return []runtime.Object{job}
 	}
 	n := w.Resources.NodeCount
@@ -54,6 +59,7 @@ func buildTraining(w workloadInput) []runtime.Object {
 	job.Spec.Template = w.podTemplate(distributedEnv(w, svc))
 	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	job.Spec.Template.Spec.Subdomain = svc
+	w.enqueue(&job.ObjectMeta, &job.Spec.Template)
 	headless := &corev1.Service{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 		ObjectMeta: w.meta(svc),
@@ -104,7 +110,7 @@ func deployment(w workloadInput) *appsv1.Deployment {
 	if w.Has("service.replicas") {
 		replicas = w.Service.Replicas
 	}
-	return &appsv1.Deployment{
+	d := &appsv1.Deployment{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 		ObjectMeta: w.meta(w.Job.Name),
 		Spec: appsv1.DeploymentSpec{
@@ -113,10 +119,12 @@ func deployment(w workloadInput) *appsv1.Deployment {
 			Template: w.podTemplate(nil),
 		},
 	}
+	w.enqueue(&d.ObjectMeta, &d.Spec.Template)
+	return d
 }
 
 func statefulSet(w workloadInput) *appsv1.StatefulSet {
-	return &appsv1.StatefulSet{
+	ss := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: w.meta(w.Job.Name),
 		Spec: appsv1.StatefulSetSpec{
@@ -126,4 +134,6 @@ func statefulSet(w workloadInput) *appsv1.StatefulSet {
 			Template:    w.podTemplate(nil),
 		},
 	}
+	w.enqueue(&ss.ObjectMeta, &ss.Spec.Template)
+	return ss
 }

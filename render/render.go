@@ -85,6 +85,8 @@ type run struct {
 	// at least one document: their identity (ServiceAccount, RoleBinding) and admission
 	// policy are rendered for them.
 	tenants map[string]bool
+	// teams are the users of the quota documents (team namespaces), each with its document.
+	teams map[string]*Document
 	// ctx ends the render early: it is checked between files and between kustomizations.
 	ctx context.Context
 	// busy is what the render is doing now (several files are read at once), for the error
@@ -420,6 +422,9 @@ var kindOrder = map[string]int{
 	"Namespace": 0, "CustomResourceDefinition": 0, "PriorityClass": 1,
 	// The tenant pod policy holds before any tenant object is written.
 	"ValidatingAdmissionPolicy": 1, "ValidatingAdmissionPolicyBinding": 1, "ResourceQuota": 2, "LimitRange": 2,
+	// Kueue (queueing kueue): the flavors and priority classes that the queues name, then the
+	// queues, before any workload is created suspended in them.
+	"ResourceFlavor": 1, "WorkloadPriorityClass": 1, "ClusterQueue": 2, "LocalQueue": 2,
 	"ServiceAccount": 3, "Role": 3, "ClusterRole": 3, "RoleBinding": 3, "ClusterRoleBinding": 3,
 	// Pool labels go on nodes before any workload is created, so that the scheduler places
 	// the workloads by them.

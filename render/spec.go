@@ -104,9 +104,36 @@ type Pool struct {
 	Nodes []PoolNode
 }
 
-// UserQuota is the quota of one user (namespace).
+// UserQuota is the quota of one user (namespace). BorrowingLimit, LendingLimit and Pools
+// hold with queueing kueue only (docs/format.md §9.1).
 type UserQuota struct {
-	Name   string            `gpuctl:",key"`
+	Name       string `gpuctl:",key"`
+	PoolAmount `gpuctl:",inline"`
+	// Pools are the team's quota per pool; without them every pool gets the team's numbers.
+	Pools []PoolQuota `gpuctl:"pools"`
+}
+
+// PoolQuota is a team's quota in one pool (DefaultPool: the nodes in no pool); a field not
+// written takes the team's value.
+type PoolQuota struct {
+	Name       string `gpuctl:",key"`
+	PoolAmount `gpuctl:",inline"`
+}
+
+// PoolAmount is what a team gets in a pool: its quota, and its borrowing and lending limits.
+// Which fields are set is known from the document (Document.Has).
+type PoolAmount struct {
+	QuotaResources `gpuctl:",inline"`
+	// BorrowingLimit is how much of the cohort's idle quota the team may borrow in each pool;
+	// a resource not written has no limit.
+	BorrowingLimit QuotaResources `gpuctl:"borrowingLimit"`
+	// LendingLimit is how much of the team's idle quota the other teams may borrow in each
+	// pool; a resource not written lends all of it.
+	LendingLimit QuotaResources `gpuctl:"lendingLimit"`
+}
+
+// QuotaResources are the resources of a quota, or of a borrowing or lending limit.
+type QuotaResources struct {
 	CPU    resource.Quantity `gpuctl:"cpu"`
 	Memory resource.Quantity `gpuctl:"memory"`
 	GPU    int               `gpuctl:"gpu"`

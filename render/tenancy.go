@@ -221,7 +221,11 @@ func (tc *tenancyCheck) tenantManifest(doc *Document, s *source, ns string) {
 		tc.st.ds.errorf(doc.File, tc.fieldPos(s, doc, field), field, "%s", tenancyProblem(rule, "%s", problem))
 		return
 	}
-	for _, v := range CheckPodPolicy(u, tc.policy(ns)) {
+	policy := tc.policy(ns)
+	for _, v := range kueueKeyViolations(u, ns, policy.AllowHighPriority) {
+		tc.st.ds.errorf(doc.File, tc.fieldPos(s, doc, v.Field), v.Field, "%s", tenancyProblem(v.Rule, "%s", v.Message))
+	}
+	for _, v := range CheckPodPolicy(u, policy) {
 		tc.st.ds.errorf(doc.File, tc.fieldPos(s, doc, v.Field), v.Field, "pod policy %s: %s", v.Rule, v.Message)
 	}
 }
@@ -268,6 +272,9 @@ func (st *run) checkKustomizeOutput(file, relDir, ns string, objs []map[string]a
 		case ons != ns:
 			st.ds.errorf(file, Pos{}, "", "kustomize output %s %s/%s is outside the directory's namespace %q", u.GetKind(), ons, u.GetName(), ns)
 			continue
+		}
+		for _, v := range kueueKeyViolations(u, ns, policy.AllowHighPriority) {
+			st.ds.errorf(file, Pos{}, v.Field, "kustomize output %s: %s", object.RefOf(u).String(), tenancyProblem(v.Rule, "%s", v.Message))
 		}
 		for _, v := range CheckPodPolicy(u, policy) {
 			st.ds.errorf(file, Pos{}, v.Field, "kustomize output %s: pod policy %s: %s", object.RefOf(u).String(), v.Rule, v.Message)

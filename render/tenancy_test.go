@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"maps"
 	"os"
 	"sort"
 	"strings"
@@ -48,7 +49,7 @@ func tenantAttacks() map[string]tenancyCase {
 	const evil = "/repo/teams/alice/evil.yaml"
 	const tmpl = "spec.template.spec."
 	one := func(content string) map[string]string { return map[string]string{"teams/alice/evil.yaml": content} }
-	return map[string]tenancyCase{
+	cases := map[string]tenancyCase{
 		// Finding 1: pod templates of plain manifests.
 		"privileged": {admin: true, files: one(deployment("securityContext: {privileged: true}", "")),
 			want: []string{evil + ":13:41: " + tmpl + "containers[0].securityContext.privileged: pod policy privileged: privileged containers are not allowed in a tenant directory"}},
@@ -179,6 +180,8 @@ func tenantAttacks() map[string]tenancyCase {
 		"a kind with a newline": {admin: true, badName: true, files: one("apiVersion: v1\nkind: \"ConfigMap\\n| x |\"\nmetadata: {name: c}\n"),
 			want: []string{evil + `:2:7: kind: "ConfigMap\n| x |" is not a valid kind: letters and digits only, starting with a letter`}},
 	}
+	maps.Copy(cases, kueueTenantAttacks())
+	return cases
 }
 
 // errorsOf renders files (adding the tenant configuration) and returns the errors' text.

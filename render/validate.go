@@ -277,13 +277,42 @@ func (v *validator) quota(q *Quota) {
 		if v.cfg.ReservedNamespace(u.Name) {
 			v.errorf(field, "%q is a system namespace and cannot be a quota user", u.Name)
 		}
-		if !v.doc.Has(field+".cpu") && !v.doc.Has(field+".memory") && !v.doc.Has(field+".gpu") {
-			v.errorf(field, "set at least one of cpu, memory, gpu")
+		if v.cfg.Kueue() {
+			v.kueueQuota(u, field)
+		} else {
+			v.resourceQuotaOnly(field)
 		}
 		v.positive(field+".cpu", u.CPU)
 		v.positive(field+".memory", u.Memory)
 		if u.GPU < 0 {
 			v.errorf(field+".gpu", "must be 0 or more, got %d", u.GPU)
 		}
+		v.quotaLimits(field, u.PoolAmount)
+		for _, p := range u.Pools {
+			pf := field + ".pools." + p.Name
+			v.notNegative(pf, p.QuotaResources)
+			v.quotaLimits(pf, p.PoolAmount)
+		}
+	}
+}
+
+// quotaLimits checks the borrowing and lending limits of a quota entry.
+func (v *validator) quotaLimits(field string, a PoolAmount) {
+	v.notNegative(field+".borrowingLimit", a.BorrowingLimit)
+	v.notNegative(field+".lendingLimit", a.LendingLimit)
+}
+
+// notNegative checks that the resources written at field are 0 or more.
+func (v *validator) notNegative(field string, r QuotaResources) {
+	for _, q := range []struct {
+		name string
+		q    resource.Quantity
+	}{{"cpu", r.CPU}, {"memory", r.Memory}} {
+		if v.doc.Has(field+"."+q.name) && q.q.Sign() < 0 {
+			v.errorf(field+"."+q.name, "must be 0 or more, got %s", q.q.String())
+		}
+	}
+	if r.GPU < 0 {
+		v.errorf(field+".gpu", "must be 0 or more, got %d", r.GPU)
 	}
 }

@@ -147,6 +147,12 @@ func TestValidationRules(t *testing.T) {
 			"a.yaml": strings.Replace(training, "gpu: 2", "gpu: 2\n  pool: trian\n  gpu-type: H100", 1)},
 			want: []string{`/repo/a.yaml:9:9: warning: resources.pool: no pool file in this tree declares pool "trian"`}},
 	}
+	checkRuleCases(t, cases)
+}
+
+// checkRuleCases renders each case and checks that its diagnostics hold every wanted one.
+func checkRuleCases(t *testing.T, cases map[string]ruleCase) {
+	t.Helper()
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			res, err := renderFiles(t, tc.files)

@@ -27,6 +27,8 @@ type workloadInput struct {
 	source    string
 	// writable are the host-path prefixes below which workdirs are mounted read-write.
 	writable []string
+	// queued puts the workload in its team's Kueue queue (queueing kueue, a team namespace).
+	queued bool
 }
 
 // Has reports whether the workload's file set a field.
@@ -54,6 +56,17 @@ func (w workloadInput) labels() map[string]string {
 		keys.Pool:      w.pool(),
 		keys.App:       w.Job.Name,
 		keys.ManagedBy: keys.ManagedByValue,
+	}
+}
+
+// enqueue labels a queued workload's object and pod template for its LocalQueue and
+// WorkloadPriorityClass (queueLabels).
+func (w workloadInput) enqueue(meta *metav1.ObjectMeta, tmpl *corev1.PodTemplateSpec) {
+	if !w.queued {
+		return
+	}
+	for k, v := range queueLabels(w.priority()) {
+		meta.Labels[k], tmpl.Labels[k] = v, v
 	}
 }
 

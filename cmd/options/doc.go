@@ -1,6 +1,6 @@
 // Package options holds the flag groups that gpuctl and gpuctl-reconciler share, each an
 // option type with BindFlags: Render (the administrator's render settings: --config,
-// --namespace-map, --host-path-prefixes, --writable-host-path-prefixes) and Engine (how the
+// --namespace-map, --host-path-prefixes, --writable-host-path-prefixes, --queueing) and Engine (how the
 // engine plans and applies: --prune, --max-prune, --allow-empty, --force-conflicts,
 // --impersonate-tenants). The cluster flags (--kubeconfig, --context) are internal/kube's.
 //

@@ -26,6 +26,9 @@ type Render struct {
 	// WritableHostPathPrefixes are the host directories mounted read-write (the file's
 	// writableHostPathPrefixes:).
 	WritableHostPathPrefixes []string
+	// Queueing is how the teams' quotas hold their workloads, render.QueueingResourceQuota or
+	// render.QueueingKueue (the file's queueing:).
+	Queueing string
 }
 
 // The names of the render flags.
@@ -34,6 +37,7 @@ const (
 	flagNSMap    = "namespace-map"
 	flagHostPath = "host-path-prefixes"
 	flagWritable = "writable-host-path-prefixes"
+	flagQueueing = "queueing"
 )
 
 // BindFlags adds the render flags.
@@ -42,6 +46,7 @@ func (o *Render) BindFlags(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&o.NamespaceMap, flagNSMap, nil, "map a directory pattern to a namespace, e.g. 'teams/*/**=$1' (repeatable; instead of a .gpuctl.yaml)")
 	fs.StringSliceVar(&o.HostPathPrefixes, flagHostPath, nil, "host directories that workdirs may mount (default "+strings.Join(render.DefaultHostPathPrefixes(), ",")+")")
 	fs.StringSliceVar(&o.WritableHostPathPrefixes, flagWritable, nil, "host directories below which workdirs are mounted read-write; elsewhere read-only (default "+strings.Join(render.DefaultWritableHostPathPrefixes(), ",")+")")
+	fs.StringVar(&o.Queueing, flagQueueing, "", "how team quotas hold workloads: "+render.QueueingResourceQuota+" (ResourceQuotas, the default) or "+render.QueueingKueue+" (Kueue queues with borrowing between teams)")
 }
 
 // Given reports whether any render setting was given.
@@ -49,7 +54,7 @@ func (o *Render) Given() bool { return o.ConfigFile != "" || o.flagsGiven() }
 
 // flagsGiven reports whether a flag that stands for a configuration file was given.
 func (o *Render) flagsGiven() bool {
-	return len(o.NamespaceMap) > 0 || len(o.HostPathPrefixes) > 0 || len(o.WritableHostPathPrefixes) > 0
+	return len(o.NamespaceMap) > 0 || len(o.HostPathPrefixes) > 0 || len(o.WritableHostPathPrefixes) > 0 || o.Queueing != ""
 }
 
 // Renderer builds a renderer from Options.
@@ -68,8 +73,8 @@ func (o *Render) Renderer() (*render.Renderer, error) {
 func (o *Render) Options() (render.Options, error) {
 	switch {
 	case o.ConfigFile != "" && o.flagsGiven():
-		return render.Options{}, fmt.Errorf("--%s cannot be combined with --%s, --%s or --%s: set them in the file",
-			flagConfig, flagNSMap, flagHostPath, flagWritable)
+		return render.Options{}, fmt.Errorf("--%s cannot be combined with --%s, --%s, --%s or --%s: set them in the file",
+			flagConfig, flagNSMap, flagHostPath, flagWritable, flagQueueing)
 	case o.ConfigFile != "":
 		data, err := os.ReadFile(o.ConfigFile)
 		if err != nil {
@@ -108,6 +113,9 @@ func (o *Render) flagConfig() (*render.Config, error) {
 	if o.WritableHostPathPrefixes != nil {
 		doc["writableHostPathPrefixes"] = o.WritableHostPathPrefixes
 	}
+	if o.Queueing != "" {
+		doc["queueing"] = o.Queueing
+	}
 	data, err := yaml.Marshal(doc)
 	if err != nil {
 		return nil, err
@@ -141,6 +149,8 @@ func flagOf(field string) string {
 		return "--" + flagWritable
 	case strings.HasPrefix(field, "hostPathPrefixes"):
 		return "--" + flagHostPath
+	case field == "queueing":
+		return "--" + flagQueueing
 	}
 	return "flags"
 }

@@ -26,6 +26,8 @@ func TestRenderFlagsFollowTheConfigRules(t *testing.T) {
 		"root prefix":         {Render{HostPathPrefixes: []string{"/"}}, "hostPathPrefixes"},
 		"writable outside":    {Render{HostPathPrefixes: []string{"/data"}, WritableHostPathPrefixes: []string{"/etc"}}, "writableHostPathPrefixes"},
 		"writable below data": {Render{HostPathPrefixes: []string{"/data"}, WritableHostPathPrefixes: []string{"/data/scratch"}}, ""},
+		"queueing kueue":      {Render{Queueing: "kueue"}, ""},
+		"queueing unknown":    {Render{Queueing: "volcano"}, "--queueing (queueing): unknown queueing \"volcano\""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -88,6 +90,13 @@ func TestRenderConfigFile(t *testing.T) {
 	if _, err := (&Render{ConfigFile: good, NamespaceMap: []string{"a=b"}}).Options(); err == nil || !strings.Contains(err.Error(), "cannot be combined") {
 		t.Errorf("--config with --namespace-map: %v", err)
 	}
+	if _, err := (&Render{ConfigFile: good, Queueing: "kueue"}).Options(); err == nil || !strings.Contains(err.Error(), "cannot be combined") {
+		t.Errorf("--config with --queueing: %v", err)
+	}
+	kueue, err := (&Render{Queueing: "kueue"}).Options()
+	if err != nil || !kueue.Config.Kueue() {
+		t.Errorf("--queueing kueue: %+v, %v", kueue.Config, err)
+	}
 
 	none, err := (&Render{}).Options()
 	if err != nil || none.Config != nil || none.Root != "" {
@@ -109,12 +118,12 @@ func TestRenderBindFlags(t *testing.T) {
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
 	o.BindFlags(fs)
 	err := fs.Parse([]string{"--namespace-map", "a/**=x", "--namespace-map", "b/**=y", "--host-path-prefixes", "/data,/models",
-		"--writable-host-path-prefixes", "/data/out", "--config", "c.yaml"})
+		"--writable-host-path-prefixes", "/data/out", "--config", "c.yaml", "--queueing", "kueue"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := Render{ConfigFile: "c.yaml", NamespaceMap: []string{"a/**=x", "b/**=y"}, HostPathPrefixes: []string{"/data", "/models"},
-		WritableHostPathPrefixes: []string{"/data/out"}}
+		WritableHostPathPrefixes: []string{"/data/out"}, Queueing: "kueue"}
 	if !reflect.DeepEqual(o, want) {
 		t.Errorf("parsed %+v, want %+v", o, want)
 	}
