@@ -34,13 +34,13 @@ func hashOf(u *unstructured.Unstructured) string {
 }
 
 // upToDate decides locally, without a request, that a live object needs no apply: the
-// configuration last applied (its hash) is the desired one, and every desired value is still
-// in the live object. False means "cannot tell": a server-side dry-run decides.
-func upToDate(desired, live *unstructured.Unstructured) bool {
+// configuration last applied (its hash) is the desired one, and every value gpuctl applies is
+// still in the live object (InSync). False means "cannot tell": a server-side dry-run decides.
+func (m *Manager) upToDate(desired, live *unstructured.Unstructured) bool {
 	if live == nil || live.GetAnnotations()[keys.AppliedHash] != desired.GetAnnotations()[keys.AppliedHash] {
 		return false
 	}
-	return object.Contains(desired, live)
+	return m.InSync(desired, live)
 }
 
 // Digest identifies a set of desired objects as Plan prepared them (each carries its

@@ -51,7 +51,7 @@ func TestUpToDate(t *testing.T) {
 				lh = tc.liveHash
 			}
 			l := withHash(obj(lm), lh)
-			if got := upToDate(d, l); got != tc.want {
+			if got := (&Manager{opts: DefaultOptions()}).upToDate(d, l); got != tc.want {
 				t.Fatalf("upToDate = %v, want %v", got, tc.want)
 			}
 		})

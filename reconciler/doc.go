@@ -27,6 +27,11 @@
 // force-applied. An object that cannot be planned fails alone (Change.Error, Plan.Failed):
 // it and what depends on it are skipped, the rest is applied.
 //
+// A Job that Kueue admits (QueueManaged: labelled kueue.x-k8s.io/queue-name) shares fields with
+// Kueue: the fields Kueue adds to its pod template are not gpuctl's, and its spec.suspend is
+// applied, compared and corrected only while gpuctl's field manager owns it (kueue.go), so a
+// sync never suspends an admitted Job again nor resumes a preempted one.
+//
 // A plan of a path below the repository root is scoped (Options.Scope): it prunes only members
 // declared there (annotation g8s.host/source) and relabels only nodes of pools declared there.
 // With Options.LimitedCredentials (the CLI's; a team member's kubeconfig) a plan whose

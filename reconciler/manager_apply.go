@@ -248,9 +248,12 @@ func (m *Manager) applyOne(ctx context.Context, c *Change) error {
 			return err
 		}
 	}
+	live := c.Live // what the update was decided on; creates and recreates apply desired as it is
+	if c.Action != ActionUpdate {
+		live = nil
+	}
 	err := m.write(ctx, c, func(ri dynamic.ResourceInterface) error {
-		_, err := ri.Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: force})
-		return err
+		return m.applyOver(ctx, ri, c.Desired, live, force)
 	})
 	if apierrors.IsConflict(err) {
 		return conflictError(conflictsOf(err), m.opts.Force)

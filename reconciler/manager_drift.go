@@ -74,8 +74,7 @@ func (m *Manager) ApplyOne(ctx context.Context, desired *unstructured.Unstructur
 	}
 	force = m.mayForce(live, force)
 	err = m.write(ctx, c, func(ri dynamic.ResourceInterface) error {
-		_, err := ri.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: force})
-		return err
+		return m.applyOver(ctx, ri, desired, live, force)
 	})
 	if err != nil {
 		return fmt.Errorf("%s: apply: %w", object.RefOf(desired).String(), err)
@@ -94,13 +93,14 @@ func (m *Manager) ApplyNodeLabels(ctx context.Context, node string, labels map[s
 	return nil
 }
 
-// Drift compares a live object with its desired one (as Plan prepared it) and returns the
-// fields gpuctl sets that differ, with the live value as Old and the desired as New. It costs
-// nothing when the live object holds every desired value; otherwise a forced server-side
-// dry-run apply tells what an apply would really change, so that server defaults and value
-// normalisation are never reported. The dry-run is made as the identity that would apply.
+// Drift compares a live object (with its managedFields, as read) with its desired one (as Plan
+// prepared it) and returns the fields gpuctl applies that differ, with the live value as Old and
+// the desired as New; the fields left to Kueue are not among them (see QueueManaged). It costs
+// nothing when the live object is InSync; otherwise a forced server-side dry-run apply tells
+// what an apply would really change, so that server defaults and value normalisation are never
+// reported. The dry-run is made as the identity that would apply.
 func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstructured) ([]object.FieldDiff, error) {
-	if object.Contains(desired, live) {
+	if m.InSync(desired, live) {
 		return nil, nil
 	}
 	c, err := m.changeOf(desired)
@@ -111,12 +111,13 @@ func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstruc
 	if err != nil {
 		return nil, err
 	}
-	res, err := ri.Apply(ctx, desired.GetName(), desired, metav1.ApplyOptions{FieldManager: m.opts.FieldManager,
+	body, _ := m.applied(desired, live)
+	res, err := ri.Apply(ctx, desired.GetName(), body, metav1.ApplyOptions{FieldManager: m.opts.FieldManager,
 		Force: true, DryRun: []string{metav1.DryRunAll}})
 	if err != nil {
 		return nil, fmt.Errorf("%s: dry-run apply: %w", object.RefOf(desired).String(), err)
 	}
-	return object.DiffFieldsSetBy(object.ForDisplay(live).Object, object.ForDisplay(res).Object, desired.Object), nil
+	return object.DiffFieldsSetBy(object.ForDisplay(live).Object, object.ForDisplay(res).Object, body.Object), nil
 }
 
 func ignoreNotFound(err error) error {

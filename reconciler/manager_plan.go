@@ -164,8 +164,8 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		if err != nil {
 			return err
 		}
-		// Pages of 500, each trimmed of managedFields and status at once: the plan needs
-		// neither, and they are most of an object's size.
+		// Pages of 500, each trimmed of managedFields and status at once (trimLive): the plan
+		// needs neither, and they are most of an object's size.
 		opts := metav1.ListOptions{LabelSelector: keys.ApplySetPartOf + "=" + inv.id, Limit: 500}
 		for {
 			l, err := m.dyn.Resource(rm.Resource).List(ctx, opts)
@@ -184,13 +184,12 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 				key := object.RefOf(u).Key()
 				// An up-to-date member is decided here and not kept: a no-op sync of a
 				// large inventory then holds one copy of each object, not two.
-				if c := desired[key]; c != nil && upToDate(c.Desired, u) {
+				if c := desired[key]; c != nil && m.upToDate(c.Desired, u) {
 					c.Action = ActionUnchanged
 					c.liveSeen = true
 					continue
 				}
-				unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
-				delete(u.Object, "status")
+				trimLive(u)
 				live[key] = u
 			}
 			mu.Unlock()
@@ -238,7 +237,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 		switch {
 		case c.Live == nil:
 			unknown = append(unknown, c)
-		case upToDate(c.Desired, c.Live):
+		case m.upToDate(c.Desired, c.Live):
 			c.Action = ActionUnchanged
 		default:
 			dryRun = append(dryRun, c)
@@ -258,7 +257,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 			c.Action = ActionCreate
 		} else if err := m.adoptionError(c.Live, c.Desired); err != nil {
 			c.fail("%v", err)
-		} else if upToDate(c.Desired, c.Live) { // a member whose kind could not be listed
+		} else if m.upToDate(c.Desired, c.Live) { // a member whose kind could not be listed
 			c.Action = ActionUnchanged
 		} else {
 			dryRun = append(dryRun, c)
@@ -306,8 +305,7 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 	var mu sync.Mutex
 	found := map[string]*unstructured.Unstructured{}
 	keep := func(u *unstructured.Unstructured) {
-		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
-		delete(u.Object, "status")
+		trimLive(u)
 		mu.Lock()
 		found[object.RefOf(u).Key()] = u
 		mu.Unlock()
@@ -390,7 +388,7 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 	if err != nil {
 		return err
 	}
-	res, err := dryRunApply(ctx, ri, c, false, m.opts.FieldManager)
+	res, err := m.dryRunApply(ctx, ri, c, false)
 	if apierrors.IsConflict(err) {
 		conflicts := conflictsOf(err)
 		if m.mayForce(c.Live, m.opts.Force || c.revisionChanges()) {
@@ -403,25 +401,26 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 				c.Reason = "fields owned by another manager; gpuctl forces fields only on objects it created"
 			}
 		}
-		res, err = dryRunApply(ctx, ri, c, true, m.opts.FieldManager)
+		res, err = m.dryRunApply(ctx, ri, c, true)
 		if err != nil && len(c.Conflicts) > 0 && ctx.Err() == nil {
 			c.Action = ActionUpdate // the conflict stands; only the diff is unknown
 			return nil
 		}
 	}
+	body, _ := m.applied(c.Desired, c.Live)
 	switch {
 	case err == nil:
-	case isImmutable(err):
+	case isImmutable(err): // recreated: created as desired
 		c.Action, c.Reason = ActionRecreate, immutableReason(err)
 		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(c.Desired).Object, c.Desired.Object)
 		return nil
 	case identityPending && apierrors.IsForbidden(err):
 		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: the tenant's identity is written by this sync"
-		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(c.Desired).Object, c.Desired.Object)
+		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(body).Object, body.Object)
 		return nil
 	case c.limited && apierrors.IsForbidden(err):
 		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: these credentials may read the object but not write it"
-		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(c.Desired).Object, c.Desired.Object)
+		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(body).Object, body.Object)
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -430,7 +429,7 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 		return nil
 	}
 	c.Predicted = res
-	c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(res).Object, c.Desired.Object)
+	c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(res).Object, body.Object)
 	switch {
 	case len(c.Diff) > 0 || len(c.Conflicts) > 0 || len(c.TakeBack) > 0:
 		c.Action = ActionUpdate
@@ -443,10 +442,12 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 	return nil
 }
 
-// dryRunApply is a server-side dry-run apply of a change's object with its writer ri.
-func dryRunApply(ctx context.Context, ri dynamic.ResourceInterface, c *Change, force bool, manager string) (*unstructured.Unstructured, error) {
-	return ri.Apply(ctx, c.Object.Name, c.Desired, metav1.ApplyOptions{
-		FieldManager: manager, Force: force, DryRun: []string{metav1.DryRunAll}})
+// dryRunApply is a server-side dry-run apply of what gpuctl applies for a change's object
+// (applied) with its writer ri.
+func (m *Manager) dryRunApply(ctx context.Context, ri dynamic.ResourceInterface, c *Change, force bool) (*unstructured.Unstructured, error) {
+	body, _ := m.applied(c.Desired, c.Live)
+	return ri.Apply(ctx, c.Object.Name, body, metav1.ApplyOptions{
+		FieldManager: m.opts.FieldManager, Force: force, DryRun: []string{metav1.DryRunAll}})
 }
 
 // isImmutable tells an apply rejected because it changes an immutable field.

@@ -96,7 +96,7 @@ func (d *Detector) listObjects(ctx context.Context, ds *desiredState) error {
 					d.resolveObject(o.ref, "", whyIgnored)
 					continue
 				}
-				if live.GetDeletionTimestamp() == nil && object.Contains(desired, live) {
+				if live.GetDeletionTimestamp() == nil && d.opts.Engine.InSync(desired, live) {
 					d.resolveObject(o.ref, "", whyMatches)
 					continue
 				}

@@ -31,3 +31,32 @@ func Labels(entries []metav1.ManagedFieldsEntry, manager string, applyOnly bool)
 	}
 	return out
 }
+
+// Owns reports whether a field manager owns the field at path (field names, as in "spec",
+// "suspend"), through any operation: its field set names the field itself or, for an inner
+// field, its "." member.
+func Owns(entries []metav1.ManagedFieldsEntry, manager string, path ...string) bool {
+	for _, mf := range entries {
+		if mf.Manager != manager || mf.FieldsV1 == nil {
+			continue
+		}
+		var set map[string]any
+		if json.Unmarshal(mf.FieldsV1.Raw, &set) != nil {
+			continue
+		}
+		for i, name := range path {
+			sub, ok := set["f:"+name].(map[string]any)
+			if !ok {
+				break
+			}
+			if i == len(path)-1 {
+				if _, dot := sub["."]; dot || len(sub) == 0 {
+					return true // a leaf, or an inner field owned itself
+				}
+				break // only fields below it
+			}
+			set = sub
+		}
+	}
+	return false
+}

@@ -324,7 +324,8 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 			d.opts.Drift.EndSync(rev.ID, accepted, pending)
 		}
 	}
-	jobErrors := d.jobStartErrors(ctx, cs, applied)
+	queued := queuedJobs(objects)
+	jobErrors := d.jobStartErrors(ctx, cs, applied, queued)
 	if err != nil {
 		st.Result, st.Message = ResultFailed, humanize.Plural(len(failed(cs)), "object")+" failed"
 		for _, r := range failed(cs) {
@@ -333,7 +334,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		if cs == nil {
 			st.Message = err.Error()
 		}
-		reportJobErrors(st, jobErrors)
+		reportJobs(st, jobErrors, cs, queued)
 		return
 	}
 	st.Result, st.Message = ResultSucceeded, "applied revision "+humanize.Revision(rev.ID)
@@ -341,7 +342,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		st.Message += "; took back fields from other managers on " + humanize.Plural(len(taken), "object") + " (Git wins on what a revision changes)"
 	}
 	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
-	reportJobErrors(st, jobErrors)
+	reportJobs(st, jobErrors, cs, queued)
 }
 
 // render renders a revision within the render timeout (and ctx).

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 )
 
@@ -26,15 +27,20 @@ import (
 // repeated every jobStartPoll until each Job has a SuccessfulCreate or a refusal, or
 // jobStartWait has passed; nothing when the sync created no Job. The drift detector's
 // informers watch the managed objects, not their events, so they cannot answer it.
+//
+// A Job that Kueue admits (reconciler.QueueManaged) is created suspended: it creates no pod
+// until Kueue admits it, which may take hours, and waiting in its queue is not a failure. Such
+// Jobs are not watched: the status counts them as queued (Status.Queued).
 const (
 	jobStartWait = 3 * time.Second
 	jobStartPoll = 250 * time.Millisecond
 )
 
 // jobStartErrors returns, for each Job that cs created (or recreated) since applied and that
-// the quota keeps from starting, "Job ns/name: cannot start: <the API server's reason>".
-func (d *Daemon) jobStartErrors(ctx context.Context, cs *reconciler.ChangeSet, applied time.Time) []string {
-	jobs := createdJobs(cs)
+// the quota keeps from starting, "Job ns/name: cannot start: <the API server's reason>". The
+// Jobs in queued are left to Kueue.
+func (d *Daemon) jobStartErrors(ctx context.Context, cs *reconciler.ChangeSet, applied time.Time, queued map[object.Ref]bool) []string {
+	jobs := createdJobs(cs, func(r object.Ref) bool { return !queued[r] })
 	if len(jobs) == 0 || d.opts.Store == nil || d.opts.Store.Kube == nil {
 		return nil
 	}
@@ -63,19 +69,40 @@ func (d *Daemon) jobStartErrors(ctx context.Context, cs *reconciler.ChangeSet, a
 	}
 }
 
-// reportJobErrors adds the Jobs that cannot start to a sync's status: errors, and a note in
-// the message. The result stays what the apply was: the revision is applied.
-func reportJobErrors(st *Status, jobErrors []string) {
+// reportJobs adds the Jobs a sync created to its status: those that cannot start as errors,
+// and a note of them and of the queued ones (cs created them, and queued holds them) in the
+// message. The result stays what the apply was: the revision is applied.
+func reportJobs(st *Status, jobErrors []string, cs *reconciler.ChangeSet, queued map[object.Ref]bool) {
 	for _, e := range jobErrors {
 		st.Errors = appendBounded(st.Errors, e)
 	}
 	if n := len(jobErrors); n > 0 {
 		st.Message += "; " + humanize.Plural(n, "Job") + " it created cannot start"
 	}
+	st.Queued = countJobs(createdJobs(cs, func(r object.Ref) bool { return queued[r] }))
+	if st.Queued > 0 {
+		verb := " are"
+		if st.Queued == 1 {
+			verb = " is"
+		}
+		st.Message += "; " + humanize.Plural(st.Queued, "Job") + " it created" + verb + " queued for Kueue's admission"
+	}
 }
 
-// createdJobs returns the Jobs that a change set created or recreated: namespace -> names.
-func createdJobs(cs *reconciler.ChangeSet) map[string]map[string]bool {
+// queuedJobs returns the Jobs among the desired objects that Kueue admits.
+func queuedJobs(objects []*unstructured.Unstructured) map[object.Ref]bool {
+	out := map[object.Ref]bool{}
+	for _, u := range objects {
+		if reconciler.QueueManaged(u) {
+			out[object.RefOf(u)] = true
+		}
+	}
+	return out
+}
+
+// createdJobs returns the Jobs that a change set created or recreated and that keep accepts:
+// namespace -> names.
+func createdJobs(cs *reconciler.ChangeSet, keep func(object.Ref) bool) map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	if cs == nil {
 		return out
@@ -83,7 +110,7 @@ func createdJobs(cs *reconciler.ChangeSet) map[string]map[string]bool {
 	for _, r := range cs.Results {
 		o := r.Object
 		if r.Error != "" || o.Group() != "batch" || o.Kind != "Job" ||
-			(r.Action != reconciler.ActionCreate && r.Action != reconciler.ActionRecreate) {
+			(r.Action != reconciler.ActionCreate && r.Action != reconciler.ActionRecreate) || !keep(o) {
 			continue
 		}
 		if out[o.Namespace] == nil {

@@ -47,6 +47,10 @@ type Status struct {
 	Counts map[string]int `json:"counts,omitempty"`
 	// Errors are the per-object errors and diagnostics of the last attempt (at most 50).
 	Errors []string `json:"errors,omitempty"`
+	// Queued counts the Jobs the last attempt created for Kueue to admit (labelled
+	// kueue.x-k8s.io/queue-name, created suspended): they start when Kueue admits them, and
+	// waiting in the queue is not an error.
+	Queued int `json:"queued,omitempty"`
 	// TakenBack are the objects whose fields the last attempt took back from other managers,
 	// because its revision changed them (Git wins), e.g.
 	// `Deployment default/web: took back .spec.replicas from "kubectl"` (at most 50).

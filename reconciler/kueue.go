@@ -1,0 +1,163 @@
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"maps"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/managedfields"
+	"github.com/gpuctl/gpuctl/internal/object"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+)
+
+// What the engine leaves to Kueue. A queue-managed Job (QueueManaged) is written by two
+// managers: gpuctl creates it suspended (spec.suspend: true); Kueue admits it with an Update
+// that sets spec.suspend to false and adds node selectors, labels and annotations to its pod
+// template, and preempts it by setting spec.suspend back to true.
+//
+// Kueue's additions to the pod template are fields gpuctl does not declare: server-side apply
+// leaves them alone, and plan, diff and drift compare only the fields gpuctl sets. spec.suspend
+// is the one field both write, and the rule for it is here, used by Plan (the local no-op test,
+// the dry-run and its diff), Apply, ApplyOne, InSync and Drift:
+//
+//   - gpuctl applies spec.suspend while its field manager owns it: from the create until
+//     Kueue writes another value (an Update that changes a field takes it from the managers
+//     that applied it). A Job not yet admitted stays suspended.
+//   - Once gpuctl no longer owns it, spec.suspend is Kueue's: it is left out of what gpuctl
+//     applies, compares and reports as drift, whatever its value. A sync never suspends an
+//     admitted Job, nor resumes a preempted one. (Kueue itself suspends a Job that runs
+//     without admission, whoever resumed it.)
+//   - It is never left out while gpuctl owns it: server-side apply removes a field that its
+//     manager stops applying, the Job's suspend would fall back to false, and the Job would
+//     start without admission. A live object read without its managedFields counts as owned.
+//   - The race: gpuctl reads the Job suspended, Kueue admits it, gpuctl applies suspend: true
+//     — with force it would suspend the admitted Job. So an apply that carries spec.suspend of
+//     an existing queue-managed Job carries the resourceVersion it was decided on as a
+//     precondition; when the Job changed meanwhile, it is read and decided again (applyOver).
+
+// QueueManaged reports whether Kueue admits the object: a batch Job labelled
+// keys.KueueQueueName.
+func QueueManaged(u *unstructured.Unstructured) bool {
+	if u == nil || !isJob(u) {
+		return false
+	}
+	_, ok := u.GetLabels()[keys.KueueQueueName]
+	return ok
+}
+
+func isJob(u *unstructured.Unstructured) bool {
+	gvk := u.GroupVersionKind()
+	return gvk.Group == "batch" && gvk.Kind == "Job"
+}
+
+// suspendPath is the field that gpuctl and Kueue both write.
+var suspendPath = []string{"spec", "suspend"}
+
+// leftToKueue reports whether desired's spec.suspend is left to Kueue over live: the Job is
+// queue-managed (desired or live labelled), exists, declares spec.suspend, and gpuctl's field
+// manager no longer owns it.
+func leftToKueue(desired, live *unstructured.Unstructured, manager string) bool {
+	if live == nil || !(QueueManaged(desired) || QueueManaged(live)) {
+		return false
+	}
+	if _, found, _ := unstructured.NestedFieldNoCopy(desired.Object, suspendPath...); !found {
+		return false
+	}
+	if len(live.GetManagedFields()) == 0 {
+		return false // read without its managedFields: cannot tell, so gpuctl's
+	}
+	return !managedfields.Owns(live.GetManagedFields(), manager, suspendPath...)
+}
+
+// applied returns what gpuctl applies for desired over live (nil: it does not exist): desired
+// itself, or a copy without spec.suspend when that is left to Kueue. guarded tells an apply
+// that carries spec.suspend of an existing queue-managed Job: it must be made on live's
+// resourceVersion (applyOver).
+func (m *Manager) applied(desired, live *unstructured.Unstructured) (body *unstructured.Unstructured, guarded bool) {
+	if !leftToKueue(desired, live, m.opts.FieldManager) {
+		_, declares, _ := unstructured.NestedFieldNoCopy(desired.Object, suspendPath...)
+		return desired, declares && live != nil && (QueueManaged(desired) || QueueManaged(live))
+	}
+	// A shallow copy: the object and its spec are new maps, the rest is shared and only read.
+	out := &unstructured.Unstructured{Object: maps.Clone(desired.Object)}
+	spec := maps.Clone(desired.Object["spec"].(map[string]any)) // spec.suspend was found: a map
+	delete(spec, "suspend")
+	out.Object["spec"] = spec
+	return out, false
+}
+
+// InSync reports whether live holds every value gpuctl applies for desired (as Plan prepared
+// it): applying it would change nothing gpuctl sets. The fields left to Kueue are not compared
+// (see QueueManaged). live must carry its managedFields, as read from the API server.
+func (m *Manager) InSync(desired, live *unstructured.Unstructured) bool {
+	body, _ := m.applied(desired, live)
+	return object.Contains(body, live)
+}
+
+// maxRereads bounds how often an apply guarded by a resourceVersion reads the object again.
+const maxRereads = 5
+
+// applyOver applies desired over live, the object it was decided on, with ri (see applied).
+// A guarded apply that finds the object changed since reads it and decides again.
+func (m *Manager) applyOver(ctx context.Context, ri dynamic.ResourceInterface, desired, live *unstructured.Unstructured, force bool) error {
+	opts := metav1.ApplyOptions{FieldManager: m.opts.FieldManager, Force: force}
+	for attempt := 1; ; attempt++ {
+		body, guarded := m.applied(desired, live)
+		if guarded {
+			body = withResourceVersion(body, live.GetResourceVersion())
+		}
+		_, err := ri.Apply(ctx, desired.GetName(), body, opts)
+		if !guarded || !isStale(err) || attempt == maxRereads {
+			return err
+		}
+		if live, err = ri.Get(ctx, desired.GetName(), metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			live = nil // deleted meanwhile: created as desired
+		} else if err != nil {
+			return err
+		}
+	}
+}
+
+// withResourceVersion returns a shallow copy of u whose metadata.resourceVersion is rv: the
+// API server refuses its apply with a Conflict when the object has another.
+func withResourceVersion(u *unstructured.Unstructured, rv string) *unstructured.Unstructured {
+	out := &unstructured.Unstructured{Object: maps.Clone(u.Object)}
+	md, _ := u.Object["metadata"].(map[string]any)
+	md = maps.Clone(md)
+	if md == nil {
+		md = map[string]any{}
+	}
+	md["resourceVersion"] = rv
+	out.Object["metadata"] = md
+	return out
+}
+
+// isStale tells a write refused because the object changed since it was read (a Conflict
+// that is not about fields of other managers).
+func isStale(err error) bool {
+	var se *apierrors.StatusError
+	if !apierrors.IsConflict(err) || !errors.As(err, &se) {
+		return false
+	}
+	if se.ErrStatus.Details != nil {
+		for _, c := range se.ErrStatus.Details.Causes {
+			if c.Type == metav1.CauseTypeFieldManagerConflict {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// trimLive drops what a plan does not keep of a live object: its status, and its
+// managedFields — but a Job's, whose ownership of spec.suspend decides what gpuctl applies.
+func trimLive(u *unstructured.Unstructured) {
+	if !isJob(u) {
+		unstructured.RemoveNestedField(u.Object, "metadata", "managedFields")
+	}
+	delete(u.Object, "status")
+}
