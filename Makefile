@@ -82,8 +82,8 @@ demo-down: ## stop the demo's reconciler and the local cluster
 	$(GO) run ./hack/cluster down --dir .cache/cluster
 
 .PHONY: cluster-up
-cluster-up: ## start the local cluster (fake GPU nodes) in .cache/cluster; prints its KUBECONFIG
-	$(GO) run ./hack/cluster up --dir .cache/cluster
+cluster-up: ## start the local cluster (fake GPU nodes) in .cache/cluster; prints its KUBECONFIG (KUEUE=1: with Kueue)
+	$(GO) run ./hack/cluster up --dir .cache/cluster$(if $(filter 1,$(KUEUE)), --kueue)
 
 .PHONY: cluster-down
 cluster-down: ## stop the local cluster

@@ -1,46 +1,104 @@
 #!/usr/bin/env bash
 # Builds the local test cluster's binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok; kubectl with GPUCTL_WITH_KUBECTL=1) from the Go module proxy into a cache outside the checkout, once.
-# Prints the directory that holds them on its last line.
+# kube-scheduler, kwok, and the Kueue controller with its CRDs and webhook configurations;
+# kubectl with GPUCTL_WITH_KUBECTL=1) from the Go module proxy into a cache outside the
+# checkout, once. Prints the directory that holds them on its last line.
 #
 #   hack/cluster-tools.sh            build what is missing, print the directory
 #   GPUCTL_CACHE=/some/dir hack/...  use another cache root (default ~/.cache/gpuctl)
+#
+# The first build takes 10–20 minutes on 2 cores for the control plane and about 10 more for
+# Kueue (596 s with a cold module and build cache); later runs only check that the files are
+# there. A change of the link flags alone (BUILD_REV) relinks in seconds per binary when Go's
+# build cache still holds the packages.
 set -euo pipefail
 
 K8S_VERSION=v1.37.1
 ETCD_VERSION=v3.6.16
 KWOK_VERSION=v0.8.0
+KUEUE_VERSION=v0.15.2
+# BUILD_REV changes when the way the binaries are built changes (r2: the Kubernetes binaries
+# carry their version, which Kueue parses), so that an existing cache is rebuilt, not reused.
+BUILD_REV=r2
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${GPUCTL_CACHE:-$HOME/.cache/gpuctl}
-dir="$cache/cluster/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION"
+dir="$cache/cluster/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-kueue-$KUEUE_VERSION-$BUILD_REV"
 mkdir -p "$dir"
 
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
 export GONOSUMDB=k8s.io/kubernetes
 
-build() { # module-dir package binary-name
-  local mod=$1 pkg=$2 bin=$3
+# What kube-apiserver reports at /version (and the other binaries with --version); unstamped it
+# is v0.0.0-master+$Format:%H$, which Kueue refuses to parse.
+k8s_minor=${K8S_VERSION#v1.}
+k8s_minor=${k8s_minor%%.*}
+k8s_ldflags="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor -X k8s.io/component-base/version.gitTreeState=clean"
+kueue_ldflags="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
+
+build() { # module-dir package binary-name [extra-ldflags]
+  local mod=$1 pkg=$2 bin=$3 ldflags="-s -w ${4:-}"
   if [ -x "$dir/$bin" ]; then return 0; fi
   local start=$SECONDS
   echo ">> building $bin ($pkg) — first build only, cached in $dir" >&2
-  (cd "$root/hack/tools/$mod" && go build -trimpath -ldflags='-s -w' -o "$dir/$bin.tmp" "$pkg") >&2 &
+  (cd "$root/hack/tools/$mod" && go build -trimpath -ldflags="$ldflags" -o "$dir/$bin.tmp" "$pkg") >&2 &
   local pid=$!
-  while kill -0 "$pid" 2>/dev/null; do
-    sleep 15
-    kill -0 "$pid" 2>/dev/null && echo "   ... still building $bin ($((SECONDS - start))s)" >&2
+  local said=$start
+  while kill -0 "$pid" 2>/dev/null; do # poll each second (a relink takes seconds), tell every 15
+    sleep 1
+    if [ $((SECONDS - said)) -ge 15 ] && kill -0 "$pid" 2>/dev/null; then
+      said=$SECONDS
+      echo "   ... still building $bin ($((SECONDS - start))s)" >&2
+    fi
   done
   wait "$pid"
   mv "$dir/$bin.tmp" "$dir/$bin"
   echo ">> built $bin in $((SECONDS - start))s" >&2
 }
 
+# kueue_sources copies Kueue's cmd/kueue/main.go from the module into hack/tools/kueue/patched
+# (git-ignored), with its hard-coded metrics certificate directory /etc/kueue/metrics/certs
+# replaced by $KUEUE_METRICS_CERT_DIR: Kueue without its internal certificate management
+# always loads that certificate, and an out-of-cluster Kueue cannot write /etc. It also copies
+# the CRDs and webhook configurations the test cluster installs into $dir/kueue-manifests, so
+# that nothing reads the module cache at run time.
+kueue_sources() {
+  local mod="$root/hack/tools/kueue" moddir src
+  moddir=$(cd "$mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/kueue)
+  if [ -z "$moddir" ] || [ ! -f "$moddir/cmd/kueue/main.go" ]; then
+    echo "!! cannot find sigs.k8s.io/kueue's cmd/kueue/main.go in the module cache ($moddir)" >&2
+    exit 1
+  fi
+  mkdir -p "$mod/patched"
+  src="$mod/patched/main.go"
+  sed 's|metricsCertPath := "/etc/kueue/metrics/certs"|metricsCertPath := os.Getenv("KUEUE_METRICS_CERT_DIR") // patched by hack/cluster-tools.sh|' \
+    "$moddir/cmd/kueue/main.go" >"$src"
+  if ! grep -q 'metricsCertPath := os.Getenv("KUEUE_METRICS_CERT_DIR")' "$src" || grep -q '/etc/kueue/metrics/certs' "$src"; then
+    echo "!! hack/cluster-tools.sh: Kueue $KUEUE_VERSION's cmd/kueue/main.go no longer reads its metrics certificate from" >&2
+    echo "!! the line the script patches (metricsCertPath := \"/etc/kueue/metrics/certs\"); update the sed in kueue_sources" >&2
+    exit 1
+  fi
+  if [ ! -f "$dir/kueue-manifests/webhook/manifests.yaml" ]; then
+    rm -rf "$dir/kueue-manifests.tmp"
+    mkdir -p "$dir/kueue-manifests.tmp/crd" "$dir/kueue-manifests.tmp/webhook"
+    cp "$moddir"/config/components/crd/bases/*.yaml "$dir/kueue-manifests.tmp/crd/"
+    cp "$moddir/config/components/webhook/manifests.yaml" "$dir/kueue-manifests.tmp/webhook/"
+    chmod -R u+w "$dir/kueue-manifests.tmp"
+    rm -rf "$dir/kueue-manifests"
+    mv "$dir/kueue-manifests.tmp" "$dir/kueue-manifests"
+  fi
+}
+
 build etcdkwok go.etcd.io/etcd/server/v3 etcd
 build etcdkwok sigs.k8s.io/kwok/cmd/kwok kwok
-build kube k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver
-build kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager
-build kube k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler
+build kube k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$k8s_ldflags"
+build kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$k8s_ldflags"
+build kube k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler "$k8s_ldflags"
+if [ ! -x "$dir/kueue" ] || [ ! -f "$dir/kueue-manifests/webhook/manifests.yaml" ]; then
+  kueue_sources
+  build kueue ./patched kueue "$kueue_ldflags"
+fi
 if [ "${GPUCTL_WITH_KUBECTL:-}" = 1 ]; then # for `make bench` only: the peer it is compared with
-  build kube k8s.io/kubernetes/cmd/kubectl kubectl
+  build kube k8s.io/kubernetes/cmd/kubectl kubectl "$k8s_ldflags"
 fi
 echo "$dir"

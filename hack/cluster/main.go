@@ -1,15 +1,16 @@
 // Command cluster runs the local gpuctl test cluster (see test/testcluster) for people: the
 // demo, manual testing and benchmarks.
 //
-//	go run ./hack/cluster up [--dir .cache/cluster] [--nodes FILE]   start it in the background
-//	go run ./hack/cluster status [--dir DIR]                         is it up; list its nodes
-//	go run ./hack/cluster down [--dir DIR]                           stop it (idempotent)
+//	go run ./hack/cluster up [--dir .cache/cluster] [--nodes FILE] [--kueue]   start it in the background
+//	go run ./hack/cluster status [--dir DIR]                                   is it up; list its nodes
+//	go run ./hack/cluster down [--dir DIR]                                     stop it (idempotent)
 //
 // up builds the binaries if needed, starts a detached "serve" process that owns the cluster,
 // waits until the cluster is ready and prints the export KUBECONFIG=... line; its own exit
 // leaves the cluster running. Everything lives in --dir (default .cache/cluster under the
 // repository root): kubeconfig, serve.pid, serve.log and one log per component. FILE lists the
-// fake nodes in the format of test/testcluster/testdata/nodes.yaml.
+// fake nodes in the format of test/testcluster/testdata/nodes.yaml. --kueue also starts the
+// Kueue controller (testcluster.Options.Kueue).
 package main
 
 import (
@@ -21,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +53,7 @@ func main() {
 	dir := fs.String("dir", defaultDir(), "directory of the cluster's state, kubeconfig and logs")
 	nodes := fs.String("nodes", "", "YAML list of fake nodes (default: testcluster.DefaultNodes)")
 	bin := fs.String("bin", "", "directory of the binaries (serve only)")
+	kueue := fs.Bool("kueue", false, "also start the Kueue controller, with its CRDs and webhooks")
 	_ = fs.Parse(os.Args[2:])
 	abs, err := filepath.Abs(*dir)
 	if err != nil {
@@ -58,13 +61,13 @@ func main() {
 	}
 	switch cmd {
 	case "up":
-		err = up(abs, *nodes)
+		err = up(abs, *nodes, *kueue)
 	case "down":
 		err = down(abs)
 	case "status":
 		err = status(abs)
 	case "serve":
-		err = serve(abs, *nodes, *bin)
+		err = serve(abs, *nodes, *bin, *kueue)
 	default:
 		usage()
 	}
@@ -74,7 +77,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go run ./hack/cluster up|down|status [--dir DIR] [--nodes FILE]")
+	fmt.Fprintln(os.Stderr, "usage: go run ./hack/cluster up|down|status [--dir DIR] [--nodes FILE] [--kueue]")
 	os.Exit(2)
 }
 
@@ -93,8 +96,11 @@ func defaultDir() string {
 }
 
 // up starts serve as a detached process and returns once the cluster is ready.
-func up(dir, nodesFile string) error {
+func up(dir, nodesFile string, kueue bool) error {
 	if pid := runningPid(dir); pid != 0 {
+		if kueue && !serveArgsHave(pid, "--kueue=true") {
+			return fmt.Errorf("cluster already running without Kueue (pid %d); stop it with: %s, then start it with --kueue", pid, stopCommand(dir))
+		}
 		fmt.Fprintf(os.Stderr, "cluster already running (pid %d); stop it with: %s\n", pid, stopCommand(dir))
 		printExport(dir)
 		return nil
@@ -113,7 +119,7 @@ func up(dir, nodesFile string) error {
 	if err != nil {
 		return err
 	}
-	cmd, err := startServe(dir, nodesFile, bin)
+	cmd, err := startServe(dir, nodesFile, bin, kueue)
 	if err != nil {
 		return err
 	}
@@ -129,7 +135,7 @@ func up(dir, nodesFile string) error {
 }
 
 // startServe starts `serve` in a new session, so that it outlives up, logging to serve.log.
-func startServe(dir, nodesFile, bin string) (*exec.Cmd, error) {
+func startServe(dir, nodesFile, bin string, kueue bool) (*exec.Cmd, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -143,7 +149,7 @@ func startServe(dir, nodesFile, bin string) (*exec.Cmd, error) {
 		return nil, err
 	}
 	defer log.Close()
-	cmd := exec.Command(exe, "serve", "--dir", dir, "--nodes", nodesFile, "--bin", bin)
+	cmd := exec.Command(exe, "serve", "--dir", dir, "--nodes", nodesFile, "--bin", bin, "--kueue="+strconv.FormatBool(kueue))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -217,7 +223,7 @@ func shellQuote(s string) string {
 }
 
 // serve runs the cluster until SIGTERM, SIGINT or SIGHUP, or until a component dies.
-func serve(dir, nodesFile, bin string) error {
+func serve(dir, nodesFile, bin string, kueue bool) error {
 	var nodes []testcluster.NodeSpec
 	if nodesFile != "" {
 		var err error
@@ -227,7 +233,7 @@ func serve(dir, nodesFile, bin string) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer cancel()
-	c, err := testcluster.Start(ctx, testcluster.Options{Dir: dir, Nodes: nodes, Log: os.Stderr, BinDir: bin})
+	c, err := testcluster.Start(ctx, testcluster.Options{Dir: dir, Nodes: nodes, Log: os.Stderr, BinDir: bin, Kueue: kueue})
 	if err != nil {
 		return err
 	}
@@ -302,6 +308,15 @@ func runningPid(dir string) int {
 
 func alive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
+}
+
+// serveArgsHave reports whether the command line of process pid has arg; without /proc, true.
+func serveArgsHave(pid int, arg string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return true
+	}
+	return slices.Contains(strings.Split(string(cmdline), "\x00"), arg)
 }
 
 // isServe checks that pid is a serve process of dir, not a process that reused the pid.

@@ -26,9 +26,10 @@ const toolsScript = "hack/cluster-tools.sh"
 var binaryNames = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 
 // Binaries returns the directory holding etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler and kwok. It honours GPUCTL_CLUSTER_BIN; otherwise it runs
-// hack/cluster-tools.sh from the repository root (found by walking up from the current
-// directory), which builds whatever is missing and prints the directory last. The script's
+// kube-scheduler and kwok (and, when the script built it, kueue with its manifests, which only
+// Options.Kueue needs). It honours GPUCTL_CLUSTER_BIN; otherwise it runs hack/cluster-tools.sh
+// from the repository root (found by walking up from the current directory), which builds
+// whatever is missing and prints the directory last. The script's
 // progress goes to log (which may be nil). Concurrent callers on one machine build one at a time.
 func Binaries(ctx context.Context, log io.Writer) (dir string, err error) {
 	if log == nil {

@@ -37,6 +37,12 @@ type Options struct {
 	Log io.Writer
 	// BinDir holds the binaries; if empty, Binaries finds or builds them.
 	BinDir string
+	// Kueue also starts the Kueue controller (built with the other binaries) once the nodes are
+	// up: its CRDs, its webhook configurations pointing at it on 127.0.0.1 and namespace
+	// KueueNamespace are installed, and Start returns once its webhooks answer. It queues the
+	// Jobs, pods, Deployments and StatefulSets that carry a kueue.x-k8s.io/queue-name label, or
+	// live in a namespace with a LocalQueue named default.
+	Kueue bool
 }
 
 // Cluster is a running local control plane with fake GPU nodes.
@@ -50,6 +56,7 @@ type Cluster struct {
 
 	server  string
 	caPEM   []byte
+	ca      *authority
 	client  kubernetes.Interface
 	log     io.Writer
 	bin     string
@@ -70,8 +77,10 @@ type Cluster struct {
 
 // Start starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, creates
 // the fake nodes and returns once the nodes are Ready and untainted and pods can be created in
-// namespace default, with the tenant ClusterRole of deploy/ installed. If a component dies meanwhile, the error names it and quotes its log; on
-// any error Start stops what it started and keeps Dir for the logs. A given Dir must not hold a
+// namespace default, with the tenant ClusterRole of deploy/ installed; with Options.Kueue it
+// then starts Kueue and returns once Kueue's webhooks answer. If a component dies meanwhile,
+// the error names it and quotes its log; on any error Start stops what it started and keeps
+// Dir for the logs. A given Dir must not hold a
 // running cluster. Call Stop when done.
 func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	nodes := opts.Nodes
@@ -113,6 +122,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	if err := c.InstallTenantRole(ctx); err != nil {
 		return nil, fmt.Errorf("install the tenant ClusterRole: %w", err)
 	}
+	if opts.Kueue {
+		if err := c.startKueue(ctx); err != nil {
+			return nil, err
+		}
+	}
 	c.logf("cluster up in %s; KUBECONFIG=%s", c.since(), c.Kubeconfig)
 	return c, nil
 }
@@ -150,7 +164,7 @@ func (c *Cluster) makeDir(dir string) error {
 		return err
 	}
 	c.Dir = d
-	for _, stale := range []string{"etcd", "pki", "kubeconfig"} {
+	for _, stale := range []string{"etcd", "pki", "kubeconfig", "kueue"} {
 		if err := os.RemoveAll(filepath.Join(d, stale)); err != nil {
 			return err
 		}
@@ -169,7 +183,7 @@ func (c *Cluster) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.server, c.caPEM, c.Token = p.apiserverURL(), creds.caPEM, creds.token
+	c.server, c.caPEM, c.ca, c.Token = p.apiserverURL(), creds.caPEM, creds.ca, creds.token
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
 	if err := writeKubeconfig(c.Kubeconfig, c.server, c.caPEM, c.Token); err != nil {
 		return err
@@ -381,8 +395,8 @@ func (c *Cluster) abort(err error) error {
 	return fmt.Errorf("%w\n(component logs are in %s)", err, c.Dir)
 }
 
-// Stop stops the components (SIGTERM, then SIGKILL after a grace period): kwok, the scheduler
-// and the controller manager first, then the API server, then etcd. It removes Dir if Start
+// Stop stops the components (SIGTERM, then SIGKILL after a grace period): Kueue, kwok, the
+// scheduler and the controller manager first, then the API server, then etcd. It removes Dir if Start
 // created it. Stop is idempotent.
 func (c *Cluster) Stop() error {
 	c.stopOnce.Do(func() {

@@ -22,7 +22,9 @@ import (
 	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
-func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})) }
+// The package's cluster runs Kueue too (TestKueueQueuesJobsByQuota); it leaves alone what
+// has no queue-name label outside a namespace with a LocalQueue default, as the other tests'.
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{Kueue: true})) }
 
 // waitTimeout bounds every wait of these tests.
 const waitTimeout = 30 * time.Second

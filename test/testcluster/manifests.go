@@ -39,6 +39,34 @@ func (c *Cluster) ApplyFile(ctx context.Context, path string) error {
 // applyYAML applies every object of a YAML stream as ApplyFile does; name names the stream in
 // errors.
 func (c *Cluster) applyYAML(ctx context.Context, name string, data []byte) error {
+	objs, err := decodeYAML(name, data)
+	if err != nil {
+		return err
+	}
+	return c.applyObjects(ctx, name, objs)
+}
+
+// decodeYAML returns the objects of a YAML stream, skipping empty documents; name names the
+// stream in errors.
+func decodeYAML(name string, data []byte) ([]*unstructured.Unstructured, error) {
+	var objs []*unstructured.Unstructured
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	for {
+		u := &unstructured.Unstructured{}
+		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+			return objs, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		if len(u.Object) > 0 {
+			objs = append(objs, u)
+		}
+	}
+}
+
+// applyObjects applies objs in order with server-side apply as the admin, taking every field;
+// name names where they come from in errors.
+func (c *Cluster) applyObjects(ctx context.Context, name string, objs []*unstructured.Unstructured) error {
 	cfg := c.RESTConfig()
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
@@ -49,17 +77,7 @@ func (c *Cluster) applyYAML(ctx context.Context, name string, data []byte) error
 		return err
 	}
 	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(dc))
-	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
-	for {
-		u := &unstructured.Unstructured{}
-		if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
-			return nil
-		} else if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
+	for _, u := range objs {
 		gvk := u.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 		if err != nil {
@@ -73,6 +91,7 @@ func (c *Cluster) applyYAML(ctx context.Context, name string, data []byte) error
 			return fmt.Errorf("%s: %s %s: %w", name, gvk.Kind, u.GetName(), err)
 		}
 	}
+	return nil
 }
 
 // InstallTenantRole installs the tenant ClusterRole from deploy/ (TenantRoleFile), which the

@@ -45,6 +45,8 @@ type NodeSpec struct {
 	Memory string `json:"memory,omitempty"`
 	// Labels are extra node labels; they win over the generated ones.
 	Labels map[string]string `json:"labels,omitempty"`
+	// Taints are the node's taints, e.g. to keep other tests' pods off a node of one test.
+	Taints []corev1.Taint `json:"taints,omitempty"`
 }
 
 // DefaultNodes returns the fake nodes of a cluster whose Options name none. The same list is
@@ -116,7 +118,7 @@ func (s NodeSpec) node() (*corev1.Node, error) {
 			Labels:      labels,
 			Annotations: map[string]string{KwokAnnotation: KwokAnnotationValue, "node.alpha.kubernetes.io/ttl": "0"},
 		},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}},
+		Spec: corev1.NodeSpec{Taints: append([]corev1.Taint{{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoSchedule}}, s.Taints...)},
 		Status: corev1.NodeStatus{
 			Capacity:    resources,
 			Allocatable: resources.DeepCopy(),

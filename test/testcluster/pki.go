@@ -37,8 +37,9 @@ type pkiFiles struct {
 
 // credentials are generated per cluster and never leave its Dir.
 type credentials struct {
-	caPEM []byte // trusted by every client
-	token string // bearer token of the admin, in group system:masters
+	ca    *authority // signs certificates of components started later (Kueue)
+	caPEM []byte     // trusted by every client
+	token string     // bearer token of the admin, in group system:masters
 	files pkiFiles
 }
 
@@ -94,7 +95,7 @@ func writeCredentials(dir string) (*credentials, error) {
 			return nil, err
 		}
 	}
-	return &credentials{caPEM: ca.certPEM, token: token, files: f}, nil
+	return &credentials{ca: ca, caPEM: ca.certPEM, token: token, files: f}, nil
 }
 
 // certValidity is how long the generated certificates are valid, from an hour ago.
