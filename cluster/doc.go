@@ -87,7 +87,7 @@
 // request once their first lists are done. Both answer the same. Logs are always read through
 // the API server (pods/log; a followed log watches the job's pods while it runs).
 //
-//	objects := cluster.StartInformers(ctx, clientset, "") // lists in the background
+//	objects := cluster.StartInformers(ctx, clientset, dyn, "") // lists in the background
 //	r := &cluster.Reader{Client: clientset, Objects: objects}
 //	jobs, err := r.Jobs(ctx, cluster.JobFilter{}) // waits for the first lists once
 //
