@@ -65,10 +65,12 @@ func (q *queues) attach(ws []workload, byNS map[string][]*corev1.Pod) {
 	}
 }
 
-// setQueue sets the workload's queue state and the status and note that follow from it.
+// setQueue sets the workload's queue state and the status and note that follow from it: a
+// pending workload, or a suspended Job whose pods are still being stopped, that Kueue holds
+// back is Queued or Preempted.
 func (w *workload) setQueue(s *QueueState) {
 	w.queue = s
-	if s == nil || w.status != StatusPending {
+	if s == nil || w.status != StatusPending && !(w.suspend && !w.terminal()) {
 		return
 	}
 	if st := heldStatus(s); st != "" {

@@ -94,6 +94,7 @@ type workload struct {
 	status   string
 	started  *metav1.Time // a Job's startTime; for the others, set from their pods
 	note     string       // why it has no pods, when its object says: "suspended", a ReplicaFailure
+	suspend  bool         // a suspended Job
 	queue    *QueueState  // its place in Kueue's queue; nil without Kueue
 	queues   *queues      // Kueue's view it was attached from, for the states of its pods
 }
@@ -102,7 +103,7 @@ func fromJob(j *batchv1.Job) workload {
 	w := newWorkload("Job", j.ObjectMeta, j.Spec.Template, j.Spec.Selector, replicas(j.Spec.Parallelism))
 	w.status, w.started = JobStatus(j), j.Status.StartTime
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
-		w.note = "suspended"
+		w.note, w.suspend = "suspended", true
 	}
 	return w
 }
