@@ -38,7 +38,7 @@ func (r *Reader) JobDescription(ctx context.Context, id string) (JobDescription,
 	if err != nil {
 		return JobDescription{}, err
 	}
-	pods, err := r.jobPods(ctx, wl)
+	pods, err := r.queuedJobPods(ctx, &wl)
 	if err != nil {
 		return JobDescription{}, err
 	}

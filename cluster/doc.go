@@ -77,6 +77,15 @@
 //
 // Unknown jobs, pools, nodes and users are *NotFoundError.
 //
+// # Queue state (Kueue)
+//
+// When the cluster serves Kueue's API (kueue.x-k8s.io/v1beta2, read as unstructured objects
+// through Reader.Dynamic or the informers), a job that Kueue queues carries a QueueState (its
+// Workload's conditions, its position among the waiting Workloads of its team's ClusterQueue
+// in Kueue's BestEffortFIFO order, what it waits for against the ClusterQueue's quota and the
+// cohort's lending, its preemptor), and a pending job it holds back is Queued or Preempted.
+// Without the API there is none, and a Reader asks again only after 5 minutes.
+//
 // # Where the objects come from
 //
 // The reader lists and gets objects through Objects, a small interface of the calls it makes.
@@ -87,7 +96,7 @@
 // request once their first lists are done. Both answer the same. Logs are always read through
 // the API server (pods/log; a followed log watches the job's pods while it runs).
 //
-//	objects := cluster.StartInformers(ctx, clientset, "") // lists in the background
+//	objects := cluster.StartInformers(ctx, clientset, dyn, "") // lists in the background
 //	r := &cluster.Reader{Client: clientset, Objects: objects}
 //	jobs, err := r.Jobs(ctx, cluster.JobFilter{}) // waits for the first lists once
 //

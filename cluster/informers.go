@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -14,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	appslisters "k8s.io/client-go/listers/apps/v1"
@@ -34,9 +36,10 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // them once (StartInformers) for the Reader of its API and web page.
 //
 // They cache gpuctl's Jobs, Deployments and StatefulSets (labelled
-// g8s.host/managed-by=gpuctl), every pod, ReplicaSet, node, ResourceQuota and event, and the
-// pool registry's ConfigMaps in one namespace, each without its managedFields; they need list
-// and watch on those. Until the first lists complete, a read waits for them (or for its
+// g8s.host/managed-by=gpuctl), every pod, ReplicaSet, node, ResourceQuota and event, the pool
+// registry's ConfigMaps in one namespace, and, when the cluster serves Kueue's API (discovery,
+// asked at the start and then every 5 minutes until it does), Kueue's Workloads and
+// ClusterQueues, each without its managedFields; they need list and watch on those. Until the first lists complete, a read waits for them (or for its
 // context to end), for at most 30 s.
 type InformerObjects struct {
 	namespace string
@@ -52,14 +55,15 @@ type InformerObjects struct {
 	configMaps   corelisters.ConfigMapLister
 	quotas       corelisters.ResourceQuotaLister
 	events       corelisters.EventLister
+	kueue        atomic.Pointer[kueueCache] // nil while the cluster serves no Kueue API
 }
 
 var _ Objects = (*InformerObjects)(nil)
 
 // StartInformers starts the informers over client, with the pool registry in namespace ("" for
-// keys.SystemNamespace), until ctx ends. They list in the background; WaitForSync waits for
-// their first lists.
-func StartInformers(ctx context.Context, client kubernetes.Interface, namespace string) *InformerObjects {
+// keys.SystemNamespace), until ctx ends; those of Kueue's objects over dyn (none when nil). They
+// list in the background; WaitForSync waits for their first lists.
+func StartInformers(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, namespace string) *InformerObjects {
 	if namespace == "" {
 		namespace = keys.SystemNamespace
 	}
@@ -95,6 +99,9 @@ func StartInformers(ctx context.Context, client kubernetes.Interface, namespace 
 					return
 				}
 			}
+		}
+		if dyn != nil {
+			o.err = o.firstKueue(ctx, client.Discovery(), dyn)
 		}
 	}()
 	return o

@@ -21,7 +21,7 @@ func TestInformerObjectsAnswerAsAPIObjects(t *testing.T) {
 	client := fake.NewClientset(objs...)
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	informed := StartInformers(ctx, client, "")
+	informed := StartInformers(ctx, client, nil, "")
 	if err := informed.WaitForSync(ctx); err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,11 @@ type JobPod struct {
 	// Rank is the completion index of a pod of an indexed Job (a rank of a multi-node
 	// training); null for other pods.
 	Rank *int `json:"rank"`
+	// Queue is the place in Kueue's queue of the pod's Workload (a Deployment's pod) or of its
+	// job's; null when Kueue does not queue it. A queued job or pod has Status Queued (or
+	// Preempted) and its place as Reason: "#3 in alice: waits for 4 × a100-80g in
+	// training-pool, team alice at 8/8, cohort lending 0".
+	Queue *QueueState `json:"queue,omitempty"`
 	// CreatedAt is when the pod was created (the job, for a job with no pod).
 	CreatedAt time.Time `json:"createdAt"`
 	// GPU is the pod's nvidia.com/gpu request (what each pod of the job requests, for a job
@@ -111,7 +116,12 @@ func (r *Reader) JobPods(ctx context.Context, f JobPodFilter) (JobPodList, error
 	// The workloads and the pods at once: through a kubeconfig each LIST is a round trip.
 	var ws []workload
 	var pods []*corev1.Pod
+	var qs *queues
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		qs, err = r.loadQueues(gctx, f.Namespace)
+		return err
+	})
 	g.Go(func() (err error) {
 		ws, err = r.listWorkloadsIn(gctx, f.Namespace, sel)
 		return err
@@ -125,6 +135,7 @@ func (r *Reader) JobPods(ctx context.Context, f JobPodFilter) (JobPodList, error
 	if err := g.Wait(); err != nil {
 		return JobPodList{}, err
 	}
+	qs.attach(ws, byNamespace(pods))
 	return jobPodRows(ws, pods, f), nil
 }
 
@@ -134,10 +145,7 @@ var managedPods = labels.SelectorFromSet(labels.Set{keys.ManagedBy: keys.Managed
 // jobPodRows makes the rows of the workloads (in their order) from the pods, keeping those
 // that pass the filter's status.
 func jobPodRows(ws []workload, pods []*corev1.Pod, f JobPodFilter) JobPodList {
-	byNS := map[string][]*corev1.Pod{}
-	for _, p := range pods {
-		byNS[p.Namespace] = append(byNS[p.Namespace], p)
-	}
+	byNS := byNamespace(pods)
 	out := JobPodList{Items: []JobPod{}}
 	for _, w := range ws {
 		for _, row := range w.rows(byNS[w.meta.Namespace]) {
@@ -162,7 +170,7 @@ func (w workload) rows(pods []*corev1.Pod) []JobPod {
 		JobStatus: w.status, Pool: w.pool(), GPUType: w.gpuType(), Source: w.meta.Annotations[keys.Source]}
 	if len(own) == 0 {
 		row := base
-		row.Status, row.Reason = w.status, w.note
+		row.Status, row.Reason, row.Queue = w.status, w.note, w.queue
 		row.CreatedAt = w.meta.CreationTimestamp.UTC()
 		row.GPU = requestsOf(&w.template.Spec).gpu
 		return []JobPod{row}
@@ -173,6 +181,7 @@ func (w workload) rows(pods []*corev1.Pod) []JobPod {
 		row := base
 		row.Pod, row.Phase = p.Name, string(p.Status.Phase)
 		row.Status, row.Reason = podState(p)
+		w.queuedPodRow(&row, p)
 		row.Ready, row.Restarts = readiness(p)
 		row.Node, row.IP = p.Spec.NodeName, p.Status.PodIP
 		if n, ok := rank(p); ok {

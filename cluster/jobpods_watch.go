@@ -17,7 +17,8 @@ const watchSettle = 100 * time.Millisecond
 
 // WatchJobPods calls emit with the rows that JobPods would answer, first when it has read
 // them, then each time they change, until ctx ends (it then returns nil) or emit fails. It
-// watches the jobs and their pods, so the rows come within moments of a change.
+// watches the jobs and their pods, and Kueue's Workloads and ClusterQueues when the cluster
+// serves them and Dynamic is set, so the rows come within moments of a change.
 func (r *Reader) WatchJobPods(ctx context.Context, f JobPodFilter, emit func(JobPodList) error) error {
 	sel, err := f.selector()
 	if err != nil {
@@ -62,6 +63,12 @@ func (r *Reader) WatchJobPods(ctx context.Context, f JobPodFilter, emit func(Job
 			return nil
 		}
 	}
+	var kueue *kueueCache
+	if r.Dynamic != nil && servesKueue(r.Client.Discovery()) {
+		if kueue, err = startKueue(ctx, r.Dynamic, f.Namespace, notify); err != nil {
+			return err
+		}
+	}
 
 	rows := func() (JobPodList, error) {
 		var ws []workload
@@ -85,6 +92,7 @@ func (r *Reader) WatchJobPods(ctx context.Context, f JobPodFilter, emit func(Job
 		if err != nil {
 			return JobPodList{}, err
 		}
+		kueue.queues().attach(ws, byNamespace(ps))
 		return jobPodRows(ws, ps, f), nil
 	}
 	var last *JobPodList

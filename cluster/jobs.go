@@ -15,6 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // JobList is a page of jobs, the answer of GET /api/v1/jobs.
@@ -43,6 +45,9 @@ type JobSummary struct {
 	// StartedAt is a Job's start time, or the start of the oldest pod of a Deployment or
 	// StatefulSet; null before it starts.
 	StartedAt *time.Time `json:"startedAt"`
+	// Queue is the job's place in Kueue's queue (queueing: kueue); null when Kueue does not
+	// queue it.
+	Queue *QueueState `json:"queue,omitempty"`
 }
 
 // JobDetail is one job in full, the answer of GET /api/v1/jobs/{jobId}.
@@ -66,6 +71,8 @@ type JobDetail struct {
 	CreatedAt    time.Time    `json:"createdAt"`
 	StartedAt    *time.Time   `json:"startedAt"`
 	K8sResources K8sResources `json:"k8sResources"`
+	// Queue is as JobSummary's.
+	Queue *QueueState `json:"queue,omitempty"`
 }
 
 // JobResources are the requests of one pod, as the file declares them, and the pod count.
@@ -114,7 +121,7 @@ type JobFilter struct {
 // dashes or underscores) to the status.
 var jobStatuses = map[string]string{
 	"pending": StatusPending, "running": StatusRunning, "partiallyrunning": StatusPartiallyRunning,
-	"succeeded": StatusSucceeded, "failed": StatusFailed,
+	"succeeded": StatusSucceeded, "failed": StatusFailed, "queued": StatusQueued, "preempted": StatusPreempted,
 }
 
 // status checks the filter and returns the status it selects ("" for any).
@@ -127,7 +134,7 @@ func (f JobFilter) status() (string, error) {
 	}
 	status := jobStatuses[normalizeWord(f.Status)]
 	if status == "" {
-		return "", filterErrorf("status", "want pending, running, partially-running, succeeded or failed, got %q", f.Status)
+		return "", filterErrorf("status", "want pending, queued, preempted, running, partially-running, succeeded or failed, got %q", f.Status)
 	}
 	return status, nil
 }
@@ -150,10 +157,27 @@ func (r *Reader) Jobs(ctx context.Context, f JobFilter) (JobList, error) {
 	if err != nil {
 		return JobList{}, err
 	}
-	all, err := r.listWorkloads(ctx, workloadSelector(f.Kind, f.Pool))
-	if err != nil {
+	var all []workload
+	var qs *queues
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		all, err = r.listWorkloads(gctx, workloadSelector(f.Kind, f.Pool))
+		return err
+	})
+	g.Go(func() (err error) {
+		qs, err = r.loadQueues(gctx, "")
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return JobList{}, err
 	}
+	var byNS map[string][]*corev1.Pod
+	if qs.needPods(all) {
+		if byNS, err = r.managedPodsByNS(ctx); err != nil {
+			return JobList{}, err
+		}
+	}
+	qs.attach(all, byNS)
 	matched := all[:0]
 	for _, wl := range all {
 		if status == "" || wl.status == status {
@@ -161,7 +185,7 @@ func (r *Reader) Jobs(ctx context.Context, f JobFilter) (JobList, error) {
 		}
 	}
 	items := paginate(matched, f.Page)
-	if err := r.setStarted(ctx, items); err != nil {
+	if err := r.setStarted(ctx, items, byNS); err != nil {
 		return JobList{}, err
 	}
 	out := JobList{Total: len(matched), Page: f.Page.number(), PageSize: f.Page.Size, Items: []JobSummary{}}
@@ -173,7 +197,7 @@ func (r *Reader) Jobs(ctx context.Context, f JobFilter) (JobList, error) {
 
 func summarize(w workload) JobSummary {
 	return JobSummary{JobID: w.id(), Name: w.meta.Name, Namespace: w.meta.Namespace, Kind: w.kind,
-		Pool: w.pool(), Status: w.status, GPU: w.gpus(), GPUType: w.gpuType(), StartedAt: timePtr(w.started)}
+		Pool: w.pool(), Status: w.status, GPU: w.gpus(), GPUType: w.gpuType(), StartedAt: timePtr(w.started), Queue: w.queue}
 }
 
 func timePtr(t *metav1.Time) *time.Time {
@@ -191,11 +215,33 @@ func (r *Reader) Job(ctx context.Context, id string) (JobDetail, error) {
 	if err != nil {
 		return JobDetail{}, err
 	}
-	pods, err := r.jobPods(ctx, wl)
+	pods, err := r.queuedJobPods(ctx, &wl)
 	if err != nil {
 		return JobDetail{}, err
 	}
 	return detailWithPods(wl, pods), nil
+}
+
+// queuedJobPods lists the workload's pods and gives it its queue state.
+func (r *Reader) queuedJobPods(ctx context.Context, wl *workload) ([]*corev1.Pod, error) {
+	var pods []*corev1.Pod
+	var qs *queues
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		pods, err = r.jobPods(gctx, *wl)
+		return err
+	})
+	g.Go(func() (err error) {
+		qs, err = r.loadQueues(gctx, wl.meta.Namespace)
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	ws := []workload{*wl}
+	qs.attach(ws, map[string][]*corev1.Pod{wl.meta.Namespace: pods})
+	*wl = ws[0]
+	return pods, nil
 }
 
 // detailWithPods is the workload's detail with its pods (a Deployment's or StatefulSet's start
@@ -225,6 +271,7 @@ func detail(w workload) JobDetail {
 		CreatedAt:    w.meta.CreationTimestamp.UTC(),
 		StartedAt:    timePtr(w.started),
 		K8sResources: K8sResources{Kind: w.object, JobName: w.meta.Name, Pods: []string{}},
+		Queue:        w.queue,
 	}
 }
 

@@ -9,8 +9,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -48,6 +50,11 @@ type Objects interface {
 	ResourceQuotas(ctx context.Context, namespace string, sel labels.Selector) ([]*corev1.ResourceQuota, error)
 	// Events lists the core/v1 events in namespace ("" for all).
 	Events(ctx context.Context, namespace string) ([]*corev1.Event, error)
+	// KueueWorkloads lists Kueue's Workloads in namespace ("" for all) and KueueClusterQueues
+	// its ClusterQueues (kueue.x-k8s.io/v1beta2, unstructured); both fail with ErrNoKueue
+	// when the cluster serves no Kueue API.
+	KueueWorkloads(ctx context.Context, namespace string) ([]*unstructured.Unstructured, error)
+	KueueClusterQueues(ctx context.Context) ([]*unstructured.Unstructured, error)
 }
 
 // ObjectSource is what the reader reads objects through: Objects, or APIObjects over Client.
@@ -55,13 +62,15 @@ func (r *Reader) ObjectSource() Objects {
 	if r.Objects != nil {
 		return r.Objects
 	}
-	return APIObjects{Client: r.Client}
+	return APIObjects{Client: r.Client, Dynamic: r.Dynamic}
 }
 
 // APIObjects are Objects read from the API server with one List or Get request per call.
 type APIObjects struct {
 	// Client sends the requests.
 	Client kubernetes.Interface
+	// Dynamic lists Kueue's objects; without it there are none (ErrNoKueue).
+	Dynamic dynamic.Interface
 }
 
 var _ Objects = APIObjects{}

@@ -6,8 +6,10 @@ import (
 	"log/slog"
 	"strconv"
 	"strings"
+	"sync/atomic"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -21,14 +23,20 @@ type Reader struct {
 	// statefulsets and pods; JobDescription reads the status and drift ConfigMaps in
 	// Namespace when it may. JobPods in one namespace needs list there only.
 	Client kubernetes.Interface
-	// Objects, when set, answers the reader's lists and gets instead of Client (the daemon's
-	// InformerObjects); logs are still read with Client.
+	// Dynamic reads Kueue's Workloads and ClusterQueues (list on both), the jobs' queue
+	// state; without it, or in a cluster without Kueue's API, the jobs have none.
+	Dynamic dynamic.Interface
+	// Objects, when set, answers the reader's lists and gets instead of Client and Dynamic
+	// (the daemon's InformerObjects); logs are still read with Client.
 	Objects Objects
 	// Namespace is the system namespace, which holds the pool registry; "" means
 	// keys.SystemNamespace.
 	Namespace string
 	// Log receives a warning for each registry ConfigMap that does not decode; nil discards.
 	Log *slog.Logger
+
+	// noKueueUntil is when (Unix ns) a cluster found without Kueue's API is asked again.
+	noKueueUntil atomic.Int64
 }
 
 func (r *Reader) namespace() string {

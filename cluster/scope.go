@@ -13,7 +13,9 @@ import (
 // *NotFoundError with the same message as a job that does not exist), a bare job name resolves
 // only among its namespaces (an *AmbiguousError lists only theirs), and lists leave the others
 // out before they are paged. Pools and nodes are shared by every team and shown whole, except
-// the jobs of a pool, which are those of its namespaces.
+// the jobs of a pool, which are those of its namespaces. A job's queue state (Kueue) names only
+// its own team's ClusterQueue, and a preemptor of another namespace as "another team's job";
+// the cohort's lending is an aggregate over the other teams, and is shown.
 type Scoped struct {
 	// Model is the whole model.
 	Model Model
@@ -39,6 +41,9 @@ func (s *Scoped) Jobs(ctx context.Context, f JobFilter) (JobList, error) {
 		return JobList{}, err
 	}
 	mine := slices.DeleteFunc(all.Items, func(j JobSummary) bool { return !s.sees(j.Namespace) })
+	for i := range mine {
+		mine[i].Queue = s.hide(mine[i].Queue)
+	}
 	return JobList{Total: len(mine), Page: page.number(), PageSize: page.Size, Items: paginate(mine, page)}, nil
 }
 
@@ -77,7 +82,32 @@ func (s *Scoped) Job(ctx context.Context, id string) (JobDetail, error) {
 	if err != nil {
 		return JobDetail{}, err
 	}
-	return s.Model.Job(ctx, full)
+	d, err := s.Model.Job(ctx, full)
+	d.Queue = s.hide(d.Queue)
+	return d, err
+}
+
+// hide leaves out of a queue state the preemptor of a namespace it does not show.
+func (s *Scoped) hide(q *QueueState) *QueueState {
+	if q == nil || q.PreemptedBy == nil || q.PreemptedBy.Namespace != "" && s.sees(q.PreemptedBy.Namespace) {
+		return q
+	}
+	c, p := *q, *q.PreemptedBy
+	p.JobID, p.Namespace, p.UID = "", "", ""
+	c.PreemptedBy = &p
+	return &c
+}
+
+// hideRows hides the preemptors of the rows as hide does, and rewrites the reasons that name
+// them.
+func (s *Scoped) hideRows(rows []JobPod) {
+	for i := range rows {
+		r := &rows[i]
+		old := r.Queue
+		if r.Queue = s.hide(old); r.Queue != old && r.Reason == old.Summary() {
+			r.Reason = r.Queue.Summary()
+		}
+	}
 }
 
 // Pools lists every pool.
@@ -178,6 +208,7 @@ func (s *Scoped) JobPods(ctx context.Context, f JobPodFilter) (JobPodList, error
 		return JobPodList{}, err
 	}
 	list.Items = slices.DeleteFunc(list.Items, func(p JobPod) bool { return !s.sees(p.Namespace) })
+	s.hideRows(list.Items)
 	return list, nil
 }
 
@@ -193,6 +224,7 @@ func (s *Scoped) WatchJobPods(ctx context.Context, f JobPodFilter, emit func(Job
 	}
 	return s.Model.WatchJobPods(ctx, f, func(list JobPodList) error {
 		list.Items = slices.DeleteFunc(list.Items, func(p JobPod) bool { return !s.sees(p.Namespace) })
+		s.hideRows(list.Items)
 		return emit(list)
 	})
 }
@@ -209,5 +241,7 @@ func (s *Scoped) JobDescription(ctx context.Context, id string) (JobDescription,
 		return JobDescription{}, err
 	}
 	d.Drift = slices.DeleteFunc(d.Drift, func(it drift.Item) bool { return !s.sees(it.Object.Namespace) })
+	d.Job.Queue = s.hide(d.Job.Queue)
+	s.hideRows(d.Pods)
 	return d, nil
 }

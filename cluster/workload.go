@@ -94,13 +94,16 @@ type workload struct {
 	status   string
 	started  *metav1.Time // a Job's startTime; for the others, set from their pods
 	note     string       // why it has no pods, when its object says: "suspended", a ReplicaFailure
+	suspend  bool         // a suspended Job
+	queue    *QueueState  // its place in Kueue's queue; nil without Kueue
+	queues   *queues      // Kueue's view it was attached from, for the states of its pods
 }
 
 func fromJob(j *batchv1.Job) workload {
 	w := newWorkload("Job", j.ObjectMeta, j.Spec.Template, j.Spec.Selector, replicas(j.Spec.Parallelism))
 	w.status, w.started = JobStatus(j), j.Status.StartTime
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
-		w.note = "suspended"
+		w.note, w.suspend = "suspended", true
 	}
 	return w
 }
@@ -245,8 +248,8 @@ func sortWorkloads(ws []workload) {
 }
 
 // setStarted sets the start of Deployments and StatefulSets to the earliest start of their
-// current pods, from one list of gpuctl's pods in all namespaces.
-func (r *Reader) setStarted(ctx context.Context, ws []workload) error {
+// current pods, from gpuctl's pods by namespace (listed in all namespaces when nil).
+func (r *Reader) setStarted(ctx context.Context, ws []workload, byNS map[string][]*corev1.Pod) error {
 	need := false
 	for _, w := range ws {
 		need = need || w.started == nil && w.object != "Job"
@@ -254,14 +257,11 @@ func (r *Reader) setStarted(ctx context.Context, ws []workload) error {
 	if !need {
 		return nil
 	}
-	pods, err := r.ObjectSource().Pods(ctx, metav1.NamespaceAll,
-		labels.SelectorFromSet(labels.Set{keys.ManagedBy: keys.ManagedByValue}), nil)
-	if err != nil {
-		return fmt.Errorf("list pods: %w", err)
-	}
-	byNS := map[string][]*corev1.Pod{}
-	for _, p := range pods {
-		byNS[p.Namespace] = append(byNS[p.Namespace], p)
+	if byNS == nil {
+		var err error
+		if byNS, err = r.managedPodsByNS(ctx); err != nil {
+			return err
+		}
 	}
 	for i := range ws {
 		if ws[i].started == nil && ws[i].object != "Job" {

@@ -17,6 +17,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -190,9 +191,10 @@ func TestInformersAnswerAsTheAPIServer(t *testing.T) {
 	cfg := rest.CopyConfig(c.RESTConfig())
 	cfg.Wrap(reqs.wrap)
 	counted := kubernetes.NewForConfigOrDie(cfg)
+	countedDyn := dynamic.NewForConfigOrDie(cfg)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	objects := cluster.StartInformers(ctx, counted, sys)
+	objects := cluster.StartInformers(ctx, counted, countedDyn, sys) // this cluster has no Kueue
 	wait, stop := context.WithTimeout(ctx, 30*time.Second)
 	defer stop()
 	if err := objects.WaitForSync(wait); err != nil {
@@ -200,7 +202,7 @@ func TestInformersAnswerAsTheAPIServer(t *testing.T) {
 	}
 
 	// The same answers, once the informers have caught up with what the API server has.
-	direct := &cluster.Reader{Client: kube, Namespace: sys}
+	direct := &cluster.Reader{Client: kube, Dynamic: dynamic.NewForConfigOrDie(c.RESTConfig()), Namespace: sys}
 	cached := &cluster.Reader{Client: counted, Objects: objects, Namespace: sys}
 	var diff []string
 	deadline := time.Now().Add(30 * time.Second)
@@ -226,6 +228,10 @@ func TestInformersAnswerAsTheAPIServer(t *testing.T) {
 		!strings.Contains(a["Job "+ns+".nope"], "unknown job") || !strings.Contains(a["Quota "+ns], `"gpu":8`) {
 		t.Errorf("answers lack a case:\n%v", a)
 	}
+	if a := modelAnswers(t.Context(), cached, ns); strings.Contains(a["Jobs"], `"queue"`) || strings.Contains(a["Job "+ns+".inf-queued"], `"queue"`) ||
+		!strings.Contains(a["Job "+ns+".inf-queued"], `"status":"Pending"`) {
+		t.Errorf("without Kueue, a job has a queue state or another status:\n%s\n%s", a["Jobs"], a["Job "+ns+".inf-queued"])
+	}
 
 	// Through the daemon's API: no request to the API server per API request.
 	h := httpapi.New(httpapi.Options{Kube: counted, Objects: objects, SystemNamespace: sys, Tokens: oneToken{},
@@ -245,11 +251,24 @@ func TestInformersAnswerAsTheAPIServer(t *testing.T) {
 			t.Errorf("GET %s sent %d requests to the API server after the informers synced: %v", path, len(sent), sent)
 		}
 	}
-	// The direct path lists on every call: the counter sees what it is there to see.
-	if _, err := (&cluster.Reader{Client: counted, Namespace: sys}).Jobs(t.Context(), cluster.JobFilter{}); err != nil {
+	// The direct path lists on every call: the counter sees what it is there to see. Without
+	// Kueue, the first read asks for its objects (a LIST the API server answers 404), the next
+	// ones do not.
+	directCounted := &cluster.Reader{Client: counted, Dynamic: countedDyn, Namespace: sys}
+	if _, err := directCounted.Jobs(t.Context(), cluster.JobFilter{}); err != nil {
 		t.Fatal(err)
 	}
 	sent := reqs.take()
+	if !slices.ContainsFunc(sent, func(r string) bool { return strings.HasPrefix(r, "LIST /apis/kueue.x-k8s.io/v1beta2/workloads") }) {
+		t.Errorf("the first direct Jobs sent %v, want a LIST of Kueue's Workloads among them", sent)
+	}
+	if _, err := directCounted.Jobs(t.Context(), cluster.JobFilter{}); err != nil {
+		t.Fatal(err)
+	}
+	again := reqs.take()
+	if slices.ContainsFunc(again, func(r string) bool { return strings.Contains(r, "kueue.x-k8s.io") }) {
+		t.Errorf("a second direct Jobs asked for Kueue's objects again in a cluster without them: %v", again)
+	}
 	// the reader sends its lists at once: in no particular order
 	if len(sent) < 3 || !slices.ContainsFunc(sent, func(r string) bool { return strings.HasPrefix(r, "LIST /apis/batch/v1/jobs") }) ||
 		!slices.ContainsFunc(sent, func(r string) bool { return strings.HasPrefix(r, "LIST /apis/apps/v1/deployments") }) ||

@@ -39,7 +39,7 @@ func TestJobPage(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	h := httpapi.New(httpapi.Options{Kube: kube, Objects: cluster.StartInformers(ctx, kube, ""), Tokens: oneToken{},
+	h := httpapi.New(httpapi.Options{Kube: kube, Objects: cluster.StartInformers(ctx, kube, nil, ""), Tokens: oneToken{},
 		Registry: prometheus.NewRegistry()})
 	page := func(path string) (int, string) {
 		req := httptest.NewRequest(http.MethodGet, path, nil)

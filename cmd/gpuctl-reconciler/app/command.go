@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
@@ -150,6 +151,10 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	dyn, err := dynamic.NewForConfig(cfg) // Kueue's objects, for the read model
+	if err != nil {
+		return err
+	}
 	o.Engine.Namespace = o.Namespace // the inventory lives beside the status
 	if o.Drift == drift.ModeCorrect {
 		o.Engine.Force = true // Git wins: fields taken by other managers are taken back
@@ -180,7 +185,7 @@ func run(ctx context.Context, o *Options) error {
 	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
 		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
 		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, Metrics: metrics, Log: log.With("component", "sync")})
-	srv, err := o.serve(ctx, log, kube, reg, d, src)
+	srv, err := o.serve(ctx, log, kube, dyn, reg, d, src)
 	if err != nil {
 		return err
 	}
@@ -204,7 +209,7 @@ func run(ctx context.Context, o *Options) error {
 
 // serve starts the HTTP server: health, metrics, API and webhooks, with timeouts
 // (defaultHTTPTimeouts), over TLS with --tls-cert-file and --tls-key-file.
-func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.Interface, reg *prometheus.Registry,
+func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.Interface, dyn dynamic.Interface, reg *prometheus.Registry,
 	d *daemon.Daemon, src sources.Source) (*http.Server, error) {
 	var tokens httpapi.TokenSource
 	if o.TokensFile != "" {
@@ -224,8 +229,8 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 		}
 	}
 	// The read model answers from informers: no LIST per request.
-	objects := cluster.StartInformers(ctx, kube, o.Namespace)
-	handler := httpapi.New(httpapi.Options{Backend: d, Kube: kube, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
+	objects := cluster.StartInformers(ctx, kube, dyn, o.Namespace)
+	handler := httpapi.New(httpapi.Options{Backend: d, Kube: kube, Dynamic: dyn, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
 		Registry: reg, Webhooks: hooks, Ready: d.Ready, Log: log.With("component", "http")})
 	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {

@@ -28,8 +28,8 @@ func newDescribeCommand(s Streams) *cobra.Command {
 		Long: `Show one job, pool, node or quota in full:
 
   gpuctl describe job JOB       its status and why, the Git file and revision that declared it,
-                                its GPUs, pool and priority, its pods with their reasons, its
-                                last events and its drift
+                                its GPUs, pool and priority, its place in Kueue's queue, its
+                                pods with their reasons, its last events and its drift
   gpuctl describe pool POOL     its nodes with their free GPUs, and its unfinished jobs
   gpuctl describe node NODE     its GPUs and the pods that use them
   gpuctl describe quota TEAM    the team's limits and use, and the use by job
@@ -172,6 +172,9 @@ func describeJob(w io.Writer, d cluster.JobDescription, now time.Time) error {
 	); err != nil {
 		return err
 	}
+	if err := describeQueue(w, j.Queue, now); err != nil {
+		return err
+	}
 	pods := [][]string{{"POD", "STATUS", "READY", "RESTARTS", "NODE", "IP", "AGE", "REASON"}}
 	for _, p := range d.Pods {
 		if p.Pod == "" {
@@ -198,6 +201,35 @@ func describeJob(w io.Writer, d cluster.JobDescription, now time.Time) error {
 		drifted = append(drifted, []string{string(it.Category), it.Object.String(), orNone(it.Manager), oneLine(it.Message)})
 	}
 	return section(w, "Drift", drifted)
+}
+
+// describeQueue writes a job's place in Kueue's queue, when Kueue queues it.
+func describeQueue(w io.Writer, q *cluster.QueueState, now time.Time) error {
+	if q == nil {
+		return nil
+	}
+	position := ""
+	if q.Waiting() {
+		position = fmt.Sprintf("#%d of %d", q.Position, q.Pending)
+	}
+	priority := fmt.Sprint(q.Priority)
+	if q.PriorityClass != "" {
+		priority += " (" + q.PriorityClass + ")"
+	}
+	preempted := ""
+	if q.State == cluster.QueuePreempted {
+		preempted = q.PreemptedBy.String()
+	}
+	evicted := ""
+	if q.State == cluster.QueueEvicted {
+		evicted = q.Reason
+	}
+	fmt.Fprintln(w, "Queue:")
+	return fields(w, "  ", "ClusterQueue", q.ClusterQueue+" (LocalQueue "+orNone(q.LocalQueue)+", Workload "+q.Workload+")",
+		"State", q.State, "Position", position, "Priority", priority, "Waits for", q.WaitText(),
+		"Kueue says", q.Message, "Admitted to", strings.Join(q.Flavors, ", "), "Preempted", preempted,
+		"Evicted", evicted, "Queued since", at(&q.QueuedAt, now), "Admitted at", at(q.AdmittedAt, now),
+		"Evicted at", at(q.EvictedAt, now), "Finished at", at(q.FinishedAt, now))
 }
 
 // podReasons are the distinct reasons of a job's pods, joined: why its pods are where they are.

@@ -54,6 +54,9 @@ a person needs: Running, Completed, CrashLoopBackOff, ImagePullBackOff, ErrImage
 OOMKilled, Error, ... and for a pod that no node can take, why, from the scheduler:
 "Pending (0/5 nodes: insufficient nvidia.com/gpu)". A job with no pod (not started yet,
 suspended, or its pods gone) has one row with <none> as JOB ID and the job's status.
+With Kueue (queueing: kueue), a job that waits in its team's queue is Queued (or Preempted);
+-o wide adds QUEUE (its team's ClusterQueue and its place there: "alice #3") and REASON ("#3
+in alice: waits for 4 × a100-80g in training-pool, team alice at 8/8, cohort lending 0").
 
 Jobs are those of the namespace -n, of every namespace with -A, else of the namespace of the
 kubeconfig's context, as kubectl has it. --status keeps the rows whose status or pod phase is
@@ -118,7 +121,7 @@ func noneFound(what, namespace string) string {
 func jobPodHeader(wide bool) []string {
 	h := []string{"JOB ID", "NAME", "NAMESPACE", "KIND", "STATUS", "READY", "NODE", "IP", "AGE"}
 	if wide {
-		h = append(h, "GPUS", "POOL", "GPU TYPE", "SOURCE")
+		h = append(h, "GPUS", "POOL", "GPU TYPE", "SOURCE", "QUEUE", "REASON")
 	}
 	return h
 }
@@ -127,16 +130,34 @@ func jobPodHeader(wide bool) []string {
 func jobPodCells(r cluster.JobPod, wide bool, now time.Time) []string {
 	c := []string{orNone(r.Pod), r.Name, r.Namespace, r.Kind, statusCell(r), orNone(r.Ready), orNone(r.Node), orNone(r.IP), ageOf(now, r.CreatedAt)}
 	if wide {
-		c = append(c, count(r.GPU), r.Pool, orNone(r.GPUType), orNone(r.Source))
+		reason := r.Reason
+		if statusCell(r) != r.Status {
+			reason = "" // STATUS shows it
+		}
+		c = append(c, count(r.GPU), r.Pool, orNone(r.GPUType), orNone(r.Source), queueCell(r.Queue), orNone(reason))
 	}
 	return c
 }
 
+// queueCell is a row's place in Kueue's queue: "alice #3" while it waits in the ClusterQueue
+// alice, "alice" once admitted, <none> when Kueue does not queue it.
+func queueCell(q *cluster.QueueState) string {
+	switch {
+	case q == nil:
+		return orNone("")
+	case q.Waiting():
+		return fmt.Sprintf("%s #%d", q.ClusterQueue, q.Position)
+	}
+	return q.ClusterQueue
+}
+
 // statusCell is a row's status, with its reason where the status alone does not say what to
 // do: a pod that waits for a node ("Pending (0/5 nodes: insufficient nvidia.com/gpu)"), a job
-// with no pod ("Pending (suspended)"). The other reasons are in describe job and -o json.
+// with no pod ("Pending (suspended)"). The other reasons, and where a Queued or Preempted job
+// stands in its queue, are in -o wide's REASON, describe job and -o json.
 func statusCell(r cluster.JobPod) string {
-	if r.Reason != "" && (r.Pod == "" || r.Status == cluster.StatusPending) {
+	held := r.Status == cluster.StatusQueued || r.Status == cluster.StatusPreempted
+	if r.Reason != "" && !held && (r.Pod == "" || r.Status == cluster.StatusPending) {
 		return r.Status + " (" + r.Reason + ")"
 	}
 	return r.Status

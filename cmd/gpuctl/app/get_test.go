@@ -41,7 +41,7 @@ web-6d4f-zx8k2   web      alice       compute    CrashLoopBackOff               
 	}
 	out.Reset()
 	_ = printJobPods(&out, list, outputWide, now)
-	if first := strings.SplitN(out.String(), "\n", 3)[1]; !strings.HasSuffix(first, "5m    8      training-pool   a100-80g   teams/alice/sft.yaml") {
+	if first := strings.SplitN(out.String(), "\n", 3)[1]; !strings.HasSuffix(first, "5m    8      training-pool   a100-80g   teams/alice/sft.yaml   <none>   <none>") {
 		t.Errorf("wide row %q", first)
 	}
 	out.Reset()
@@ -53,6 +53,52 @@ web-6d4f-zx8k2   web      alice       compute    CrashLoopBackOff               
 	_ = printJobPods(&out, list, outputJSON, now)
 	if !strings.Contains(out.String(), `"reason": "0/5 nodes: insufficient nvidia.com/gpu"`) || !strings.Contains(out.String(), `"rank": 1`) {
 		t.Errorf("-o json:\n%s", out.String())
+	}
+}
+
+// A job that Kueue holds back: STATUS Queued (or Preempted) alone, and in -o wide its place in
+// its queue (QUEUE) and what it waits for (REASON); a reason that STATUS shows is not repeated.
+func TestPrintQueuedJobPods(t *testing.T) {
+	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
+	queued := &cluster.QueueState{ClusterQueue: "alice", State: cluster.QueueQueued, Position: 3, Pending: 8,
+		WaitsFor: &cluster.QueueWait{Resource: "nvidia.com/gpu", Need: "4", Display: "a100-80g", Flavor: "training-pool",
+			Used: "8", Nominal: "8", CohortLending: "0"}}
+	preempted := &cluster.QueueState{ClusterQueue: "alice", State: cluster.QueuePreempted, Position: 1, Pending: 8,
+		PreemptedBy: &cluster.Preemptor{JobID: "bob.big", Namespace: "bob", Reason: "reclamation within the cohort"}}
+	admitted := &cluster.QueueState{ClusterQueue: "alice", State: cluster.QueueAdmitted, Flavors: []string{"training-pool"}}
+	list := cluster.JobPodList{Items: []cluster.JobPod{
+		{JobID: "alice.q", Name: "q", Namespace: "alice", Kind: "training", Status: cluster.StatusQueued, Reason: queued.Summary(),
+			CreatedAt: now.Add(-time.Minute), GPU: 4, Pool: "training-pool", Queue: queued},
+		{JobID: "alice.p", Name: "p", Namespace: "alice", Kind: "training", Status: cluster.StatusPreempted, Reason: preempted.Summary(),
+			CreatedAt: now.Add(-time.Minute), GPU: 4, Pool: "training-pool", Queue: preempted},
+		{Pod: "r-0", JobID: "alice.r", Name: "r", Namespace: "alice", Kind: "training", Status: "Pending", Reason: "0/5 nodes: taints",
+			Phase: "Pending", Ready: "0/1", CreatedAt: now.Add(-time.Minute), GPU: 4, Pool: "training-pool", Queue: admitted},
+	}}
+	var out bytes.Buffer
+	if err := printJobPods(&out, list, "", now); err != nil {
+		t.Fatal(err)
+	}
+	rows := strings.Split(out.String(), "\n")
+	if f := strings.Fields(rows[1]); f[4] != "Queued" || f[5] != "<none>" {
+		t.Errorf("a queued job's row: %q", rows[1])
+	}
+	if f := strings.Fields(rows[2]); f[4] != "Preempted" {
+		t.Errorf("a preempted job's row: %q", rows[2])
+	}
+	out.Reset()
+	_ = printJobPods(&out, list, outputWide, now)
+	rows = strings.Split(out.String(), "\n")
+	for i, want := range []string{
+		"alice #3   #3 in alice: waits for 4 × a100-80g in training-pool, team alice at 8/8, cohort lending 0",
+		"alice #1   preempted by bob.big (reclamation within the cohort); #1 in alice",
+		"alice      <none>",
+	} {
+		if !strings.HasSuffix(strings.TrimRight(rows[i+1], " "), want) {
+			t.Errorf("wide row %d:\n%q\nwant it to end with\n%q", i+1, rows[i+1], want)
+		}
+	}
+	if !strings.Contains(rows[3], "Pending (0/5 nodes: taints)") {
+		t.Errorf("wide row of a pending pod keeps its reason in STATUS: %q", rows[3])
 	}
 }
 

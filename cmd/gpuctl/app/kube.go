@@ -1,6 +1,7 @@
 package app
 
 import (
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -30,6 +31,24 @@ func kubeClient(ko *kube.Options) (kubernetes.Interface, error) {
 		return nil, &ExitError{Code: ExitTrouble, Err: err}
 	}
 	return client, nil
+}
+
+// kubeClients builds a clientset and a dynamic client (for Kueue's objects) from the
+// kubeconfig flags.
+func kubeClients(ko *kube.Options) (kubernetes.Interface, dynamic.Interface, error) {
+	cfg, err := restConfig(ko)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, &ExitError{Code: ExitTrouble, Err: err}
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, nil, &ExitError{Code: ExitTrouble, Err: err}
+	}
+	return client, dyn, nil
 }
 
 // manager builds the engine from the engine flags; bad flags exit 2.

@@ -104,11 +104,11 @@ func (o *readOptions) model(warn io.Writer) (cluster.Model, error) {
 		}
 	}
 	if server == "" {
-		client, err := kubeClient(&o.kube)
+		client, dyn, err := kubeClients(&o.kube)
 		if err != nil {
 			return nil, err
 		}
-		return &cluster.Reader{Client: client, Namespace: o.system}, nil
+		return &cluster.Reader{Client: client, Dynamic: dyn, Namespace: o.system}, nil
 	}
 	if token == "" {
 		return nil, fmt.Errorf("server %s: no token: give --token, $%s, or a token for this server in %s", server, envToken, configHint)

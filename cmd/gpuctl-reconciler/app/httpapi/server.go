@@ -15,6 +15,7 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -38,8 +39,12 @@ type Options struct {
 	Backend Backend
 	// Kube reads the cluster. Without it, jobs, pools, nodes and quotas answer 500.
 	Kube kubernetes.Interface
-	// Objects, when set, answers the read model's lists and gets instead of Kube (the daemon
-	// gives its informers, cluster.InformerObjects); logs are still read with Kube.
+	// Dynamic reads Kueue's Workloads and ClusterQueues (the jobs' queue state); without it
+	// the jobs have none, except from Objects.
+	Dynamic dynamic.Interface
+	// Objects, when set, answers the read model's lists and gets instead of Kube and Dynamic
+	// (the daemon gives its informers, cluster.InformerObjects); logs and watches are still
+	// read with Kube and Dynamic.
 	Objects cluster.Objects
 	// SystemNamespace holds the pool registry (default keys.SystemNamespace).
 	SystemNamespace string
@@ -91,7 +96,7 @@ func newServer(opts Options) (*server, *http.ServeMux) {
 	}
 	s.metrics = newAPIMetrics(opts.Registry)
 	if opts.Kube != nil {
-		s.cluster = &cluster.Reader{Client: opts.Kube, Objects: opts.Objects, Namespace: opts.SystemNamespace, Log: s.log}
+		s.cluster = &cluster.Reader{Client: opts.Kube, Dynamic: opts.Dynamic, Objects: opts.Objects, Namespace: opts.SystemNamespace, Log: s.log}
 	}
 	mux := http.NewServeMux()
 	s.routes(mux)

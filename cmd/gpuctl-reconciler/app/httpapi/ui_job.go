@@ -112,7 +112,8 @@ func statusClass(status string) string {
 	switch status {
 	case cluster.StatusRunning, cluster.StatusSucceeded, "Completed":
 		return "ok"
-	case cluster.StatusPending, cluster.StatusPartiallyRunning, "ContainerCreating", "PodInitializing", "Terminating":
+	case cluster.StatusPending, cluster.StatusPartiallyRunning, cluster.StatusQueued, cluster.StatusPreempted,
+		"ContainerCreating", "PodInitializing", "Terminating":
 		return "warn"
 	case cluster.StatusFailed, "Error", "OOMKilled", "Evicted", "ErrImagePull", "CreateContainerConfigError", "CreateContainerError":
 		return "bad"
