@@ -156,12 +156,7 @@ func mdQueues(sb *strings.Builder, lines []QueueLine) {
 	}
 }
 
-func quotaChanged(t TeamBudget) bool {
-	if t.QuotaBefore == nil || t.QuotaAfter == nil {
-		return (t.QuotaBefore == nil) != (t.QuotaAfter == nil)
-	}
-	return *t.QuotaBefore != *t.QuotaAfter
-}
+func quotaChanged(t TeamBudget) bool { return !sameCount(t.QuotaBefore, t.QuotaAfter) }
 
 func mdViolations(sb *strings.Builder, vs []*Violation) {
 	if len(vs) == 0 {

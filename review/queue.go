@@ -70,12 +70,13 @@ type QueueLine struct {
 func (l QueueLine) QuotaChanged() bool {
 	a, b := l.QuotaBefore, l.QuotaAfter
 	if a == nil || b == nil {
-		return (a == nil) != (b == nil)
+		return a != b
 	}
-	return a.Nominal != b.Nominal || !sameLimit(a.BorrowingLimit, b.BorrowingLimit) || !sameLimit(a.LendingLimit, b.LendingLimit)
+	return a.Nominal != b.Nominal || !sameCount(a.BorrowingLimit, b.BorrowingLimit) || !sameCount(a.LendingLimit, b.LendingLimit)
 }
 
-func sameLimit(a, b *int64) bool {
+// sameCount reports whether two optional counts are both unset or equal.
+func sameCount(a, b *int64) bool {
 	if a == nil || b == nil {
 		return a == b
 	}
