@@ -32,12 +32,18 @@ type TeamBudget struct {
 	// ResourceQuotas; nil when it has none.
 	QuotaBefore *int64 `json:"quotaBefore,omitempty"`
 	QuotaAfter  *int64 `json:"quotaAfter,omitempty"`
+	// Queue is set when the namespace's workloads are queued in a Kueue ClusterQueue (in
+	// either revision): its quota is per pool, in Budget.Queues.
+	Queue bool `json:"queue,omitempty"`
 }
 
-// Budget is the GPUs requested per namespace × pool × GPU type and per namespace.
+// Budget is the GPUs requested per namespace × pool × GPU type and per namespace, and with
+// queueing kueue per queue × pool against the queue's quota there.
 type Budget struct {
 	Lines []BudgetLine `json:"lines"`
 	Teams []TeamBudget `json:"teams"`
+	// Queues are the Kueue ClusterQueues per pool (flavor); none without queueing kueue.
+	Queues []QueueLine `json:"queues,omitempty"`
 	// Before and After are the totals.
 	Before int64 `json:"before"`
 	After  int64 `json:"after"`
@@ -89,7 +95,12 @@ func ComputeBudget(base, head []*unstructured.Unstructured) Budget {
 	for ns, q := range GPUQuotas(head) {
 		team(teams, ns).QuotaAfter = ptr(q)
 	}
-	return collect(lines, teams)
+	queues := computeQueues(base, head, teams)
+	b := collect(lines, teams)
+	if len(queues) > 0 {
+		b.Queues = queues
+	}
+	return b
 }
 
 func ptr(n int64) *int64 { return &n }
@@ -127,10 +138,16 @@ func collect(lines map[budgetKey]*BudgetLine, teams map[string]*TeamBudget) Budg
 	return b
 }
 
-// poolOf returns a workload's pool label, or the default pool.
+// poolOf returns a workload's pool: its pool label, else its pods' pool node selector, else
+// the default pool.
 func poolOf(u *unstructured.Unstructured) string {
 	if p := u.GetLabels()[keys.Pool]; p != "" {
 		return p
+	}
+	if spec, _, ok := object.PodSpec(u); ok {
+		if p, _, _ := unstructured.NestedString(spec, "nodeSelector", keys.Pool); p != "" {
+			return p
+		}
 	}
 	return keys.DefaultPool
 }
@@ -151,17 +168,27 @@ func GPUQuotas(objs []*unstructured.Unstructured) map[string]int64 {
 		if u.GetKind() != "ResourceQuota" {
 			continue
 		}
-		v, ok, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "hard", keys.QuotaRequestsGPU)
+		v, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "hard", keys.QuotaRequestsGPU)
+		q, ok := quantity(v)
 		if !ok {
 			continue
 		}
-		q, err := resource.ParseQuantity(fmt.Sprint(v))
-		if err != nil {
-			continue
-		}
-		if cur, ok := out[u.GetNamespace()]; !ok || q.Value() < cur {
-			out[u.GetNamespace()] = q.Value()
+		if cur, ok := out[u.GetNamespace()]; !ok || q < cur {
+			out[u.GetNamespace()] = q
 		}
 	}
 	return out
+}
+
+// quantity reads a count of GPUs written as a quantity ("8", 8); false when v is absent or
+// not a quantity.
+func quantity(v any) (int64, bool) {
+	if v == nil {
+		return 0, false
+	}
+	q, err := resource.ParseQuantity(fmt.Sprint(v))
+	if err != nil {
+		return 0, false
+	}
+	return q.Value(), true
 }

@@ -79,6 +79,7 @@ func Check(p *Policy, rev *Rendered) []*Violation {
 		c.checkPods(u, w)
 	}
 	c.checkQuotas()
+	c.checkQueues()
 	return c.out
 }
 
@@ -107,17 +108,7 @@ func (c *checker) checkPods(u *unstructured.Unstructured, w podWorkload) {
 	id := object.RefOf(u).String()
 	subject := u.GetAPIVersion() + " " + id
 	file, doc := c.declaredBy(u)
-	// the line of a gpuctl document's field when the object has its value, else the
-	// document's first line
-	at := func(field string, matches bool) render.Pos {
-		switch {
-		case doc == nil:
-			return render.Pos{}
-		case doc.Workload != nil && matches:
-			return doc.At(field)
-		}
-		return doc.Pos
-	}
+	at := func(field string, matches bool) render.Pos { return fieldPos(doc, field, matches) }
 	if max := c.policy.maxGPUs(); max > 0 && w.GPUs > int64(max) {
 		if v := c.add(RuleMaxGPUs, subject, file, at("resources.gpu", true),
 			"%s requests %d GPUs in all (pods × GPUs per pod), above the limit of %d (maxGPUsPerJob)", id, w.GPUs, max); v != nil {
@@ -138,6 +129,18 @@ func (c *checker) checkPods(u *unstructured.Unstructured, w podWorkload) {
 			"%s: priority class %s is reserved for %s; namespace %s may use %s or %s", id, keys.PriorityClassHigh,
 			listOr(c.policy.HighPriorityTeams, "no team"), ns, keys.PriorityClassMedium, keys.PriorityClassLow)
 	}
+}
+
+// fieldPos is the line of a gpuctl document's field when the object has its value (matches),
+// else the document's first line; none without a document.
+func fieldPos(doc *render.Document, field string, matches bool) render.Pos {
+	switch {
+	case doc == nil:
+		return render.Pos{}
+	case doc.Workload != nil && matches:
+		return doc.At(field)
+	}
+	return doc.Pos
 }
 
 // declaredBy returns the repository-relative file that declared an object (its source
@@ -202,6 +205,54 @@ func (c *checker) checkQuotas() {
 		file, pos := c.quotaPos(ns)
 		if v := c.add(RuleQuota, "quota/"+ns, file, pos, "team %s requests %s, above its quota of %d", ns, humanize.Plural(used[ns], "GPU"), quotas[ns]); v != nil {
 			v.amount = used[ns]
+		}
+	}
+}
+
+// admittedWhole are the kinds whose pods Kueue admits as one Workload, all or none: a Job's
+// (a CronJob's Job's) pods and a StatefulSet's replicas. The pods of the other kinds are
+// admitted one by one.
+var admittedWhole = map[string]bool{"Job": true, "CronJob": true, "StatefulSet": true}
+
+// checkQueues reports, with queueing kueue, each workload that its queue can never admit:
+// more GPUs in one Workload than the queue's quota in the workload's pool plus all it can
+// borrow there (QueueQuota.Borrowable), so it would wait forever. Requests of a team above
+// its quota are no violation with Kueue: the excess borrows or waits its turn in the queue,
+// which the budget shows (Budget.Queues).
+func (c *checker) checkQueues() {
+	qs := readQueues(c.rev.Objects)
+	if len(qs.local) == 0 {
+		return
+	}
+	for _, u := range c.rev.Objects {
+		spec, pods, ok := object.PodSpec(u)
+		if !ok {
+			continue
+		}
+		team, queued := qs.queueOf(u)
+		g := object.PodGPUs(spec)
+		if admittedWhole[u.GetKind()] {
+			g *= pods
+		}
+		if !queued || g == 0 {
+			continue
+		}
+		pool := poolOf(u)
+		q := qs.quota(team, pool)
+		id := object.RefOf(u).String()
+		var most string
+		switch {
+		case q == nil:
+			most = fmt.Sprintf("no ClusterQueue %s in this revision", team)
+		case g > q.Nominal+q.Borrowable:
+			most = fmt.Sprintf("its queue %s can admit at most %d there (quota %d + up to %d borrowed from the cohort)", team, q.Nominal+q.Borrowable, q.Nominal, q.Borrowable)
+		default:
+			continue
+		}
+		file, doc := c.declaredBy(u)
+		if v := c.add(RuleQuota, "queue "+u.GetAPIVersion()+" "+id, file, fieldPos(doc, "resources.gpu", true),
+			"%s requests %s at once in pool %s, and %s: Kueue would never admit it", id, humanize.Plural(g, "GPU"), pool, most); v != nil {
+			v.amount = g
 		}
 	}
 }

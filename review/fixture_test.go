@@ -112,10 +112,13 @@ var fixtureSteps = []fixtureStep{
 }
 
 // newFixture builds the fixture repository with the git CLI and returns it.
-func newFixture(t testing.TB) *gittest.Remote {
+func newFixture(t testing.TB) *gittest.Remote { return fixtureRepo(t, fixtureSteps) }
+
+// fixtureRepo builds a repository of steps, each a commit tagged with its name.
+func fixtureRepo(t testing.TB, steps []fixtureStep) *gittest.Remote {
 	t.Helper()
 	r := gittest.New(t, nil)
-	for _, s := range fixtureSteps {
+	for _, s := range steps {
 		r.Commit(s.tag, s.files)
 		r.Git("tag", s.tag)
 	}

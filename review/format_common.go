@@ -81,3 +81,46 @@ func fieldLines(c *ObjectDiff) []string {
 	}
 	return out
 }
+
+// queuedQuota is the quota column of a team whose quota is a Kueue queue: it has one per pool.
+const queuedQuota = "per pool"
+
+// teamQuotaText is the quota of a team: its ResourceQuota's GPUs (quotaText), or queuedQuota.
+func teamQuotaText(t TeamBudget) string {
+	if t.Queue && t.QuotaBefore == nil && t.QuotaAfter == nil {
+		return queuedQuota
+	}
+	return quotaText(t.QuotaBefore, t.QuotaAfter)
+}
+
+// queueColumns are the quota, borrowing limit and lending limit of a queue in a pool, each
+// as quotaText writes them ("8", "4 → 8"; "-": no queue, or a limit not set).
+func queueColumns(l QueueLine) (quota, borrowing, lending string) {
+	get := func(q *QueueQuota, f func(*QueueQuota) *int64) *int64 {
+		if q == nil {
+			return nil
+		}
+		return f(q)
+	}
+	nominal := func(q *QueueQuota) *int64 { return &q.Nominal }
+	borrow := func(q *QueueQuota) *int64 { return q.BorrowingLimit }
+	lend := func(q *QueueQuota) *int64 { return q.LendingLimit }
+	b, a := l.QuotaBefore, l.QuotaAfter
+	return quotaText(get(b, nominal), get(a, nominal)), quotaText(get(b, borrow), get(a, borrow)), quotaText(get(b, lend), get(a, lend))
+}
+
+// queueNote says what a queue line's state means: "" when the requests fit, else
+// "borrows 8 of up to 8 from the cohort (preemptible)" or "over limit: 4 wait (quota 8 + up
+// to 8 from the cohort)".
+func queueNote(l QueueLine) string {
+	q := l.QuotaAfter
+	switch {
+	case l.State == QueueFits:
+		return ""
+	case q == nil:
+		return fmt.Sprintf("%s: no ClusterQueue %s", queueStateText[l.State], l.Team)
+	case l.State == QueueBorrows:
+		return fmt.Sprintf("%s %d of up to %d from the cohort (preemptible)", queueStateText[l.State], l.After-q.Nominal, q.Borrowable)
+	}
+	return fmt.Sprintf("%s: %d wait (quota %d + up to %d from the cohort)", queueStateText[l.State], l.After-q.Nominal-q.Borrowable, q.Nominal, q.Borrowable)
+}

@@ -91,7 +91,13 @@ func mdBudget(sb *strings.Builder, b Budget) {
 			teams = append(teams, t)
 		}
 	}
-	if len(changed) == 0 && len(teams) == 0 {
+	var queues []QueueLine
+	for _, l := range b.Queues {
+		if l.Before != l.After || l.QuotaChanged() || l.State != QueueFits {
+			queues = append(queues, l)
+		}
+	}
+	if len(changed) == 0 && len(teams) == 0 && len(queues) == 0 {
 		return
 	}
 	sb.WriteString("\n#### GPU budget\n\n")
@@ -117,17 +123,40 @@ func mdBudget(sb *strings.Builder, b Budget) {
 			if overQuota(t) {
 				note = "❌ over quota"
 			}
-			fmt.Fprintf(sb, "| %s | %d | %d | %s | %s |\n", markdown.Text(t.Namespace), t.Before, t.After, quotaText(t.QuotaBefore, t.QuotaAfter), note)
+			fmt.Fprintf(sb, "| %s | %d | %d | %s | %s |\n", markdown.Text(t.Namespace), t.Before, t.After, teamQuotaText(t), note)
 		}
+	}
+	if len(teams) > 0 && len(queues) > 0 {
+		sb.WriteString("\n")
+	}
+	mdQueues(sb, queues)
+}
+
+// queueIcons mark the states of a queue line but QueueFits.
+var queueIcons = map[QueueState]string{QueueBorrows: "⚠️", QueueOverLimit: "⏳"}
+
+// mdQueues writes the Kueue queues per pool whose requests, quota or limits change, or whose
+// requests do not fit the quota.
+func mdQueues(sb *strings.Builder, lines []QueueLine) {
+	if len(lines) == 0 {
+		return
+	}
+	sb.WriteString("| Team | Pool | Before | After | Queue quota | Borrowing limit | Lending limit | |\n|---|---|---:|---:|---:|---:|---:|---|\n")
+	for i, l := range lines {
+		if i == maxTableRows {
+			fmt.Fprintf(sb, "| … %d more | | | | | | | |\n", len(lines)-i)
+			break
+		}
+		quota, borrowing, lending := queueColumns(l)
+		note := queueNote(l)
+		if note != "" {
+			note = queueIcons[l.State] + " " + markdown.Text(note)
+		}
+		fmt.Fprintf(sb, "| %s | %s | %d | %d | %s | %s | %s | %s |\n", markdown.Text(l.Team), markdown.Text(l.Pool), l.Before, l.After, quota, borrowing, lending, note)
 	}
 }
 
-func quotaChanged(t TeamBudget) bool {
-	if t.QuotaBefore == nil || t.QuotaAfter == nil {
-		return (t.QuotaBefore == nil) != (t.QuotaAfter == nil)
-	}
-	return *t.QuotaBefore != *t.QuotaAfter
-}
+func quotaChanged(t TeamBudget) bool { return !sameCount(t.QuotaBefore, t.QuotaAfter) }
 
 func mdViolations(sb *strings.Builder, vs []*Violation) {
 	if len(vs) == 0 {

@@ -73,10 +73,27 @@ func (t textWriter) changes(rep *Report) {
 }
 
 func (t textWriter) budget(b Budget) {
-	if len(b.Lines) == 0 {
+	var queues []QueueLine
+	for _, l := range b.Queues {
+		if l.Before > 0 || l.After > 0 || l.QuotaChanged() {
+			queues = append(queues, l)
+		}
+	}
+	if len(b.Lines) == 0 && len(queues) == 0 {
 		return
 	}
 	fmt.Fprintf(t.w, "\n%s\n", t.p.Bold("GPU budget"))
+	if len(b.Lines) > 0 {
+		t.teams(b)
+		if len(queues) > 0 {
+			fmt.Fprintln(t.w)
+		}
+	}
+	t.queues(queues)
+}
+
+// teams writes the GPUs per namespace, pool and GPU type, and per team against its quota.
+func (t textWriter) teams(b Budget) {
 	tw := tabwriter.NewWriter(t.w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NAMESPACE\tPOOL\tGPU TYPE\tBEFORE\tAFTER\tCHANGE")
 	for _, l := range b.Lines {
@@ -91,7 +108,26 @@ func (t textWriter) budget(b Budget) {
 		if overQuota(tb) {
 			note = t.p.Error("over quota")
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", tb.Namespace, tb.Before, tb.After, quotaText(tb.QuotaBefore, tb.QuotaAfter), note)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\n", tb.Namespace, tb.Before, tb.After, teamQuotaText(tb), note)
+	}
+	_ = tw.Flush()
+}
+
+// queues writes the Kueue queues per pool: the GPUs requested against each queue's quota
+// and limits there.
+func (t textWriter) queues(lines []QueueLine) {
+	if len(lines) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(t.w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEAM\tPOOL\tBEFORE\tAFTER\tQUEUE QUOTA\tBORROWING LIMIT\tLENDING LIMIT\t")
+	for _, l := range lines {
+		quota, borrowing, lending := queueColumns(l)
+		note := queueNote(l)
+		if note != "" {
+			note = t.p.Warning(note)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", l.Team, l.Pool, l.Before, l.After, quota, borrowing, lending, note)
 	}
 	_ = tw.Flush()
 }

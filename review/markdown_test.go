@@ -31,6 +31,8 @@ func TestMarkdownHostileValues(t *testing.T) {
 		Budget: review.Budget{
 			Lines: []review.BudgetLine{{Namespace: evil, Pool: evil, GPUType: evil, Before: 1, After: 2}},
 			Teams: []review.TeamBudget{{Namespace: evil, Before: 1, After: 2, QuotaAfter: one(1)}},
+			Queues: []review.QueueLine{{Team: evil, Pool: evil, Before: 1, After: 2, State: review.QueueOverLimit,
+				QuotaAfter: &review.QueueQuota{Nominal: 1, BorrowingLimit: one(0)}}},
 		},
 		Violations: []*review.Violation{{Rule: review.RuleRender, Severity: render.SeverityError, File: evil, Line: 3, Message: evil}},
 	}
@@ -39,9 +41,9 @@ func TestMarkdownHostileValues(t *testing.T) {
 	if bad := mdtest.Injected(out); len(bad) > 0 {
 		t.Errorf("%v in the HTML:\n%s\n%s", bad, md, out)
 	}
-	// the budget lines, the teams and the violations: a header and one row each
-	if rows := mdtest.TableRows(out); fmt.Sprint(rows) != "[2 2 2]" {
-		t.Errorf("table rows %v, want [2 2 2]:\n%s", rows, md)
+	// the budget lines, the teams, the queues and the violations: a header and one row each
+	if rows := mdtest.TableRows(out); fmt.Sprint(rows) != "[2 2 2 2]" {
+		t.Errorf("table rows %v, want [2 2 2 2]:\n%s", rows, md)
 	}
 	if mdtest.Mentions(out) {
 		t.Errorf("a mention outside code:\n%s", out)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/review"
+	"github.com/gpuctl/gpuctl/test/gittest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -32,12 +33,15 @@ func golden(t *testing.T, name, got string) {
 	}
 }
 
-// runSteps compares each fixture commit with the one before it.
-func TestReviewFixtureSteps(t *testing.T) {
-	r := newFixture(t)
-	for i, s := range fixtureSteps[1:] {
+// TestReviewFixtureSteps compares each fixture commit with the one before it.
+func TestReviewFixtureSteps(t *testing.T) { goldenSteps(t, newFixture(t), fixtureSteps) }
+
+// goldenSteps compares each commit of steps with the one before it, in text and markdown,
+// with the golden files named after the step.
+func goldenSteps(t *testing.T, r *gittest.Remote, steps []fixtureStep) {
+	for i, s := range steps[1:] {
 		t.Run(s.tag, func(t *testing.T) {
-			rep, err := review.Run(review.Options{Dir: r.Work, Base: fixtureSteps[i].tag, Head: s.tag})
+			rep, err := review.Run(review.Options{Dir: r.Work, Base: steps[i].tag, Head: s.tag})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,8 +65,12 @@ func scrubCommits(rep *review.Report) {
 }
 
 func TestReviewFixtureJSON(t *testing.T) {
-	r := newFixture(t)
-	rep, err := review.Run(review.Options{Dir: r.Work, Base: "initial", Head: "exceed-quota"})
+	goldenJSON(t, newFixture(t), "initial", "exceed-quota", "initial-to-exceed-quota.json")
+}
+
+// goldenJSON compares base with head in JSON with the golden file name.
+func goldenJSON(t *testing.T, r *gittest.Remote, base, head, name string) {
+	rep, err := review.Run(review.Options{Dir: r.Work, Base: base, Head: head})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +79,7 @@ func TestReviewFixtureJSON(t *testing.T) {
 	if err := review.WriteJSON(&out, rep); err != nil {
 		t.Fatal(err)
 	}
-	golden(t, "initial-to-exceed-quota.json", out.String())
+	golden(t, name, out.String())
 }
 
 // What each step must show, beyond the golden files: the facts a reviewer relies on.
@@ -99,21 +107,27 @@ func TestReviewFixtureFacts(t *testing.T) {
 			"[quota] team bob requests 18 GPUs, above its quota of 4"}, 5},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			rep, err := review.Run(review.Options{Dir: r.Work, Base: tc.base, Head: tc.head})
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			_ = review.WriteText(&out, rep, review.TextOptions{})
-			for _, w := range tc.want {
-				if !strings.Contains(out.String(), w) {
-					t.Errorf("output lacks %q:\n%s", w, out.String())
-				}
-			}
-			if n := len(rep.Failing()); n != tc.failing {
-				t.Errorf("%d failing violations, want %d:\n%s", n, tc.failing, out.String())
-			}
-		})
+		t.Run(name, func(t *testing.T) { checkFacts(t, r, tc.base, tc.head, tc.want, tc.failing) })
 	}
+}
+
+// checkFacts compares base with head and checks that the text output holds each of want and
+// that failing violations fail the review; it returns the report.
+func checkFacts(t *testing.T, r *gittest.Remote, base, head string, want []string, failing int) *review.Report {
+	t.Helper()
+	rep, err := review.Run(review.Options{Dir: r.Work, Base: base, Head: head})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	_ = review.WriteText(&out, rep, review.TextOptions{})
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+	if n := len(rep.Failing()); n != failing {
+		t.Errorf("%d failing violations, want %d:\n%s", n, failing, out.String())
+	}
+	return rep
 }

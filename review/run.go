@@ -3,6 +3,7 @@ package review
 import (
 	"fmt"
 	"path"
+	"strings"
 
 	"github.com/gpuctl/gpuctl/render"
 )
@@ -161,10 +162,10 @@ func skippedViolations(p *Policy, head *Revision) []*Violation {
 // team's GPUs, naming the quota's own line in the message.
 func blameQuota(rep *Report, head *Rendered) {
 	for _, v := range rep.Violations {
-		if v.Rule != RuleQuota || v.Preexisting {
-			continue
+		ns, ok := strings.CutPrefix(v.subject, "quota/")
+		if v.Rule != RuleQuota || v.Preexisting || !ok {
+			continue // a queue's violation already points at its workload
 		}
-		ns := v.subject[len("quota/"):]
 		for _, c := range rep.Changes {
 			if c.Namespace != ns || c.GPUsAfter <= c.GPUsBefore || c.Source == "" {
 				continue

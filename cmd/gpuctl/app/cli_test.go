@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -181,13 +182,18 @@ func TestRenderFlags(t *testing.T) {
 		t.Error("no object rendered from teams/alice/")
 	}
 	for name, args := range map[string][]string{
-		"reserved namespace": {"render", "../../../examples", "--namespace-map", "teams/*/**=kube-system"},
-		"with --config":      {"validate", "../../../examples", "--config", "../../../examples/.gpuctl.yaml", "--host-path-prefixes", "/data"},
-		"with --base":        {"diff", "--base", "HEAD", "--namespace-map", "teams/*/**=$1"},
+		"reserved namespace":     {"render", "../../../examples", "--namespace-map", "teams/*/**=kube-system"},
+		"with --config":          {"validate", "../../../examples", "--config", "../../../examples/.gpuctl.yaml", "--host-path-prefixes", "/data"},
+		"with --base":            {"diff", "--base", "HEAD", "--namespace-map", "teams/*/**=$1"},
+		"--queueing with --base": {"diff", "--base", "HEAD", "--queueing", "kueue"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, errOut, code := run(t, args...)
-			if code != app.ExitTrouble || !strings.Contains(errOut, "--namespace-map") && !strings.Contains(errOut, "--host-path-prefixes") {
+			named := strings.Contains(errOut, "--namespace-map") || strings.Contains(errOut, "--host-path-prefixes")
+			if slices.Contains(args, "--queueing") {
+				named = strings.Contains(errOut, "--queueing")
+			}
+			if code != app.ExitTrouble || !named {
 				t.Errorf("exit %d (want %d), stderr does not name the flag:\n%s", code, app.ExitTrouble, errOut)
 			}
 		})

@@ -65,7 +65,7 @@ func runReviewDiff(cmd *cobra.Command, s Streams, args []string, o *planOptions)
 		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--fail-on %q: want changes or violations", failOn)}
 	}
 	if o.render.Given() {
-		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--config and the render flags (--namespace-map, --host-path-prefixes, --writable-host-path-prefixes) cannot be combined with --base: both revisions are rendered with the base revision's .gpuctl.yaml")}
+		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--config and the render flags (--namespace-map, --host-path-prefixes, --writable-host-path-prefixes, --queueing) cannot be combined with --base: both revisions are rendered with the base revision's .gpuctl.yaml")}
 	}
 	target := "."
 	if len(args) == 1 {
