@@ -31,11 +31,11 @@ var workloadsGVR = schema.GroupVersionResource{Group: keys.KueueGroup, Version: 
 
 // repo is a copy of testdata/repo that a test edits and syncs.
 type repo struct {
-	t   *testing.T
+	t   testing.TB
 	dir string
 }
 
-func newRepo(t *testing.T) *repo {
+func newRepo(t testing.TB) *repo {
 	t.Helper()
 	dir := t.TempDir()
 	if out, err := exec.Command("cp", "-a", "testdata/repo/.", dir).CombinedOutput(); err != nil {
@@ -137,7 +137,7 @@ func (r *repo) sync() {
 }
 
 // gpuctl runs the CLI against the cluster.
-func gpuctl(t *testing.T, args ...string) (string, string, int) {
+func gpuctl(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
 	args = append(args, "--kubeconfig", testcluster.Current().Kubeconfig)
@@ -145,7 +145,7 @@ func gpuctl(t *testing.T, args ...string) (string, string, int) {
 	return out.String(), errOut.String(), code
 }
 
-func clients(t *testing.T) (kubernetes.Interface, dynamic.Interface) {
+func clients(t testing.TB) (kubernetes.Interface, dynamic.Interface) {
 	t.Helper()
 	cfg := testcluster.Current().RESTConfig()
 	return kubernetes.NewForConfigOrDie(cfg), dynamic.NewForConfigOrDie(cfg)
@@ -204,7 +204,7 @@ func workloadOf(u *unstructured.Unstructured) workload {
 }
 
 // poll calls cond every 100 ms until it is true, or fails the test after a minute.
-func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error)) {
+func poll(t testing.TB, what string, cond func(ctx context.Context) (bool, error)) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -226,7 +226,7 @@ func poll(t *testing.T, what string, cond func(ctx context.Context) (bool, error
 
 // noQuotaRefusals fails the test if a pod of the namespace was ever refused (a FailedCreate
 // event of a Job: the ResourceQuota's "exceeded quota").
-func noQuotaRefusals(t *testing.T, client kubernetes.Interface, ns string) {
+func noQuotaRefusals(t testing.TB, client kubernetes.Interface, ns string) {
 	t.Helper()
 	evs, err := client.CoreV1().Events(ns).List(t.Context(), metav1.ListOptions{})
 	if err != nil {
