@@ -240,7 +240,8 @@ type kueueWorkload struct {
 		Admission  *struct {
 			ClusterQueue      string `json:"clusterQueue"`
 			PodSetAssignments []struct {
-				Flavors map[string]string `json:"flavors"`
+				Flavors       map[string]string   `json:"flavors"`
+				ResourceUsage corev1.ResourceList `json:"resourceUsage"`
 			} `json:"podSetAssignments"`
 		} `json:"admission"`
 	} `json:"status"`
@@ -367,13 +368,17 @@ type queues struct {
 	cqs      map[string]*kueueClusterQueue
 	position map[types.UID]int
 	pending  map[string]int // waiting Workloads by ClusterQueue
+	// usage is what the Workloads that hold quota (and have not finished) reserve, by
+	// ClusterQueue, flavor and resource: current where the ClusterQueue's status lags.
+	usage map[string]map[string]corev1.ResourceList
 }
 
 // newQueues indexes Workloads and ClusterQueues (unstructured, as listed); an object that
 // does not decode is left out.
 func newQueues(workloads, clusterQueues []*unstructured.Unstructured) *queues {
 	q := &queues{byOwner: map[types.UID]*kueueWorkload{}, byUID: map[types.UID]*kueueWorkload{},
-		cqs: map[string]*kueueClusterQueue{}, position: map[types.UID]int{}, pending: map[string]int{}}
+		cqs: map[string]*kueueClusterQueue{}, position: map[types.UID]int{}, pending: map[string]int{},
+		usage: map[string]map[string]corev1.ResourceList{}}
 	waiting := map[string][]*kueueWorkload{}
 	for _, u := range workloads {
 		w, err := fromUnstructured[kueueWorkload](u)
@@ -388,6 +393,7 @@ func newQueues(workloads, clusterQueues []*unstructured.Unstructured) *queues {
 			cq := w.clusterQueue()
 			waiting[cq] = append(waiting[cq], w)
 		}
+		q.addUsage(w)
 	}
 	for cq, ws := range waiting {
 		queueOrder(ws)
@@ -402,6 +408,31 @@ func newQueues(workloads, clusterQueues []*unstructured.Unstructured) *queues {
 		}
 	}
 	return q
+}
+
+// addUsage counts what a Workload that holds quota reserves in each flavor of its
+// ClusterQueue.
+func (q *queues) addUsage(w *kueueWorkload) {
+	a := w.Status.Admission
+	if a == nil || !w.is("QuotaReserved") || w.is("Finished") {
+		return
+	}
+	byFlavor := q.usage[a.ClusterQueue]
+	if byFlavor == nil {
+		byFlavor = map[string]corev1.ResourceList{}
+		q.usage[a.ClusterQueue] = byFlavor
+	}
+	for _, ps := range a.PodSetAssignments {
+		for res, qty := range ps.ResourceUsage {
+			flavor := ps.Flavors[string(res)]
+			if byFlavor[flavor] == nil {
+				byFlavor[flavor] = corev1.ResourceList{}
+			}
+			sum := byFlavor[flavor][res]
+			sum.Add(qty)
+			byFlavor[flavor][res] = sum
+		}
+	}
 }
 
 // of is the queue state of the Workload owned by the object of uid (a Job, StatefulSet or
@@ -576,7 +607,14 @@ func (q *queues) quotaOf(cqName, flavor string, res corev1.ResourceName) (*Queue
 		return wait, nil
 	}
 	nominal, _ := cq.nominal(flavor, res)
-	used, borrowed := cq.reserved(flavor, res)
+	// The team's own use comes from its Workloads (all of them are in the job's namespace,
+	// which alone feeds the team's ClusterQueue): the ClusterQueue's status lags by seconds.
+	used := q.usage[cqName][flavor][res]
+	borrowed := used.DeepCopy()
+	borrowed.Sub(nominal)
+	if borrowed.Sign() < 0 {
+		borrowed = resource.Quantity{}
+	}
 	wait.Nominal, wait.Used, wait.Cohort = nominal.String(), used.String(), cq.Spec.CohortName
 	lending := q.lending(cq, flavor, res)
 	lending.Sub(borrowed)

@@ -8,6 +8,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -46,13 +47,22 @@ func testWorkload(ns, name string, priority int64, created time.Time, count int6
 	}}
 }
 
-// admitted is what Kueue writes on admission to a flavor.
+// admitted is what Kueue writes on admission to a flavor: the pod set's requests times its
+// count as the resource usage.
 func admitted(u *unstructured.Unstructured, cq, flavor string) *unstructured.Unstructured {
 	st := u.Object["status"].(map[string]any)
 	st["conditions"] = append(st["conditions"].([]any), cond("QuotaReserved", "True", "QuotaReserved", "", t0),
 		cond("Admitted", "True", "Admitted", "", t0.Add(time.Second)))
+	usage := map[string]any{}
+	ps := u.Object["spec"].(map[string]any)["podSets"].([]any)[0].(map[string]any)
+	containers := ps["template"].(map[string]any)["spec"].(map[string]any)["containers"].([]any)
+	for res, v := range containers[0].(map[string]any)["resources"].(map[string]any)["requests"].(map[string]any) {
+		q := resource.MustParse(v.(string))
+		q.Mul(ps["count"].(int64))
+		usage[res] = q.String()
+	}
 	st["admission"] = map[string]any{"clusterQueue": cq, "podSetAssignments": []any{map[string]any{"name": "main",
-		"flavors": map[string]any{keys.ResourceGPU: flavor, "cpu": flavor}}}}
+		"flavors": map[string]any{keys.ResourceGPU: flavor, "cpu": flavor}, "resourceUsage": usage}}}
 	return u
 }
 
@@ -173,11 +183,16 @@ func TestQueueStates(t *testing.T) {
 // limits, less what is borrowed); the first resource that does not fit is named.
 func TestQueueWaitsFor(t *testing.T) {
 	cqs := []*unstructured.Unstructured{
-		testClusterQueue("alice", "training-pool", quota{keys.ResourceGPU, "8", "", "8", "0"}, quota{"cpu", "64", "", "8", "0"}),
+		// alice's status has not caught up with her running job yet
+		testClusterQueue("alice", "training-pool", quota{keys.ResourceGPU, "8", "", "0", "0"}, quota{"cpu", "64", "", "0", "0"}),
 		testClusterQueue("bob", "training-pool", quota{keys.ResourceGPU, "8", "6", "0", "0"}, quota{"cpu", "64", "", "0", "0"}),
 		testClusterQueue("carol", "training-pool", quota{keys.ResourceGPU, "4", "", "6", "2"}, quota{"cpu", "64", "", "0", "0"}),
 	}
 	wls := []*unstructured.Unstructured{
+		// alice's use comes from her Workloads that hold quota, not from her ClusterQueue's
+		// status, which lags: the running one holds 8 GPUs and 8 CPUs, the finished one nothing.
+		admitted(testWorkload("alice", "running", 0, t0, 2, "4", "4"), "alice", "training-pool"),
+		admitted(testWorkload("alice", "done", 0, t0, 2, "4", "4", cond("Finished", "True", "Succeeded", "", t0)), "alice", "training-pool"),
 		testWorkload("alice", "first", 0, t0, 2, "4", "1"),
 		testWorkload("alice", "second", 0, t0.Add(time.Minute), 1, "4", "200"),
 	}

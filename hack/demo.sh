@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# make demo: build gpuctl, start the local cluster with fake GPU nodes, run gpuctl-reconciler
-# against examples/, and show what it did. Re-runnable: it reuses the cluster and restarts the
-# reconciler. `make demo-down` stops both.
+# make demo: build gpuctl, start the local cluster with fake GPU nodes and Kueue, run
+# gpuctl-reconciler against a copy of examples/ with queueing: kueue, show what it did, then
+# commit a burst of jobs to one team and show its queue draining. Re-runnable: it reuses the
+# cluster, refreshes the copy and restarts the reconciler. `make demo-down` stops both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -12,9 +13,19 @@ bold() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 bold "building bin/gpuctl and bin/gpuctl-reconciler"
 make --no-print-directory build >/dev/null
 
-bold "starting the local cluster (the first run builds Kubernetes from the Go module proxy: 10-20 min)"
-go run ./hack/cluster up --dir .cache/cluster
+bold "starting the local cluster with Kueue (the first run builds Kubernetes and Kueue from the Go module proxy: 20-30 min)"
+if ! go run ./hack/cluster up --dir .cache/cluster --kueue; then
+  bold "restarting the local cluster with Kueue"
+  go run ./hack/cluster down --dir .cache/cluster
+  go run ./hack/cluster up --dir .cache/cluster --kueue
+fi
 export KUBECONFIG=$root/.cache/cluster/kubeconfig
+
+# The reconciler's source: a copy of examples/ whose .gpuctl.yaml turns Kueue on
+# (docs/queueing.md), refreshed on every run.
+repo=$demo/repo
+rm -rf "$repo" && mkdir -p "$repo" && cp -a examples/. "$repo/"
+printf '\n# make demo: the teams queue on Kueue (docs/queueing.md)\nqueueing: kueue\n' >> "$repo/.gpuctl.yaml"
 
 if [ -f "$demo/reconciler.pid" ] && kill -0 "$(cat "$demo/reconciler.pid")" 2>/dev/null; then
   bold "stopping the previous demo reconciler"
@@ -23,8 +34,8 @@ fi
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 echo "$token,demo,admin" > "$demo/tokens"
 
-bold "starting gpuctl-reconciler --source=dir:examples (log: $demo/reconciler.log)"
-nohup bin/gpuctl-reconciler --source=dir:examples --kubeconfig "$KUBECONFIG" \
+bold "starting gpuctl-reconciler --source=dir:$repo (examples/ with queueing: kueue; log: $demo/reconciler.log)"
+nohup bin/gpuctl-reconciler --source=dir:"$repo" --kubeconfig "$KUBECONFIG" \
   --listen 127.0.0.1:8089 --tokens-file "$demo/tokens" --interval 1m >"$demo/reconciler.log" 2>&1 &
 echo $! > "$demo/reconciler.pid"
 
@@ -39,12 +50,46 @@ bin/gpuctl status
 bold "what the reconciler logged"
 grep -E 'synced|not applied|starting' "$demo/reconciler.log" | tail -5
 
-bold "gpuctl diff examples/ (nothing left to do)"
-bin/gpuctl diff examples/ || true
+bold "gpuctl diff $repo (nothing left to do)"
+bin/gpuctl diff "$repo" || true
 
 bold "gpuctl drift (where the cluster differs from Git; nothing yet)"
 sleep 1 # the first report is written within a quarter of a second of the first sync
 bin/gpuctl drift || true
+
+bold "a queue draining: 6 jobs of 4 A100s committed at once to team alice (8 GPUs of her own, bob's idle 4 to borrow)"
+# New names on every run: Kueue takes a few seconds to queue a Job that has the name of one
+# deleted a moment ago (the previous run's, pruned by this run's first sync).
+run=$(date +%M%S)
+for i in 1 2 3 4 5 6; do
+  cat > "$repo/teams/alice/burst-$i.yaml" <<YAML
+kind: training
+version: v0.1
+job:
+  name: burst-$run-$i
+  priority: $([ "$i" = 6 ] && echo high || echo medium)
+environment:
+  image: registry.example.com/train:v1
+resources:
+  pool: training-pool
+  gpu: 4
+YAML
+done
+echo "(burst-$run-6 is high priority: it goes first among those that wait, and may preempt a medium one)"
+for _ in $(seq 1 40); do # the reconciler applies the files within a second
+  bin/gpuctl get jobs -n alice 2>/dev/null | grep -q "burst-$run-6" && break
+  sleep 0.25
+done
+for round in 1 2 3 4 5 6 7 8; do
+  echo; echo "--- after ${round}s (kwok finishes a job about a second after it starts)"
+  # NAME, STATUS, NODE, QUEUE and REASON of `get jobs -o wide`, cut at the header's columns
+  bin/gpuctl get jobs -n alice -o wide | awk -v run="burst-$run-" '
+    NR == 1 { n = index($0, " NAME ") + 1; ns = index($0, "NAMESPACE"); s = index($0, "STATUS"); r = index($0, "READY")
+              d = index($0, "NODE"); ip = index($0, " IP ") + 1; q = index($0, "QUEUE") }
+    NR == 1 || index($0, run) { print substr($0, n, ns - n) substr($0, s, r - s) substr($0, d, ip - d) substr($0, q) }'
+  bin/gpuctl get jobs -n alice 2>/dev/null | grep "burst-$run-" | grep -qE 'Queued|Pending|Running|Preempted' || break
+  sleep 1
+done
 
 bold "the API: GET /api/v1/jobs (bearer token in $demo/tokens)"
 curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:8089/api/v1/jobs?pageSize=5" | head -c 1200; echo
@@ -53,14 +98,14 @@ cat <<MSG
 
 Try next:
   export KUBECONFIG=$KUBECONFIG
-  sed -i 's/replicas: 2/replicas: 3/' examples/inference/llama3-8b-inference.yaml   # edit a file...
+  sed -i 's/replicas: 2/replicas: 3/' $repo/inference/llama3-8b-inference.yaml   # edit a file...
   tail -f $demo/reconciler.log                                                       # ...it is applied within a second
   bin/gpuctl status                      # revision, result, summary
-  bin/gpuctl diff examples/              # what a sync would change
+  bin/gpuctl diff $repo         # what a sync would change
+  bin/gpuctl get jobs -A -o wide         # every job, its queue place (Kueue) and why it waits
   bin/gpuctl sync                        # ask the daemon to sync now, wait for the result
   bin/gpuctl drift                       # after a hand edit (kubectl edit/scale/label): who changed what
   open http://demo:$token@127.0.0.1:8089/   # the web page: status, drift, GPUs vs quota (Basic auth: the token)
   curl -H "Authorization: Bearer $token" http://127.0.0.1:8089/api/v1/pools
-  git checkout examples/                 # undo your edits
   make demo-down                         # stop the reconciler and the cluster
 MSG
