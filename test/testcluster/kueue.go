@@ -46,9 +46,9 @@ const kueueMetricsCertEnv = "KUEUE_METRICS_CERT_DIR"
 // kueueFeatureGates turns off the visibility API server, which would need an APIService.
 const kueueFeatureGates = "VisibilityOnDemand=false"
 
-// kueueFrameworks are the integrations Kueue manages: a gpuctl training Job, and the pods,
-// Deployments and StatefulSets of the other gpuctl kinds.
-var kueueFrameworks = []string{"batch/job", "pod", "deployment", "statefulset"}
+// KueueConfigFile is the repository path of the Kueue Configuration that deploy/ tells an
+// admin to install; the local cluster runs Kueue with it, its server settings replaced.
+const KueueConfigFile = "deploy/kueue/controller_manager_config.yaml"
 
 // kueueConvertedCRDs are the plural names of the CRDs whose v1beta1 and v1beta2 Kueue converts
 // through its /convert webhook (the patches of config/components/crd in the Kueue module).
@@ -137,7 +137,11 @@ func (c *Cluster) writeKueueFiles(k kueueRun) error {
 			return err
 		}
 	}
-	cfg, err := yaml.Marshal(kueueConfig(k))
+	obj, err := kueueConfig(k)
+	if err != nil {
+		return err
+	}
+	cfg, err := yaml.Marshal(obj)
 	if err != nil {
 		return err
 	}
@@ -154,25 +158,36 @@ func kueueCert() *x509.Certificate {
 	}
 }
 
-// kueueConfig is Kueue's Configuration (config.kueue.x-k8s.io/v1beta2) for a controller out of
-// cluster: webhooks on NodeIP with the certificates of writeKueueFiles, no metrics server, no
-// leader election, no certificate management of its own, and the client limits of RESTConfig,
-// so that admission is not throttled. Only workloads with a queue-name label (or in a namespace
-// with a LocalQueue named default) are queued.
-func kueueConfig(k kueueRun) map[string]any {
-	return map[string]any{
-		"apiVersion":                 "config.kueue.x-k8s.io/v1beta2",
-		"kind":                       "Configuration",
-		"namespace":                  KueueNamespace,
-		"health":                     map[string]any{"healthProbeBindAddress": net.JoinHostPort(NodeIP, strconv.Itoa(k.probePort))},
-		"metrics":                    map[string]any{"bindAddress": "0"},
-		"webhook":                    map[string]any{"host": NodeIP, "port": k.webhookPort, "certDir": k.webhookCerts},
-		"leaderElection":             map[string]any{"leaderElect": false},
-		"internalCertManagement":     map[string]any{"enable": false},
-		"manageJobsWithoutQueueName": false,
-		"clientConnection":           map[string]any{"qps": clientQPS, "burst": clientBurst},
-		"integrations":               map[string]any{"frameworks": kueueFrameworks},
+// kueueConfig is KueueConfigFile's Configuration (config.kueue.x-k8s.io/v1beta2) for a
+// controller out of cluster: webhooks on NodeIP with the certificates of writeKueueFiles, no
+// metrics server, no leader election, no certificate management of its own, and the client
+// limits of RESTConfig, so that admission is not throttled. The integrations, the namespaces
+// they leave alone and waitForPodsReady are the file's.
+func kueueConfig(k kueueRun) (map[string]any, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return nil, err
 	}
+	docs, err := readYAMLFile(filepath.Join(root, KueueConfigFile))
+	if err != nil {
+		return nil, err
+	}
+	if len(docs) != 1 || docs[0].GetKind() != "Configuration" {
+		return nil, fmt.Errorf("%s: want one Kueue Configuration", KueueConfigFile)
+	}
+	cfg := docs[0].Object
+	for key, v := range map[string]any{
+		"namespace":              KueueNamespace,
+		"health":                 map[string]any{"healthProbeBindAddress": net.JoinHostPort(NodeIP, strconv.Itoa(k.probePort))},
+		"metrics":                map[string]any{"bindAddress": "0"},
+		"webhook":                map[string]any{"host": NodeIP, "port": k.webhookPort, "certDir": k.webhookCerts},
+		"leaderElection":         map[string]any{"leaderElect": false},
+		"internalCertManagement": map[string]any{"enable": false},
+		"clientConnection":       map[string]any{"qps": clientQPS, "burst": clientBurst},
+	} {
+		cfg[key] = v
+	}
+	return cfg, nil
 }
 
 // kueueManifests reads the CRDs and webhook configurations that hack/cluster-tools.sh copied
