@@ -47,6 +47,7 @@ func (st *run) build() []*unstructured.Unstructured {
 		}
 	}
 	objs = st.kueueObjects(objs)
+	st.suspendQueuedJobs(objs)
 	if !st.ds.hasErrors() { // an error in a tenant's output would also collide with its identity
 		configFile := st.displayOf(filepath.Join(st.repo, keys.ConfigFile))
 		for _, o := range st.tenantIdentities() {

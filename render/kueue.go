@@ -2,8 +2,11 @@ package render
 
 import (
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -235,4 +238,50 @@ func (st *run) kueueObjects(objs []*unstructured.Unstructured) []*unstructured.U
 // with the WorkloadPriorityClass of its priority.
 func queueLabels(priority string) map[string]string {
 	return map[string]string{keys.KueueQueueName: keys.KueueLocalQueue, keys.KueuePriorityClass: priorityClassName(priority)}
+}
+
+// suspendQueuedJobs makes every Job and CronJob of a team namespace wait for Kueue, whoever
+// wrote it (a plain manifest or kustomize output, a team's or the admin's): each starts
+// suspended (a CronJob's Jobs too) and carries the team's queue label. A Job written with
+// `suspend: false` would otherwise be applied as such again by every sync and start before
+// Kueue admits it; such a value is replaced, with a warning.
+func (st *run) suspendQueuedJobs(objs []*unstructured.Unstructured) {
+	if !st.cfg.Kueue() {
+		return
+	}
+	for _, o := range objs {
+		gv, kind := o.GroupVersionKind(), o.GetKind()
+		if gv.Group != "batch" || (kind != "Job" && kind != "CronJob") || st.teams[o.GetNamespace()] == nil {
+			continue
+		}
+		specPath, labelsPath := []string{"spec"}, []string{"metadata", "labels"}
+		if kind == "CronJob" {
+			specPath, labelsPath = []string{"spec", "jobTemplate", "spec"}, []string{"spec", "jobTemplate", "metadata", "labels"}
+		}
+		if labels, _, _ := unstructured.NestedStringMap(o.Object, labelsPath...); labels[keys.KueueQueueName] == "" {
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels[keys.KueueQueueName] = keys.KueueLocalQueue
+			_ = unstructured.SetNestedStringMap(o.Object, labels, labelsPath...)
+		}
+		field := strings.Join(append(specPath, "suspend"), ".")
+		if suspend, found, _ := unstructured.NestedBool(o.Object, append(specPath, "suspend")...); found && !suspend {
+			file, p := st.origin(o)
+			st.ds.warnf(file, p, field, "%s %s/%s: suspend false is rendered as true: with queueing kueue the Jobs of namespace %q start when Kueue admits them",
+				kind, o.GetNamespace(), o.GetName(), o.GetNamespace())
+		}
+		_ = unstructured.SetNestedField(o.Object, true, append(specPath, "suspend")...)
+	}
+}
+
+// origin is the file and line an object was rendered from, for a diagnostic.
+func (st *run) origin(o *unstructured.Unstructured) (string, Pos) {
+	where := st.objSrc[object.RefOf(o)]
+	if i := strings.LastIndexByte(where, ':'); i > 0 {
+		if line, err := strconv.Atoi(where[i+1:]); err == nil {
+			return where[:i], Pos{Line: line, Column: 1}
+		}
+	}
+	return where, Pos{}
 }

@@ -308,3 +308,44 @@ func TestQueueingIsAKnownConfig(t *testing.T) {
 		t.Error("a nil configuration is not kueue")
 	}
 }
+
+// Every Job and CronJob of a team namespace waits for Kueue, whoever wrote it: a team's plain
+// Job written with suspend: false (which every sync would apply again, starting it before Kueue
+// admits it) is rendered suspended, with the queue label and a warning on its line; a CronJob's
+// Jobs likewise; a plain Job of a namespace without a team is left as written.
+func TestKueueSuspendsEveryJobOfATeam(t *testing.T) {
+	job := "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: %s\nspec:\n  suspend: false\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: m, image: i}]\n"
+	cron := "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  schedule: '0 1 * * *'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers: [{name: m, image: i}]\n"
+	res, err := renderFiles(t, map[string]string{
+		".gpuctl.yaml":           kueueConfig,
+		"quota.yaml":             quotaFile("alice: {cpu: 10, memory: 20Gi, gpu: 4}\n"),
+		"teams/alice/run.yaml":   fmt.Sprintf(job, "run"),
+		"teams/alice/cron.yaml":  cron,
+		"teams/carol/plain.yaml": fmt.Sprintf(job, "plain"),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		kind, name string
+		path       []string
+	}{{"Job", "run", nil}, {"CronJob", "nightly", []string{"spec", "jobTemplate"}}} {
+		o := findObject(res.Objects, c.kind, "alice", c.name)
+		suspend, _, _ := unstructured.NestedBool(o.Object, append(c.path, "spec", "suspend")...)
+		labels, _, _ := unstructured.NestedStringMap(o.Object, append(c.path, "metadata", "labels")...)
+		if !suspend || labels[keys.KueueQueueName] != keys.KueueLocalQueue {
+			t.Errorf("%s %s: suspend %v, labels %v", c.kind, c.name, suspend, labels)
+		}
+	}
+	plain := findObject(res.Objects, "Job", "carol", "plain")
+	if suspend, _, _ := unstructured.NestedBool(plain.Object, "spec", "suspend"); suspend || plain.GetLabels()[keys.KueueQueueName] != "" {
+		t.Errorf("a Job of a namespace without a team is queued: %v", plain.Object)
+	}
+	var warned bool
+	for _, d := range res.Warnings() {
+		warned = warned || (strings.Contains(d.Error(), "teams/alice/run.yaml:1:1:") && strings.Contains(d.Error(), "suspend false is rendered as true"))
+	}
+	if !warned {
+		t.Errorf("no warning on the Job written with suspend: false: %v", res.Warnings())
+	}
+}

@@ -13,6 +13,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
 )
 
 // TestOrderedAdmission: 12 jobs of 4 GPUs wait in team ord's queue while its quota is 0 — no
@@ -300,4 +302,73 @@ func borrowedGPUs(t *testing.T, team string) string {
 		}
 	}
 	return ""
+}
+
+// TestTeamCannotSkipItsQueue: a team whose queue has no quota writes a Job that asks to run
+// (suspend: false, no queue label), one that names its queue and asks the same, and a bare
+// Pod with a GPU. Kueue queues all three (its defaulting puts them in the team's LocalQueue
+// default), and syncs after that do not start them either: no pod of the Jobs exists and the
+// Pod is never scheduled.
+func TestTeamCannotSkipItsQueue(t *testing.T) {
+	client, _ := clients(t)
+	r := newRepo(t)
+	const ns = "ord" // quota 0, no borrowing
+	job := func(name, labels string) string {
+		return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata:
+  name: %s
+  labels: %s
+spec:
+  suspend: false
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      nodeSelector: {g8s.host/pool: training-pool}
+      containers:
+        - name: main
+          image: registry.example.com/train:v1
+          resources: {limits: {nvidia.com/gpu: 1}}
+`, name, labels)
+	}
+	r.write("teams/ord/unlabelled.yaml", job("unlabelled", "{}"))
+	r.write("teams/ord/labelled.yaml", job("labelled", "{"+keys.KueueQueueName+": default}"))
+	r.write("teams/ord/pod.yaml", `apiVersion: v1
+kind: Pod
+metadata:
+  name: bare
+spec:
+  restartPolicy: Never
+  nodeSelector: {g8s.host/pool: training-pool}
+  containers:
+    - name: main
+      image: registry.example.com/train:v1
+      resources: {limits: {nvidia.com/gpu: 1}}
+`)
+	for range 3 {
+		r.sync()
+		deadline := time.Now().Add(2 * time.Second)
+		for time.Now().Before(deadline) {
+			for _, name := range []string{"unlabelled", "labelled"} {
+				pods, err := podsOf(t.Context(), client, ns, name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(pods) > 0 {
+					t.Fatalf("job %s of a team without quota has pod %s", name, pods[0].Name)
+				}
+			}
+			pod, err := client.CoreV1().Pods(ns).Get(t.Context(), "bare", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pod.Spec.NodeName != "" || len(pod.Spec.SchedulingGates) == 0 {
+				t.Fatalf("the bare pod of a team without quota is on node %q with gates %v", pod.Spec.NodeName, pod.Spec.SchedulingGates)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		r.edit("teams/ord/pod.yaml", "restartPolicy: Never", "restartPolicy: Never\n  # resynced")
+	}
+	r.emptyTeam(ns)
 }
