@@ -38,7 +38,12 @@
 // # Quotas
 //
 // A quota is a ResourceQuota labelled g8s.host/quota; its user is its namespace. Used is what
-// the API server's quota controller counts, for the resources that the quota limits.
+// the API server's quota controller counts, for the resources that the quota limits. With
+// queueing kueue a team's quota is its ClusterQueue (labelled g8s.host/quota and
+// g8s.host/managed-by=gpuctl, named as the namespace): Quota.Queue has its quota by pool
+// (flavor), what its workloads reserve and borrow there, its limits, and its pending and
+// admitted workloads; Hard and Used are the sums over its pools. A cluster without Kueue's
+// API, or credentials that may not list ClusterQueues, have the ResourceQuotas only.
 //
 // # Logs and events
 //

@@ -247,35 +247,6 @@ type kueueWorkload struct {
 	} `json:"status"`
 }
 
-// kueueClusterQueue is the part of a Kueue ClusterQueue the model reads.
-type kueueClusterQueue struct {
-	Metadata metav1.ObjectMeta `json:"metadata"`
-	Spec     struct {
-		CohortName     string `json:"cohortName"`
-		ResourceGroups []struct {
-			Flavors []struct {
-				Name      string `json:"name"`
-				Resources []struct {
-					Name         string             `json:"name"`
-					NominalQuota resource.Quantity  `json:"nominalQuota"`
-					LendingLimit *resource.Quantity `json:"lendingLimit"`
-				} `json:"resources"`
-			} `json:"flavors"`
-		} `json:"resourceGroups"`
-	} `json:"spec"`
-	Status struct {
-		FlavorsReservation []struct {
-			Name      string `json:"name"`
-			Resources []struct {
-				Name     string            `json:"name"`
-				Total    resource.Quantity `json:"total"`
-				Borrowed resource.Quantity `json:"borrowed"`
-			} `json:"resources"`
-		} `json:"flavorsReservation"`
-		PendingWorkloads int32 `json:"pendingWorkloads"`
-	} `json:"status"`
-}
-
 // fromUnstructured decodes an unstructured object into one of the structs above.
 func fromUnstructured[T any](u *unstructured.Unstructured) (*T, error) {
 	out := new(T)
@@ -656,37 +627,4 @@ func (q *queues) lending(cq *kueueClusterQueue, flavor string, res corev1.Resour
 		sum.Sub(borrowed)
 	}
 	return sum
-}
-
-// nominal is the ClusterQueue's nominal quota of a resource in a flavor, and its lending limit.
-func (c *kueueClusterQueue) nominal(flavor string, res corev1.ResourceName) (resource.Quantity, *resource.Quantity) {
-	for _, g := range c.Spec.ResourceGroups {
-		for _, f := range g.Flavors {
-			if f.Name != flavor {
-				continue
-			}
-			for _, r := range f.Resources {
-				if r.Name == string(res) {
-					return r.NominalQuota, r.LendingLimit
-				}
-			}
-		}
-	}
-	return resource.Quantity{}, nil
-}
-
-// reserved is what the ClusterQueue has reserved of a resource in a flavor, and how much of
-// that it borrowed.
-func (c *kueueClusterQueue) reserved(flavor string, res corev1.ResourceName) (total, borrowed resource.Quantity) {
-	for _, f := range c.Status.FlavorsReservation {
-		if f.Name != flavor {
-			continue
-		}
-		for _, r := range f.Resources {
-			if r.Name == string(res) {
-				return r.Total, r.Borrowed
-			}
-		}
-	}
-	return total, borrowed
 }

@@ -197,6 +197,16 @@ func (o *InformerObjects) KueueClusterQueues(ctx context.Context) ([]*unstructur
 	return cachedUnstructured(k.clusterQueues, "")
 }
 
+// kueueAbsent reports whether the cluster was found without Kueue's API less than
+// kueueRecheck ago.
+func (r *Reader) kueueAbsent() bool {
+	until := r.noKueueUntil.Load()
+	return until != 0 && time.Now().UnixNano() < until
+}
+
+// markNoKueue remembers that the cluster serves no Kueue API, for kueueRecheck.
+func (r *Reader) markNoKueue() { r.noKueueUntil.Store(time.Now().Add(kueueRecheck).UnixNano()) }
+
 // loadQueues reads Kueue's Workloads in namespace ("" for all) and its ClusterQueues: nil
 // (and no error) when the cluster serves no Kueue API or the credentials may not list
 // Workloads. Without ClusterQueues (not readable) the jobs have their state and position but
@@ -204,7 +214,7 @@ func (o *InformerObjects) KueueClusterQueues(ctx context.Context) ([]*unstructur
 // When a Workload of namespace was preempted by one of another namespace, the Workloads of
 // all namespaces are read to name it (left unnamed when the credentials may not).
 func (r *Reader) loadQueues(ctx context.Context, namespace string) (*queues, error) {
-	if until := r.noKueueUntil.Load(); until != 0 && time.Now().UnixNano() < until {
+	if r.kueueAbsent() {
 		return nil, nil
 	}
 	objs := r.ObjectSource()
@@ -222,7 +232,7 @@ func (r *Reader) loadQueues(ctx context.Context, namespace string) (*queues, err
 	err := g.Wait()
 	switch {
 	case errors.Is(err, ErrNoKueue):
-		r.noKueueUntil.Store(time.Now().Add(kueueRecheck).UnixNano())
+		r.markNoKueue()
 		return nil, nil
 	case apierrors.IsForbidden(err):
 		return nil, nil

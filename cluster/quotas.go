@@ -18,21 +18,28 @@ type QuotaList struct {
 	Items []Quota `json:"items"`
 }
 
-// Quota is one user's quota (a ResourceQuota labelled g8s.host/quota in the user's namespace),
-// and the answer of GET /api/v1/quotas/{user}.
+// Quota is one user's quota, and the answer of GET /api/v1/quotas/{user}: a ResourceQuota
+// labelled g8s.host/quota in the user's namespace (queueing: resourcequota), or the team's
+// Kueue ClusterQueue labelled g8s.host/quota and g8s.host/managed-by=gpuctl, named as the
+// namespace (queueing: kueue), which has Queue.
 type Quota struct {
 	// User is the user, whose namespace has the same name.
 	User      string `json:"user"`
 	Namespace string `json:"namespace"`
-	// Name is the ResourceQuota's name, the quota file's metadata.name.
+	// Name is the ResourceQuota's name, the quota file's metadata.name (for a ClusterQueue,
+	// its g8s.host/quota label: the quota file's metadata.name too).
 	Name string `json:"name"`
-	// Hard is the limit; a null resource is not limited.
+	// Hard is the limit; a null resource is not limited. For a ClusterQueue, the sum of its
+	// nominal quotas over its pools (a team may use more by borrowing).
 	Hard QuotaResources `json:"hard"`
 	// Used is what the namespace's pods request, as the API server counts it: only for the
-	// resources that Hard limits, null for the others.
+	// resources that Hard limits, null for the others. For a ClusterQueue, what its admitted
+	// workloads reserve, summed over its pools, borrowed quota included.
 	Used QuotaResources `json:"used"`
 	// Usage is Used/Hard in percent, one decimal; null where there is no limit.
 	Usage QuotaUsage `json:"usage"`
+	// Queue is the team's Kueue ClusterQueue, by pool; nil (left out) for a ResourceQuota.
+	Queue *QuotaQueue `json:"queue,omitempty"`
 	// Jobs is the use by job: what the unfinished pods of each gpuctl job of the namespace
 	// request, by job id, and a last item with JobID "" for the pods of no gpuctl job when
 	// there are any. Set by Quota (one user's quota), left out by Quotas.
@@ -144,21 +151,29 @@ func noQuota(user string) *NotFoundError {
 	return &NotFoundError{Kind: "user", Name: user, Hint: fmt.Sprintf(": no gpuctl quota in namespace %q", user)}
 }
 
-// quotas lists gpuctl's ResourceQuotas in a namespace ("" for all), by namespace and name.
+// quotas lists gpuctl's quotas in a namespace ("" for all): its ResourceQuotas and the
+// ClusterQueues of its teams, by namespace, a ClusterQueue first, then by name.
 func (r *Reader) quotas(ctx context.Context, namespace string) ([]Quota, error) {
 	list, err := r.ObjectSource().ResourceQuotas(ctx, namespace, quotaSelector)
 	if err != nil {
 		return nil, fmt.Errorf("list resourcequotas: %w", err)
 	}
-	out := []Quota{}
+	out, err := r.queueQuotas(ctx, namespace)
+	if err != nil {
+		return nil, err
+	}
 	for _, q := range list {
 		out = append(out, quotaOf(q))
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Namespace != out[j].Namespace {
-			return out[i].Namespace < out[j].Namespace
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		switch {
+		case a.Namespace != b.Namespace:
+			return a.Namespace < b.Namespace
+		case (a.Queue == nil) != (b.Queue == nil):
+			return a.Queue != nil
 		}
-		return out[i].Name < out[j].Name
+		return a.Name < b.Name
 	})
 	return out, nil
 }
@@ -166,22 +181,40 @@ func (r *Reader) quotas(ctx context.Context, namespace string) ([]Quota, error) 
 func quotaOf(q *corev1.ResourceQuota) Quota {
 	out := Quota{User: q.Namespace, Namespace: q.Namespace, Name: q.Name}
 	hard, used := q.Spec.Hard, q.Status.Used
-	if h, ok := lookup(hard, quotaKeys.cpu); ok {
-		u, _ := lookup(used, quotaKeys.cpu)
-		out.Hard.CPU, out.Used.CPU = ptr(cores(h)), ptr(cores(u))
-		out.Usage.CPU = percent(float64(u.MilliValue()), float64(h.MilliValue()))
-	}
-	if h, ok := lookup(hard, quotaKeys.memory); ok {
-		u, _ := lookup(used, quotaKeys.memory)
-		out.Hard.Memory, out.Used.Memory = ptr(h.String()), ptr(u.String())
-		out.Usage.Memory = percent(u.AsApproximateFloat64(), h.AsApproximateFloat64())
-	}
-	if h, ok := lookup(hard, quotaKeys.gpu); ok {
-		u, _ := lookup(used, quotaKeys.gpu)
-		out.Hard.GPU, out.Used.GPU = ptr(h.Value()), ptr(u.Value())
-		out.Usage.GPU = percent(float64(u.Value()), float64(h.Value()))
+	for res, names := range map[corev1.ResourceName][]corev1.ResourceName{
+		corev1.ResourceCPU: quotaKeys.cpu, corev1.ResourceMemory: quotaKeys.memory, keys.ResourceGPU: quotaKeys.gpu} {
+		if h, ok := lookup(hard, names); ok {
+			u, _ := lookup(used, names)
+			setUse(&out.Hard, &out.Used, &out.Usage, res, h, u)
+		}
 	}
 	return out
+}
+
+// set sets the field of a resource (cpu, memory or nvidia.com/gpu; others are left out) to q.
+func (r *QuotaResources) set(res corev1.ResourceName, q resource.Quantity) {
+	switch res {
+	case corev1.ResourceCPU:
+		r.CPU = ptr(cores(q))
+	case corev1.ResourceMemory:
+		r.Memory = ptr(q.String())
+	case keys.ResourceGPU:
+		r.GPU = ptr(q.Value())
+	}
+}
+
+// setUse sets a resource's limit h, its use u and their percentage.
+func setUse(hard, used *QuotaResources, usage *QuotaUsage, res corev1.ResourceName, h, u resource.Quantity) {
+	hard.set(res, h)
+	used.set(res, u)
+	switch res {
+	case corev1.ResourceCPU:
+		usage.CPU = percent(float64(u.MilliValue()), float64(h.MilliValue()))
+	case corev1.ResourceMemory:
+		usage.Memory = percent(u.AsApproximateFloat64(), h.AsApproximateFloat64())
+	case keys.ResourceGPU:
+		usage.GPU = percent(float64(u.Value()), float64(h.Value()))
+	}
 }
 
 // lookup returns the first of the names that the list has.

@@ -89,15 +89,7 @@ func clusterQueue(team, lending string) map[string]any {
 // setUpQueues creates the teams' namespaces, the flavor, gpuctl's WorkloadPriorityClasses,
 // the ClusterQueues of alice and bob (bob lends at most 2 GPUs) and their LocalQueues.
 func setUpQueues(t *testing.T, kube kubernetes.Interface, dyn dynamic.Interface) {
-	for _, ns := range []string{alice, bob} {
-		if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			_ = dyn.Resource(kueue("ClusterQueue")).Delete(context.Background(), ns, metav1.DeleteOptions{})
-			_ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
-		})
-	}
+	createTeams(t, kube, dyn, alice, bob)
 	apply(t, dyn, "ResourceFlavor", "", pool, map[string]any{"spec": map[string]any{"nodeLabels": map[string]any{keys.Pool: pool}}})
 	for name, value := range map[string]int64{"gpuctl-high": 1000000, "gpuctl-medium": 500000, "gpuctl-low": 100} {
 		apply(t, dyn, "WorkloadPriorityClass", "", name, map[string]any{"value": value})
@@ -125,6 +117,21 @@ func setUpQueues(t *testing.T, kube kubernetes.Interface, dyn dynamic.Interface)
 		}
 		return true
 	})
+}
+
+// createTeams creates the teams' namespaces, and deletes them and their ClusterQueues when
+// the test ends.
+func createTeams(t *testing.T, kube kubernetes.Interface, dyn dynamic.Interface, teams ...string) {
+	t.Helper()
+	for _, ns := range teams {
+		if _, err := kube.CoreV1().Namespaces().Create(t.Context(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			_ = dyn.Resource(kueue("ClusterQueue")).Delete(context.Background(), ns, metav1.DeleteOptions{})
+			_ = kube.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{})
+		})
+	}
 }
 
 // trainingJob creates a gpuctl training Job as render writes it under Kueue: suspended, in

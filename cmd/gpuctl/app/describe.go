@@ -32,7 +32,8 @@ func newDescribeCommand(s Streams) *cobra.Command {
                                 pods with their reasons, its last events and its drift
   gpuctl describe pool POOL     its nodes with their free GPUs, and its unfinished jobs
   gpuctl describe node NODE     its GPUs and the pods that use them
-  gpuctl describe quota TEAM    the team's limits and use, and the use by job
+  gpuctl describe quota TEAM    the team's limits and use (with Kueue: by pool, with what it
+                                borrows, its limits and its queue's workloads), and the use by job
 
 -o json|yaml prints the read model's data. An unknown name exits 1, an ambiguous job name 2
 (the error lists the candidates).`,
@@ -66,7 +67,7 @@ func newDescribeCommand(s Streams) *cobra.Command {
 				}
 				return printDescribed(w, o.output, n, func() error { return describeNode(w, n) })
 			}),
-		describeSub(s, "quota TEAM", "quota", "Describe a team's quota: limits, use, and use by job",
+		describeSub(s, "quota TEAM", "quota", "Describe a team's quota: limits, use (by pool, with Kueue), and use by job",
 			func(ctx context.Context, m cluster.Model, o *describeOptions, name string, w io.Writer, _ time.Time) error {
 				q, err := m.Quota(ctx, name)
 				if err != nil {
@@ -304,13 +305,35 @@ func describeNode(w io.Writer, n cluster.NodeDetail) error {
 	return section(w, "GPU pods", rows)
 }
 
-// describeQuota writes a quota as text.
+// describeQuota writes a quota as text; a team's ClusterQueue also with its workloads and
+// its quota by pool (the totals are over its pools).
 func describeQuota(w io.Writer, q cluster.Quota) error {
-	if err := fields(w, "", "Team", q.User, "Quota", q.Namespace+"/"+q.Name,
+	name, workloads := q.Namespace+"/"+q.Name, ""
+	if qq := q.Queue; qq != nil {
+		name = q.Name + " (ClusterQueue " + qq.ClusterQueue
+		if qq.Cohort != "" {
+			name += ", cohort " + qq.Cohort
+		}
+		name += ")"
+		workloads = fmt.Sprintf("%d pending, %d admitted", qq.Pending, qq.Admitted)
+	}
+	if err := fields(w, "", "Team", q.User, "Quota", name,
 		"GPU", usage(q.Used.GPU, q.Hard.GPU, q.Usage.GPU),
 		"CPU", usage(q.Used.CPU, q.Hard.CPU, q.Usage.CPU),
-		"Memory", usage(q.Used.Memory, q.Hard.Memory, q.Usage.Memory)); err != nil {
+		"Memory", usage(q.Used.Memory, q.Hard.Memory, q.Usage.Memory),
+		"Workloads", workloads); err != nil {
 		return err
+	}
+	if q.Queue != nil {
+		rows := [][]string{{"POOL", "GPU", "CPU", "MEMORY", "BORROWED", "BORROWING LIMIT", "LENDING LIMIT"}}
+		for _, p := range q.Queue.Pools {
+			rows = append(rows, []string{p.Pool, usedOf(p.Used.GPU, p.Nominal.GPU), usedOf(p.Used.CPU, p.Nominal.CPU),
+				usedOf(p.Used.Memory, p.Nominal.Memory), resourcesText(p.Borrowed, true),
+				resourcesText(p.BorrowingLimit, false), resourcesText(p.LendingLimit, false)})
+		}
+		if err := section(w, "Pools", rows); err != nil {
+			return err
+		}
 	}
 	rows := [][]string{{"JOB", "PODS", "GPUS", "CPU", "MEMORY"}}
 	for _, j := range q.Jobs {

@@ -400,7 +400,12 @@ func newGetQuotasCommand(s Streams) *cobra.Command {
 		Short:   "List the teams' quotas: GPUs, CPU and memory used of the limit",
 		Long: `List gpuctl's quotas (ResourceQuotas of quota files), one per team (its namespace), as
 used/limit: what the team's unfinished pods request, as the API server counts it. <none> is
-no limit. -o wide adds a bar of the GPUs used. TEAM shows one team's quota.`,
+no limit. -o wide adds a bar of the GPUs used. TEAM shows one team's quota.
+
+With queueing: kueue a team's quota is its Kueue ClusterQueue: one row per team and pool,
+used/nominal quota (what its admitted jobs reserve, borrowed quota included) and BORROWED, what
+it borrows from the other teams; -o wide adds the borrowing and lending limits and the
+queue's pending and admitted workloads.`,
 		Example: `  gpuctl get quotas
   gpuctl get quotas alice -o wide`,
 		Args: cobra.MaximumNArgs(1),
@@ -428,20 +433,91 @@ no limit. -o wide adds a bar of the GPUs used. TEAM shows one team's quota.`,
 	return cmd
 }
 
-// printQuotas prints the rows of get quotas.
+// printQuotas prints the rows of get quotas: one per ResourceQuota, and, when a team's quota
+// is its Kueue ClusterQueue, one per pool of it, with the columns POOL and BORROWED (and -o
+// wide the queue's limits and workloads).
 func printQuotas(w io.Writer, list cluster.QuotaList, output string) error {
-	return printList(w, output, list, list.Items, listColumns[cluster.Quota]{
-		name: func(q cluster.Quota) string { return q.User },
+	var rows []quotaRow
+	queues := false
+	for _, q := range list.Items {
+		if q.Queue == nil || len(q.Queue.Pools) == 0 || output == outputName {
+			rows = append(rows, quotaRow{quota: q})
+			continue
+		}
+		queues = true
+		for i := range q.Queue.Pools {
+			rows = append(rows, quotaRow{quota: q, pool: &q.Queue.Pools[i]})
+		}
+	}
+	c := listColumns[quotaRow]{
+		name: func(r quotaRow) string { return r.quota.User },
 		head: []string{"TEAM", "GPU", "CPU", "MEMORY"},
 		wide: []string{"GPU USE"},
-		cells: func(q cluster.Quota, wide bool) []string {
-			r := []string{q.User, usedOf(q.Used.GPU, q.Hard.GPU), usedOf(q.Used.CPU, q.Hard.CPU), usedOf(q.Used.Memory, q.Hard.Memory)}
+		cells: func(r quotaRow, wide bool) []string {
+			used, hard, usage := r.use()
+			row := []string{r.quota.User, usedOf(used.GPU, hard.GPU), usedOf(used.CPU, hard.CPU), usedOf(used.Memory, hard.Memory)}
 			if wide {
-				r = append(r, bar(q.Usage.GPU))
+				row = append(row, bar(usage.GPU))
 			}
-			return r
+			return row
 		},
-	})
+	}
+	if queues {
+		c.head = []string{"TEAM", "POOL", "GPU", "CPU", "MEMORY", "BORROWED"}
+		c.wide = []string{"GPU USE", "BORROWING LIMIT", "LENDING LIMIT", "PENDING", "ADMITTED"}
+		c.cells = quotaRow.queueCells
+	}
+	return printList(w, output, list, rows, c)
+}
+
+// quotaRow is a row of get quotas: a quota, or one pool of a team's ClusterQueue.
+type quotaRow struct {
+	quota cluster.Quota
+	pool  *cluster.QuotaPool
+}
+
+// use is the row's use, limits (the pool's nominal quota) and their percentages.
+func (r quotaRow) use() (used, hard cluster.QuotaResources, usage cluster.QuotaUsage) {
+	if r.pool != nil {
+		return r.pool.Used, r.pool.Nominal, r.pool.Usage
+	}
+	return r.quota.Used, r.quota.Hard, r.quota.Usage
+}
+
+// queueCells are the cells of a row when some quota is a ClusterQueue; a ResourceQuota's
+// row has no pool, nothing borrowed and no queue.
+func (r quotaRow) queueCells(wide bool) []string {
+	used, hard, usage := r.use()
+	pool, borrowed, borrowing, lending := orNone(""), orNone(""), orNone(""), orNone("")
+	if p := r.pool; p != nil {
+		pool, borrowed = p.Pool, resourcesText(p.Borrowed, true)
+		borrowing, lending = resourcesText(p.BorrowingLimit, false), resourcesText(p.LendingLimit, false)
+	}
+	row := []string{r.quota.User, pool, usedOf(used.GPU, hard.GPU), usedOf(used.CPU, hard.CPU), usedOf(used.Memory, hard.Memory), borrowed}
+	if !wide {
+		return row
+	}
+	pending, admitted := orNone(""), orNone("")
+	if q := r.quota.Queue; q != nil {
+		pending, admitted = count(q.Pending), count(q.Admitted)
+	}
+	return append(row, bar(usage.GPU), borrowing, lending, pending, admitted)
+}
+
+// resourcesText lists the resources that are set as kubectl does, "gpu=4,cpu=8,memory=32Gi",
+// leaving out zeros when skipZero; <none> when none is left.
+func resourcesText(r cluster.QuotaResources, skipZero bool) string {
+	var parts []string
+	if r.GPU != nil && (*r.GPU != 0 || !skipZero) {
+		parts = append(parts, fmt.Sprintf("gpu=%d", *r.GPU))
+	}
+	if r.CPU != nil && (*r.CPU != 0 || !skipZero) {
+		parts = append(parts, fmt.Sprintf("cpu=%g", *r.CPU))
+	}
+	if r.Memory != nil && (*r.Memory != "0" || !skipZero) {
+		parts = append(parts, "memory="+*r.Memory)
+	}
+	return orNone(strings.Join(parts, ","))
 }
 
 // usedOf is "<used>/<hard>", or <none> without a limit.

@@ -193,3 +193,72 @@ func TestGetWatchNeedsATable(t *testing.T) {
 		t.Errorf("get jobs -w -o json: %v (exit %d)", err, Code(err))
 	}
 }
+
+// kueueQuota is a team's quota from its ClusterQueue: 12 of 8 GPUs in training-pool (4
+// borrowed, borrowing limit 4, lending limit 2), 1 of 2 in default.
+func kueueQuota() cluster.Quota {
+	return cluster.Quota{User: "alice", Namespace: "alice", Name: "team-quota",
+		Hard:  cluster.QuotaResources{GPU: ptrTo[int64](10), CPU: ptrTo(72.0), Memory: ptrTo("288Gi")},
+		Used:  cluster.QuotaResources{GPU: ptrTo[int64](13), CPU: ptrTo(50.0), Memory: ptrTo("128Gi")},
+		Usage: cluster.QuotaUsage{GPU: ptrTo(130.0), CPU: ptrTo(69.4), Memory: ptrTo(44.4)},
+		Queue: &cluster.QuotaQueue{ClusterQueue: "alice", Cohort: "gpuctl", Pending: 2, Admitted: 3, Pools: []cluster.QuotaPool{
+			{Pool: "training-pool", Nominal: cluster.QuotaResources{GPU: ptrTo[int64](8), CPU: ptrTo(64.0), Memory: ptrTo("256Gi")},
+				Used:           cluster.QuotaResources{GPU: ptrTo[int64](12), CPU: ptrTo(48.0), Memory: ptrTo("128Gi")},
+				Usage:          cluster.QuotaUsage{GPU: ptrTo(150.0)},
+				Borrowed:       cluster.QuotaResources{GPU: ptrTo[int64](4), CPU: ptrTo(0.0), Memory: ptrTo("0")},
+				BorrowingLimit: cluster.QuotaResources{GPU: ptrTo[int64](4)}, LendingLimit: cluster.QuotaResources{GPU: ptrTo[int64](2)}},
+			{Pool: "default", Nominal: cluster.QuotaResources{GPU: ptrTo[int64](2), CPU: ptrTo(8.0), Memory: ptrTo("32Gi")},
+				Used:     cluster.QuotaResources{GPU: ptrTo[int64](1), CPU: ptrTo(2.0), Memory: ptrTo("0")},
+				Usage:    cluster.QuotaUsage{GPU: ptrTo(50.0)},
+				Borrowed: cluster.QuotaResources{GPU: ptrTo[int64](0), CPU: ptrTo(0.0), Memory: ptrTo("0")}},
+		}}}
+}
+
+// A ClusterQueue has a row per pool with POOL and BORROWED, and -o wide its limits and
+// workloads; a ResourceQuota beside it has no pool; -o name names each team once.
+func TestPrintKueueQuotas(t *testing.T) {
+	list := cluster.QuotaList{Items: []cluster.Quota{kueueQuota(),
+		{User: "bob", Hard: cluster.QuotaResources{GPU: ptrTo[int64](2)}, Used: cluster.QuotaResources{GPU: ptrTo[int64](1)}, Usage: cluster.QuotaUsage{GPU: ptrTo(50.0)}}}}
+	tests := map[string]string{
+		"": "TEAM    POOL            GPU    CPU      MEMORY        BORROWED\n" +
+			"alice   training-pool   12/8   48/64    128Gi/256Gi   gpu=4\n" +
+			"alice   default         1/2    2/8      0/32Gi        <none>\n" +
+			"bob     <none>          1/2    <none>   <none>        <none>\n",
+		outputWide: "TEAM    POOL            GPU    CPU      MEMORY        BORROWED   GPU USE             BORROWING LIMIT   LENDING LIMIT   PENDING   ADMITTED\n" +
+			"alice   training-pool   12/8   48/64    128Gi/256Gi   gpu=4      [##########] 150%   gpu=4             gpu=2           2         3\n" +
+			"alice   default         1/2    2/8      0/32Gi        <none>     [#####-----] 50%    <none>            <none>          2         3\n" +
+			"bob     <none>          1/2    <none>   <none>        <none>     [#####-----] 50%    <none>            <none>          <none>    <none>\n",
+		outputName: "alice\nbob\n",
+	}
+	for output, want := range tests {
+		var out bytes.Buffer
+		if err := printQuotas(&out, list, output); err != nil {
+			t.Fatal(err)
+		}
+		if out.String() != want {
+			t.Errorf("-o %q:\n%s\nwant\n%s", output, out.String(), want)
+		}
+	}
+}
+
+func TestDescribeKueueQuota(t *testing.T) {
+	var out bytes.Buffer
+	if err := describeQuota(&out, kueueQuota()); err != nil {
+		t.Fatal(err)
+	}
+	want := "Team:        alice\n" +
+		"Quota:       team-quota (ClusterQueue alice, cohort gpuctl)\n" +
+		"GPU:         13/10 [##########] 130%\n" +
+		"CPU:         50/72 [#######---] 69.4%\n" +
+		"Memory:      128Gi/288Gi [####------] 44.4%\n" +
+		"Workloads:   2 pending, 3 admitted\n" +
+		"Pools:\n" +
+		"  POOL            GPU    CPU     MEMORY        BORROWED   BORROWING LIMIT   LENDING LIMIT\n" +
+		"  training-pool   12/8   48/64   128Gi/256Gi   gpu=4      gpu=4             gpu=2\n" +
+		"  default         1/2    2/8     0/32Gi        <none>     <none>            <none>\n" +
+		"Use by job:\n" +
+		"  <none>\n"
+	if out.String() != want {
+		t.Errorf("describe quota:\n%s\nwant\n%s", out.String(), want)
+	}
+}

@@ -342,6 +342,15 @@ func (s *server) uiQuotas(ctx context.Context) uiChart {
 			noGPU++
 			continue
 		}
+		if q.Queue != nil { // a ClusterQueue: a bar per pool, of its nominal quota there
+			for _, p := range q.Queue.Pools {
+				if p.Nominal.GPU != nil {
+					rows = append(rows, uiBar{Name: q.User + "/" + p.Pool, Title: "ClusterQueue " + q.Queue.ClusterQueue + ", pool " + p.Pool,
+						Used: *p.Used.GPU, Limit: *p.Nominal.GPU})
+				}
+			}
+			continue
+		}
 		name := q.User
 		if perNamespace[q.Namespace] > 1 {
 			name += "/" + q.Name
