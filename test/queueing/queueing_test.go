@@ -305,10 +305,11 @@ func borrowedGPUs(t *testing.T, team string) string {
 }
 
 // TestTeamCannotSkipItsQueue: a team whose queue has no quota writes a Job that asks to run
-// (suspend: false, no queue label), one that names its queue and asks the same, and a bare
-// Pod with a GPU. Kueue queues all three (its defaulting puts them in the team's LocalQueue
-// default), and syncs after that do not start them either: no pod of the Jobs exists and the
-// Pod is never scheduled.
+// (suspend: false, no queue label), one that names its queue and asks the same, a bare Pod
+// with a GPU and an inference service with a GPU. All wait in the team's queue, and syncs after
+// that do not start them either: no pod of the Jobs exists, and the pods of the Pod and of the
+// service's Deployment wait behind Kueue's scheduling gate, never scheduled; `gpuctl get jobs`
+// calls the service Queued.
 func TestTeamCannotSkipItsQueue(t *testing.T) {
 	client, _ := clients(t)
 	r := newRepo(t)
@@ -346,6 +347,13 @@ spec:
       image: registry.example.com/train:v1
       resources: {limits: {nvidia.com/gpu: 1}}
 `)
+	r.write("teams/ord/web.yaml", `kind: inference
+version: v0.1
+job: {name: web}
+environment: {image: registry.example.com/vllm:v1}
+service: {port: 8000}
+resources: {pool: training-pool, gpu: 1}
+`)
 	for range 3 {
 		r.sync()
 		deadline := time.Now().Add(2 * time.Second)
@@ -359,16 +367,22 @@ spec:
 					t.Fatalf("job %s of a team without quota has pod %s", name, pods[0].Name)
 				}
 			}
-			pod, err := client.CoreV1().Pods(ns).Get(t.Context(), "bare", metav1.GetOptions{})
+			pods, err := client.CoreV1().Pods(ns).List(t.Context(), metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if pod.Spec.NodeName != "" || len(pod.Spec.SchedulingGates) == 0 {
-				t.Fatalf("the bare pod of a team without quota is on node %q with gates %v", pod.Spec.NodeName, pod.Spec.SchedulingGates)
+			for _, pod := range pods.Items {
+				if pod.Spec.NodeName != "" || len(pod.Spec.SchedulingGates) == 0 {
+					t.Fatalf("pod %s of a team without quota is on node %q with gates %v", pod.Name, pod.Spec.NodeName, pod.Spec.SchedulingGates)
+				}
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 		r.edit("teams/ord/pod.yaml", "restartPolicy: Never", "restartPolicy: Never\n  # resynced")
+	}
+	out, errOut, code := gpuctl(t, "get", "jobs", "-n", ns)
+	if line := lineOf(out, "web"); code != 0 || !strings.Contains(line, "Queued") {
+		t.Errorf("get jobs: the gated service is not Queued: exit %d\n%s%s", code, out, errOut)
 	}
 	r.emptyTeam(ns)
 }
