@@ -6,6 +6,8 @@
 #
 #   hack/cluster-tools.sh            build what is missing, print the directory
 #   GPUCTL_CACHE=/some/dir hack/...  use another cache root (default ~/.cache/gpuctl)
+#   GPUCTL_WITHOUT_KUEUE=1 hack/...  the control plane only (make demo builds Kueue afterwards,
+#                                    in the background)
 #
 # The first build takes 10–20 minutes on 2 cores for the control plane and about 10 more for
 # Kueue (596 s with a cold module and build cache); later runs only check that the files are
@@ -94,7 +96,7 @@ build etcdkwok sigs.k8s.io/kwok/cmd/kwok kwok
 build kube k8s.io/kubernetes/cmd/kube-apiserver kube-apiserver "$k8s_ldflags"
 build kube k8s.io/kubernetes/cmd/kube-controller-manager kube-controller-manager "$k8s_ldflags"
 build kube k8s.io/kubernetes/cmd/kube-scheduler kube-scheduler "$k8s_ldflags"
-if [ ! -x "$dir/kueue" ] || [ ! -f "$dir/kueue-manifests/webhook/manifests.yaml" ]; then
+if [ "${GPUCTL_WITHOUT_KUEUE:-}" != 1 ] && { [ ! -x "$dir/kueue" ] || [ ! -f "$dir/kueue-manifests/webhook/manifests.yaml" ]; }; then
   kueue_sources
   build kueue ./patched kueue "$kueue_ldflags"
 fi
