@@ -119,6 +119,7 @@ func Assemble(spec Spec, plat v1.Platform, base, bin v1.Layer, m Meta) (v1.Image
 		OS:           plat.OS,
 		Variant:      plat.Variant,
 		Created:      v1.Time{Time: m.Created.UTC()},
+		RootFS:       v1.RootFS{Type: "layers"},
 		Config: v1.Config{
 			User:       User,
 			Entrypoint: []string{BinDir + "/" + spec.Name},
