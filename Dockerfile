@@ -47,10 +47,11 @@ RUN CGO_ENABLED=1 CGO_CFLAGS="-O2 -g -Wno-deprecated-declarations" CGO_LDFLAGS="
     -ldflags "-X github.com/gpuctl/gpuctl/internal/version.Version=${VERSION} -extldflags=-Wl,-z,lazy" \
     -o /out/gpuctl-node-labeler ./cmd/gpuctl-node-labeler
 
-# glibc and CA certificates, no OpenSSL: what hack/image's glibc base holds.
-FROM gcr.io/distroless/base-nossl-debian12:nonroot AS gpuctl-node-labeler
+# What every image has besides its binary: the non-root user, its home, the CA certificates
+# (the distroless bases carry them) and the labels. static: for the static binaries; glibc:
+# glibc and CA certificates, no OpenSSL, what hack/image's glibc base holds.
+FROM gcr.io/distroless/static-debian12:nonroot AS static
 ARG VERSION=dev REVISION=unknown CREATED
-COPY --from=build-gpuctl-node-labeler /out/gpuctl-node-labeler /usr/local/bin/gpuctl-node-labeler
 USER 65532:65532
 WORKDIR /home/nonroot
 ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
@@ -58,30 +59,27 @@ LABEL org.opencontainers.image.source=https://github.com/gpuctl/gpuctl \
       org.opencontainers.image.revision=${REVISION} \
       org.opencontainers.image.version=${VERSION} \
       org.opencontainers.image.created=${CREATED}
+
+FROM gcr.io/distroless/base-nossl-debian12:nonroot AS glibc
+ARG VERSION=dev REVISION=unknown CREATED
+USER 65532:65532
+WORKDIR /home/nonroot
+ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
+LABEL org.opencontainers.image.source=https://github.com/gpuctl/gpuctl \
+      org.opencontainers.image.revision=${REVISION} \
+      org.opencontainers.image.version=${VERSION} \
+      org.opencontainers.image.created=${CREATED}
+
+FROM glibc AS gpuctl-node-labeler
+COPY --from=build-gpuctl-node-labeler /out/gpuctl-node-labeler /usr/local/bin/gpuctl-node-labeler
 ENTRYPOINT ["/usr/local/bin/gpuctl-node-labeler"]
 
-FROM gcr.io/distroless/static-debian12:nonroot AS gpuctl
-ARG VERSION=dev REVISION=unknown CREATED
+FROM static AS gpuctl
 COPY --from=build-gpuctl /out/gpuctl /usr/local/bin/gpuctl
-USER 65532:65532
-WORKDIR /home/nonroot
-ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
-LABEL org.opencontainers.image.source=https://github.com/gpuctl/gpuctl \
-      org.opencontainers.image.revision=${REVISION} \
-      org.opencontainers.image.version=${VERSION} \
-      org.opencontainers.image.created=${CREATED}
 ENTRYPOINT ["/usr/local/bin/gpuctl"]
 
 # The default target.
-FROM gcr.io/distroless/static-debian12:nonroot AS gpuctl-reconciler
-ARG VERSION=dev REVISION=unknown CREATED
+FROM static AS gpuctl-reconciler
 COPY --from=build-gpuctl-reconciler /out/gpuctl-reconciler /usr/local/bin/gpuctl-reconciler
-USER 65532:65532
-WORKDIR /home/nonroot
-ENV SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 EXPOSE 8080/tcp
-LABEL org.opencontainers.image.source=https://github.com/gpuctl/gpuctl \
-      org.opencontainers.image.revision=${REVISION} \
-      org.opencontainers.image.version=${VERSION} \
-      org.opencontainers.image.created=${CREATED}
 ENTRYPOINT ["/usr/local/bin/gpuctl-reconciler"]

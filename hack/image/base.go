@@ -39,14 +39,7 @@ func staticBase(ctx context.Context, c *debs, cfg Config) (*tree, error) {
 	t.dir("root", 0o700, 0, 0)
 	t.dir(WorkingDir, 0o700, 65532, 65532)
 	d := deb{Name: "ca-certificates", Version: cfg.CACertificates, Arch: "all"}
-	p, err := c.fetch(ctx, d)
-	if err != nil {
-		return nil, err
-	}
-	if err := addControl(ctx, t, d.Name, p); err != nil {
-		return nil, err
-	}
-	data, err := debData(ctx, p)
+	data, err := install(ctx, c, t, d)
 	if err != nil {
 		return nil, err
 	}
@@ -66,14 +59,7 @@ func glibcBase(ctx context.Context, c *debs, cfg Config, arch string) (*tree, er
 		return nil, err
 	}
 	d := deb{Name: "libc6", Version: cfg.LibC6, Arch: arch}
-	p, err := c.fetch(ctx, d)
-	if err != nil {
-		return nil, err
-	}
-	if err := addControl(ctx, t, d.Name, p); err != nil {
-		return nil, err
-	}
-	data, err := debData(ctx, p)
+	data, err := install(ctx, c, t, d)
 	if err != nil {
 		return nil, err
 	}
@@ -98,14 +84,20 @@ func keepDebFile(name string) bool {
 	return true
 }
 
-// addControl records a package in /var/lib/dpkg/status.d.
-func addControl(ctx context.Context, t *tree, name, debPath string) error {
-	control, err := debControl(ctx, debPath)
+// install fetches d, records it in /var/lib/dpkg/status.d (its control file, as distroless
+// does, for scanners that list a container's Debian packages) and returns its data.tar, for
+// the caller to take files from.
+func install(ctx context.Context, c *debs, t *tree, d deb) (*tar.Reader, error) {
+	p, err := c.fetch(ctx, d)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	t.file("var/lib/dpkg/status.d/"+name, 0o644, control)
-	return nil
+	control, err := debControl(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	t.file("var/lib/dpkg/status.d/"+d.Name, 0o644, control)
+	return debData(ctx, p)
 }
 
 // caBundle concatenates the certificates of ca-certificates's data.tar in name order, as

@@ -88,8 +88,7 @@ func debData(ctx context.Context, path string) (*tar.Reader, error) {
 	return tar.NewReader(bytes.NewReader(out)), nil
 }
 
-// debControl returns a package's control file, which goes to /var/lib/dpkg/status.d/NAME as
-// in distroless images, for scanners that list a container's Debian packages.
+// debControl returns a package's control file.
 func debControl(ctx context.Context, path string) ([]byte, error) {
 	out, err := exec.CommandContext(ctx, "dpkg-deb", "--field", path).Output()
 	if err != nil {
