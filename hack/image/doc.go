@@ -6,13 +6,13 @@
 // with -ldflags -X), puts it on a base layer and writes, under bin/images/:
 //
 //   - NAME/: an OCI image layout whose index.json holds one image index tagged VERSION, with
-//     one image per platform (copy it to a registry with `skopeo copy --all
-//     oci:bin/images/NAME:VERSION docker://REPO:VERSION`, or `crane push --index`);
+//     one image per platform (copy both to a registry with `skopeo copy --all
+//     oci:bin/images/NAME:VERSION docker://REPO:VERSION`);
 //   - NAME-OS-ARCH.tar: a docker-archive tarball per platform, tagged REPO:VERSION, for
 //     `docker load -i` and `podman load -i`.
 //
-// The names, the source label and the pinned Debian packages are in images.env, read by the
-// Makefile, the Dockerfile's test and deploy/ alike. gpuctl-reconciler and gpuctl are static
+// The names, the source label and the pinned Debian packages are in images.env; the Dockerfile's
+// test and deploy/ use the same names. gpuctl-reconciler and gpuctl are static
 // (CGO_ENABLED=0) for linux/amd64 and linux/arm64, on a base of /etc/passwd and /etc/group with
 // the user nonroot (65532), Debian's CA certificates in /etc/ssl/certs/ca-certificates.crt, an
 // empty /tmp and /home/nonroot. gpuctl-node-labeler is cgo, linux/amd64 only, on the same base
