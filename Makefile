@@ -13,6 +13,7 @@ BIN      := bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -X github.com/gpuctl/gpuctl/internal/version.Version=$(VERSION)
 PKGS     := ./...
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
 
 .PHONY: help
 help: ## show this list
@@ -31,6 +32,10 @@ build-node-labeler: ## build bin/gpuctl-node-labeler (cgo, go-nvml; lazy binding
 build-cross: ## build gpuctl for linux/amd64 and darwin/arm64 into bin/
 	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuctl-linux-amd64 ./cmd/gpuctl
 	CGO_ENABLED=0 GOOS=darwin GOARCH=arm64 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuctl-darwin-arm64 ./cmd/gpuctl
+
+.PHONY: image
+image: ## build the images into bin/images/ without a container engine (hack/image; names in hack/image/images.env): gpuctl-reconciler and gpuctl for linux/amd64 and linux/arm64 (IMAGE_PLATFORMS), gpuctl-node-labeler for linux/amd64
+	$(GO) run ./hack/image --version $(VERSION) --platforms $(IMAGE_PLATFORMS)
 
 .PHONY: fmt
 fmt: ## format the Go code
