@@ -69,8 +69,22 @@ func (c *debs) fetch(ctx context.Context, d deb) (string, error) {
 		out, err = download()
 	}
 	if err != nil {
-		return "", fmt.Errorf("apt-get download %s: %w\n%s\n(is the version still served? `apt-cache policy %s` shows the candidate; pin it in hack/image/images.env)",
-			d, err, bytes.TrimSpace(out), d.Name)
+		// Debian serves the current version of a package only: once a point release or a
+		// security update replaces the pin, build with the current one rather than not at
+		// all, and say that the pin needs updating (the digest then depends on the day).
+		pinErr := fmt.Errorf("apt-get download %s: %w\n%s", d, err, bytes.TrimSpace(out))
+		cmd := exec.CommandContext(ctx, "apt-get", "download", "-q", d.Name+":"+d.Arch)
+		cmd.Dir = tmp
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("%w\nand the current version: %w\n%s", pinErr, err, bytes.TrimSpace(out))
+		}
+		got, _ := filepath.Glob(filepath.Join(tmp, "*.deb"))
+		fmt.Fprintf(os.Stderr, "warning: Debian no longer serves %s; built with the current %v instead: pin it in hack/image/images.env (`apt-cache policy %s`) to make the images reproducible again\n",
+			d, got, d.Name)
+		if len(got) != 1 {
+			return "", fmt.Errorf("apt-get download %s:%s: want one .deb in %s, found %v", d.Name, d.Arch, tmp, got)
+		}
+		return got[0], os.Rename(got[0], filepath.Join(c.Dir, filepath.Base(got[0])))
 	}
 	got, err := filepath.Glob(filepath.Join(tmp, "*.deb"))
 	if err != nil || len(got) != 1 {
