@@ -2,11 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -114,19 +109,9 @@ func TestGitSourceExampleRuns(t *testing.T) {
 
 	// A push: the webhook route the example sets brings it now, not at the next poll (60 s).
 	second := remote.Commit("a description", map[string]string{"web.yaml": "kind: compute\nversion: v0.1\njob: {name: example-web, namespace: default, description: the example}\nenvironment: {image: nginx}\n"})
-	body := []byte(fmt.Sprintf(`{"ref":"refs/heads/main","after":%q}`, second))
-	mac := hmac.New(sha256.New, []byte(hookSecret))
-	mac.Write(body)
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/hooks/github", bytes.NewReader(body))
-	req.Header.Set("X-GitHub-Event", "push")
-	req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode/100 != 2 {
-		t.Fatalf("POST /hooks/github: %s", resp.Status)
+	code, err := gittest.PostGitHubPush(ctx, "http://"+addr+"/hooks/github", hookSecret, "refs/heads/main")
+	if err != nil || code/100 != 2 {
+		t.Fatalf("POST /hooks/github: %d %v", code, err)
 	}
 	waitApplied(second)
 }
