@@ -1,5 +1,6 @@
 // Command gpuctl validates, renders, diffs and syncs gpuctl files, and reads what runs (get,
-// describe, logs, events). See `gpuctl --help`.
+// describe, logs, events). See `gpuctl --help`. Installed as kubectl-gpuctl, it is the kubectl
+// plugin `kubectl gpuctl`.
 package main
 
 import (
@@ -13,7 +14,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := app.Run(ctx, app.Streams{Out: os.Stdout, Err: os.Stderr}, os.Args[1:]) // until done, SIGINT or SIGTERM
+	code := app.RunProgram(ctx, app.Streams{Out: os.Stdout, Err: os.Stderr}, os.Args) // until done, SIGINT or SIGTERM
 	stop()
 	os.Exit(code) // 0, app.ExitFailed (the answer is no) or app.ExitTrouble
 }

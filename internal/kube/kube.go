@@ -29,7 +29,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 }
 
 // UserAgent is the user agent of a gpuctl binary: "<binary>/<version>".
-func UserAgent(binary string) string { return binary + "/" + version.Version }
+func UserAgent(binary string) string { return binary + "/" + version.String() }
 
 // ErrNoConfiguration is returned (wrapped) when there is neither a kubeconfig nor a pod's
 // service account.

@@ -1,11 +1,7 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -136,18 +132,11 @@ func newGitHarness(t testing.TB, ctx context.Context, ns string) *gitHarness {
 	hooks := httptest.NewServer(gitsource.NewWebhookHandler(gitsource.WebhookGitHub, secret, g.src, nil))
 	t.Cleanup(hooks.Close)
 	g.push = func(key string) int {
-		body := []byte(`{"ref":"refs/heads/main"}`)
-		mac := hmac.New(sha256.New, []byte(key))
-		mac.Write(body)
-		req, _ := http.NewRequest(http.MethodPost, hooks.URL, bytes.NewReader(body))
-		req.Header.Set("X-GitHub-Event", "push")
-		req.Header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(mac.Sum(nil)))
-		resp, err := http.DefaultClient.Do(req)
+		code, err := gittest.PostGitHubPush(t.Context(), hooks.URL, key, "refs/heads/main")
 		if err != nil {
 			t.Fatal(err)
 		}
-		resp.Body.Close()
-		return resp.StatusCode
+		return code
 	}
 	return g
 }

@@ -26,10 +26,7 @@ import (
 func TestReconcilerBinary(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	bin := filepath.Join(t.TempDir(), "gpuctl-reconciler")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/gpuctl-reconciler").CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
-	}
+	bin := buildReconciler(t)
 	repo := t.TempDir()
 	job := "kind: compute\nversion: v0.1\njob: {name: bin-web, namespace: default}\nenvironment: {image: nginx}\n"
 	if err := os.WriteFile(filepath.Join(repo, "web.yaml"), []byte(job), 0o644); err != nil {
@@ -138,6 +135,16 @@ func TestReconcilerBinary(t *testing.T) {
 	if resp.StatusCode != 200 || !strings.Contains(string(page), "kubectl-edit") || !strings.Contains(string(page), "bin-web") {
 		t.Errorf("GET / with basic auth: %d %.500s", resp.StatusCode, page)
 	}
+}
+
+// buildReconciler builds cmd/gpuctl-reconciler into the test's temporary directory.
+func buildReconciler(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "gpuctl-reconciler")
+	if out, err := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../../cmd/gpuctl-reconciler").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	return bin
 }
 
 func freeAddr(t testing.TB) string {

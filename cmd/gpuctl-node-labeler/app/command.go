@@ -48,7 +48,7 @@ keeps running; NVML is initialised afresh on every pass.`,
 				return err
 			}
 			l := &nodelabeler.Labeler{NVML: lib, Nodes: client.CoreV1().Nodes(), Node: opts.NodeName, Log: log}
-			log.Info("starting", "version", version.Version, "node", opts.NodeName, "nvml", opts.NVML,
+			log.Info("starting", "version", version.String(), "node", opts.NodeName, "nvml", opts.NVML,
 				"interval", opts.Interval, "oneshot", opts.Oneshot)
 			if opts.Oneshot {
 				_, err := l.Pass(cmd.Context())

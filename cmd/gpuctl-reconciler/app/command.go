@@ -189,7 +189,7 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	log.Info("gpuctl-reconciler starting", "version", version.Version, "source", src.URL(), "identity", o.identity(), "listen", srv.Addr)
+	log.Info("gpuctl-reconciler starting", "version", version.String(), "source", src.URL(), "identity", o.identity(), "listen", srv.Addr)
 	if err := daemon.EnsureNamespace(ctx, kube, o.Namespace); err != nil {
 		log.Warn("cannot create the daemon's namespace", "namespace", o.Namespace, "err", err)
 	}

@@ -49,10 +49,16 @@ func Code(err error) int {
 
 // Run runs the gpuctl command line with args until it ends or ctx ends, and returns its exit
 // code, Code(err). An error is printed to s.Err as "error: <message>", unless its message is
-// empty (the command printed it already). cmd/gpuctl's main is Run with the process's
-// arguments; tests run the CLI through it as a user's shell would.
+// empty (the command printed it already). cmd/gpuctl's main is RunProgram with the process's
+// argv, which is Run named after argv[0]; tests run the CLI through Run as a user's shell would.
 func Run(ctx context.Context, s Streams, args []string) int {
+	return run(ctx, s, commandName, args)
+}
+
+// run is Run with the name help texts give the CLI (DisplayName).
+func run(ctx context.Context, s Streams, name string, args []string) int {
 	cmd := NewRootCommand(s)
+	setDisplayName(cmd, name)
 	cmd.SetArgs(args)
 	err := cmd.ExecuteContext(ctx)
 	if err != nil && err.Error() != "" {

@@ -78,7 +78,7 @@ func openAPI(routes []route) []byte {
 	}
 	doc := map[string]any{
 		"openapi": "3.1.0",
-		"info": map[string]any{"title": "gpuctl-reconciler API", "version": version.Version,
+		"info": map[string]any{"title": "gpuctl-reconciler API", "version": version.String(),
 			"description": "The read-only API of gpuctl-reconciler (docs/daemon.md). A token that is not admin sees " +
 				"the jobs, logs, events, quotas and drift of the namespaces of its token file line only; pools and nodes are shared."},
 		"paths":    paths,

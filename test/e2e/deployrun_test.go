@@ -1,0 +1,117 @@
+package e2e
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/test/gittest"
+	"github.com/gpuctl/gpuctl/test/testcluster"
+	"k8s.io/client-go/kubernetes"
+)
+
+// TestGitSourceExampleRuns runs the real gpuctl-reconciler with the arguments, mounts and
+// environment of deploy/examples/git-source's container, as the pod would: each volume mount
+// is a directory of its own (the Secrets' files written into theirs), the source is a Git
+// remote of the test, and nothing else is writable — $TMPDIR does not exist, as /tmp would not
+// on a read-only root without its emptyDir. It clones into --work-dir on the work emptyDir,
+// syncs, and a GitHub push webhook signed with the mounted secret brings the next commit.
+func TestGitSourceExampleRuns(t *testing.T) {
+	ctx := t.Context()
+	d := find(t, buildDeploy(t, "examples/git-source"), "Deployment", "gpuctl-reconciler")
+	c := containers(t, d)[0]
+	remote := gittest.New(t, nil)
+	first := remote.Commit("a web service", map[string]string{"web.yaml": "kind: compute\nversion: v0.1\njob: {name: example-web, namespace: default}\nenvironment: {image: nginx}\n"})
+
+	root := t.TempDir() // the container's mounts, each at root/<mountPath>
+	mounted := func(p string) string {
+		for _, m := range c.VolumeMounts {
+			if rest, ok := strings.CutPrefix(p, m.MountPath); ok && (rest == "" || strings.HasPrefix(rest, "/")) {
+				return filepath.Join(root, filepath.FromSlash(p))
+			}
+		}
+		t.Fatalf("%s is on no volume of the container (%v): on a read-only root nothing can write or provide it", p, c.VolumeMounts)
+		return ""
+	}
+	for _, m := range c.VolumeMounts {
+		if err := os.MkdirAll(filepath.Join(root, filepath.FromSlash(m.MountPath)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const hookSecret = "hook-s3cret"
+	secrets := map[string]string{ // the Secrets' keys, as deploy/README.md creates them
+		"/etc/gpuctl/git/token":          "git-token",
+		"/etc/gpuctl/git/webhook-secret": hookSecret,
+		"/etc/gpuctl/api/tokens":         "api-s3cret,ops,admin\n",
+	}
+	for p, content := range secrets {
+		if err := os.WriteFile(mounted(p), []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	addr, ns := freeAddr(t), "example-system"
+	var args []string
+	for _, arg := range c.Args {
+		flag, value, ok := strings.Cut(arg, "=")
+		switch {
+		case !ok:
+			args = append(args, arg)
+			continue
+		case flag == "--listen":
+			value = addr
+		case flag == "--source":
+			value = "git:" + remote.URL
+		case strings.HasPrefix(value, "/"):
+			value = mounted(value)
+		}
+		args = append(args, flag+"="+value)
+	}
+	args = append(args, "--kubeconfig="+testcluster.Current().Kubeconfig, "--namespace="+ns)
+	cmd := exec.CommandContext(ctx, buildReconciler(t), args...)
+	cmd.Env = append(os.Environ(), "POD_NAME=gpuctl-reconciler-0", "HOME="+t.TempDir(),
+		"TMPDIR="+filepath.Join(root, "no-tmp")) // os.MkdirTemp fails: the clone must go to --work-dir
+	var log bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &log, &log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	defer func() { _ = cmd.Process.Signal(os.Interrupt); <-exited }()
+
+	store := daemon.NewStore(kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig()), ns)
+	waitApplied := func(rev string) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			st, _, _ := store.Read(ctx)
+			if st.Result == daemon.ResultSucceeded && st.AppliedRevision == rev {
+				return
+			}
+			select {
+			case <-exited:
+				t.Fatalf("gpuctl-reconciler exited: %v\nlog:\n%s", cmd.ProcessState, log.String())
+			default:
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("revision %s never applied; status %+v\nlog:\n%s", rev, st, log.String())
+			}
+		}
+	}
+	waitApplied(first)
+	if _, err := os.Stat(filepath.Join(mounted("/var/lib/gpuctl/git"), ".git")); err != nil || !strings.Contains(strings.Join(c.Args, " "), "--work-dir=/var/lib/gpuctl/git") {
+		t.Errorf("the clone is not in --work-dir /var/lib/gpuctl/git (args %v): %v", c.Args, err)
+	}
+
+	// A push: the webhook route the example sets brings it now, not at the next poll (60 s).
+	second := remote.Commit("a description", map[string]string{"web.yaml": "kind: compute\nversion: v0.1\njob: {name: example-web, namespace: default, description: the example}\nenvironment: {image: nginx}\n"})
+	code, err := gittest.PostGitHubPush(ctx, "http://"+addr+"/hooks/github", hookSecret, "refs/heads/main")
+	if err != nil || code/100 != 2 {
+		t.Fatalf("POST /hooks/github: %d %v", code, err)
+	}
+	waitApplied(second)
+}
