@@ -15,7 +15,7 @@ make --no-print-directory build >/dev/null
 
 # The control plane first; Kueue (about 10 more minutes on a fresh machine) after it, in the
 # background, so that the first demo runs without queueing and the next one with it.
-bold "building the local cluster's binaries (the first run builds Kubernetes from the Go module proxy: about 20 min on 2 cores)"
+bold "building the local cluster's binaries (the first run builds Kubernetes from the Go module proxy: about 13 min on 2 cores)"
 bindir=$(GPUCTL_WITHOUT_KUEUE=1 hack/cluster-tools.sh | tail -1)
 kueue=0
 if [ -x "$bindir/kueue" ] && [ -f "$bindir/kueue-manifests/webhook/manifests.yaml" ]; then
