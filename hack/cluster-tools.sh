@@ -10,8 +10,8 @@
 #                                    in the background)
 #
 # The first build takes about 13 minutes on 2 cores for the control plane (etcd 96 s, kwok 119 s,
-# the three Kubernetes binaries 578 s, empty Go caches) and about 10 more for
-# Kueue (596 s with a cold module and build cache); later runs only check that the files are
+# the three Kubernetes binaries 578 s, empty Go caches) and about 6 more for
+# Kueue (314 s after those, plus its downloads); later runs only check that the files are
 # there. Progress lines every 15 s say what is building and about how long is left. The three
 # Kubernetes binaries build in one `go build`, and no binary carries DWARF. A change of the link flags alone (BUILD_REV) relinks in seconds per binary when Go's
 # build cache still holds the packages.
@@ -43,7 +43,7 @@ kueue_ldflags="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
 # What a first build of each step typically takes on 2 cores with empty Go caches (downloads
 # included), for the "about N min left" of the progress lines; measured on this project's
 # machines, see README.
-declare -A typical=([etcd]=100 [kwok]=120 [kube]=580 [kueue]=600 [kubectl]=200)
+declare -A typical=([etcd]=100 [kwok]=120 [kube]=580 [kueue]=330 [kubectl]=200)
 left_after=0 # typical seconds of the steps still to come after the current one
 
 # build MODULE-DIR STEP EXTRA-LDFLAGS BINARY=PACKAGE... builds the binaries of one step that

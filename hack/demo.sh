@@ -13,7 +13,7 @@ bold() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 bold "building bin/gpuctl and bin/gpuctl-reconciler"
 make --no-print-directory build >/dev/null
 
-# The control plane first; Kueue (about 10 more minutes on a fresh machine) after it, in the
+# The control plane first; Kueue (about 6 more minutes on a fresh machine) after it, in the
 # background, so that the first demo runs without queueing and the next one with it.
 bold "building the local cluster's binaries (the first run builds Kubernetes from the Go module proxy: about 13 min on 2 cores)"
 bindir=$(GPUCTL_WITHOUT_KUEUE=1 hack/cluster-tools.sh | tail -1)
