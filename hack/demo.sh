@@ -110,7 +110,7 @@ YAML
     sleep 1
   done
 else
-  bold "queueing on Kueue: not yet — Kueue is still building in the background ($demo/kueue-build.log, about 10 min on a fresh machine); run make demo again when it is done to see a queue drain"
+  bold "queueing on Kueue: not yet — Kueue is still building in the background ($demo/kueue-build.log, about 6 min on a fresh machine); run make demo again when it is done to see a queue drain"
 fi
 
 bold "the API: GET /api/v1/jobs (bearer token in $demo/tokens)"
