@@ -41,10 +41,6 @@ func buildTraining(w workloadInput) []runtime.Object {
 			BackoffLimit: int32Ptr(0),
 		},
 	}
-	if w.queued {
-		// Kueue admits the Job by un-suspending it, all its pods at once (docs/format.md §9).
-		job.Spec.Suspend = ptr(true)
-	}
 	if !w.multiNode() {
 		job.Spec.Template = w.podTemplate(nil)
 		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever

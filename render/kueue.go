@@ -241,8 +241,9 @@ func queueLabels(priority string) map[string]string {
 }
 
 // suspendQueuedJobs makes every Job and CronJob of a team namespace wait for Kueue, whoever
-// wrote it (a plain manifest or kustomize output, a team's or the admin's): each starts
-// suspended (a CronJob's Jobs too) and carries the team's queue label. A Job written with
+// wrote it (a training document, a plain manifest or kustomize output, a team's or the
+// admin's): each starts suspended (a CronJob's Jobs too) and carries the team's queue label;
+// Kueue admits a Job by un-suspending it, all its pods at once (docs/format.md §9.1). A Job written with
 // `suspend: false` would otherwise be applied as such again by every sync and start before
 // Kueue admits it; such a value is replaced, with a warning.
 func (st *run) suspendQueuedJobs(objs []*unstructured.Unstructured) {
