@@ -21,8 +21,14 @@ help: ## show this list
 
 .PHONY: build
 build: ## build bin/gpuctl and bin/gpuctl-reconciler (pure Go, CGO_ENABLED=0)
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuctl ./cmd/gpuctl
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/gpuctl-reconciler ./cmd/gpuctl-reconciler
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ ./cmd/gpuctl ./cmd/gpuctl-reconciler
+
+# The local cluster's helper (hack/cluster), built with the flags of `build` so that the two share
+# Go's build cache: on a fresh machine `go run` would compile client-go and the rest once more.
+CLUSTER_HELPER := .cache/bin/cluster
+.PHONY: cluster-helper
+cluster-helper:
+	@CGO_ENABLED=0 $(GO) build -trimpath -o $(CLUSTER_HELPER) ./hack/cluster
 
 .PHONY: build-node-labeler
 build-node-labeler: ## build bin/gpuctl-node-labeler (cgo, go-nvml; lazy binding: starts without the NVIDIA driver)
@@ -85,15 +91,16 @@ demo: ## build, start the local cluster, run gpuctl-reconciler against examples/
 .PHONY: demo-down
 demo-down: ## stop the demo's reconciler and the local cluster
 	-@[ -f .cache/demo/reconciler.pid ] && kill $$(cat .cache/demo/reconciler.pid) 2>/dev/null; rm -f .cache/demo/reconciler.pid
-	$(GO) run ./hack/cluster down --dir .cache/cluster
+	@$(MAKE) --no-print-directory cluster-helper
+	$(CLUSTER_HELPER) down --dir .cache/cluster
 
 .PHONY: cluster-up
-cluster-up: ## start the local cluster (fake GPU nodes) in .cache/cluster; prints its KUBECONFIG (KUEUE=1: with Kueue)
-	$(GO) run ./hack/cluster up --dir .cache/cluster$(if $(filter 1,$(KUEUE)), --kueue)
+cluster-up: cluster-helper ## start the local cluster (fake GPU nodes) in .cache/cluster; prints its KUBECONFIG (KUEUE=1: with Kueue)
+	$(CLUSTER_HELPER) up --dir .cache/cluster$(if $(filter 1,$(KUEUE)), --kueue)
 
 .PHONY: cluster-down
-cluster-down: ## stop the local cluster
-	$(GO) run ./hack/cluster down --dir .cache/cluster
+cluster-down: cluster-helper ## stop the local cluster
+	$(CLUSTER_HELPER) down --dir .cache/cluster
 
 .PHONY: examples
 examples: build ## validate examples/

@@ -1,29 +1,32 @@
 #!/usr/bin/env bash
-# Builds the local test cluster's binaries (etcd, kube-apiserver, kube-controller-manager,
-# kube-scheduler, kwok, and the Kueue controller with its CRDs and webhook configurations;
-# kubectl with GPUCTL_WITH_KUBECTL=1) from the Go module proxy into a cache outside the
-# checkout, once. Prints the directory that holds them on its last line.
+# Builds the local test cluster's binaries from the Go module proxy into a cache outside the
+# checkout, once: the control plane (etcd, kube-apiserver, kube-controller-manager,
+# kube-scheduler and kwok) as ONE multi-call binary, hack/tools/controlplane, linked under
+# those five names; the Kueue controller with its CRDs and webhook configurations; kubectl with
+# GPUCTL_WITH_KUBECTL=1. Prints the directory that holds them on its last line.
 #
 #   hack/cluster-tools.sh            build what is missing, print the directory
 #   GPUCTL_CACHE=/some/dir hack/...  use another cache root (default ~/.cache/gpuctl)
 #   GPUCTL_WITHOUT_KUEUE=1 hack/...  the control plane only (make demo builds Kueue afterwards,
 #                                    in the background)
 #
-# The first build takes about 13 minutes on 2 cores for the control plane (etcd 96 s, kwok 119 s,
-# the three Kubernetes binaries 578 s, empty Go caches) and about 6 more for
-# Kueue (314 s after those, plus its downloads); later runs only check that the files are
-# there. Progress lines every 15 s say what is building and about how long is left. The three
-# Kubernetes binaries build in one `go build`, and no binary carries DWARF. A change of the link flags alone (BUILD_REV) relinks in seconds per binary when Go's
-# build cache still holds the packages.
+# The first build of the control plane takes about CONTROLPLANE_MIN minutes on 2 cores with empty Go caches
+# (downloads included; five separate binaries took 11 min: the packages they share compiled
+# twice and the union of the code linked five times), and Kueue about 6 more. Later runs only
+# check that the files are there. Progress lines every 15 s say what is building and about how
+# long is left. No binary carries DWARF. A change of the link flags alone (BUILD_REV) relinks in
+# seconds when Go's build cache still holds the packages.
 set -euo pipefail
 
 K8S_VERSION=v1.37.1
-ETCD_VERSION=v3.6.16
+ETCD_VERSION=v3.7.3
 KWOK_VERSION=v0.8.0
 KUEUE_VERSION=v0.15.2
 # BUILD_REV changes when the way the binaries are built changes (r2: the Kubernetes binaries
-# carry their version, which Kueue parses), so that an existing cache is rebuilt, not reused.
-BUILD_REV=r2
+# carry their version, which Kueue parses; r3: one control-plane binary), so that an existing
+# cache is rebuilt, not reused. The versions are those of hack/tools/controlplane/go.mod and
+# hack/tools/kueue/go.mod (a test keeps them equal).
+BUILD_REV=r3
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${GPUCTL_CACHE:-$HOME/.cache/gpuctl}
@@ -43,7 +46,7 @@ kueue_ldflags="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
 # What a first build of each step typically takes on 2 cores with empty Go caches (downloads
 # included), for the "about N min left" of the progress lines; measured on this project's
 # machines, see README.
-declare -A typical=([etcd]=100 [kwok]=120 [kube]=580 [kueue]=330 [kubectl]=200)
+declare -A typical=([controlplane]=CONTROLPLANE_S [kueue]=330 [kubectl]=120)
 left_after=0 # typical seconds of the steps still to come after the current one
 
 # build MODULE-DIR STEP EXTRA-LDFLAGS BINARY=PACKAGE... builds the binaries of one step that
@@ -133,22 +136,24 @@ want_kueue=0
 if [ "${GPUCTL_WITHOUT_KUEUE:-}" != 1 ] && { [ ! -x "$dir/kueue" ] || [ ! -f "$dir/kueue-manifests/webhook/manifests.yaml" ]; }; then
   want_kueue=1
 fi
+# The names the control-plane binary answers to (hack/tools/controlplane/main.go).
+controlplane_names=(etcd kube-apiserver kube-controller-manager kube-scheduler kwok)
+have_controlplane=1
+for n in "${controlplane_names[@]}"; do [ -x "$dir/$n" ] || have_controlplane=0; done
 steps=() # what this run builds, in order
-[ -x "$dir/etcd" ] || steps+=(etcd)
-[ -x "$dir/kwok" ] || steps+=(kwok)
-{ [ -x "$dir/kube-apiserver" ] && [ -x "$dir/kube-controller-manager" ] && [ -x "$dir/kube-scheduler" ]; } || steps+=(kube)
+[ "$have_controlplane" = 1 ] || steps+=(controlplane)
 [ "$want_kueue" = 0 ] || steps+=(kueue)
 { [ "$with_kubectl" = 1 ] && [ ! -x "$dir/kubectl" ]; } && steps+=(kubectl)
 
-build etcdkwok etcd "" etcd=go.etcd.io/etcd/server/v3
-build etcdkwok kwok "" kwok=sigs.k8s.io/kwok/cmd/kwok
-build kube kube "$k8s_ldflags" kube-apiserver=k8s.io/kubernetes/cmd/kube-apiserver \
-  kube-controller-manager=k8s.io/kubernetes/cmd/kube-controller-manager kube-scheduler=k8s.io/kubernetes/cmd/kube-scheduler
+if [ "$have_controlplane" = 0 ]; then
+  build controlplane controlplane "$k8s_ldflags" controlplane=github.com/gpuctl/gpuctl/hack/tools/controlplane
+  for n in "${controlplane_names[@]}"; do ln -sfn controlplane "$dir/$n"; done
+fi
 if [ "$want_kueue" = 1 ]; then
   kueue_sources
   build kueue kueue "$kueue_ldflags" kueue=./patched
 fi
 if [ "$with_kubectl" = 1 ]; then
-  build kube kubectl "$k8s_ldflags" kubectl=k8s.io/kubernetes/cmd/kubectl
+  build controlplane kubectl "$k8s_ldflags" kubectl=k8s.io/kubernetes/cmd/kubectl
 fi
 echo "$dir"

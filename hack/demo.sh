@@ -11,7 +11,8 @@ mkdir -p "$demo"
 bold() { printf '\n\033[1m==> %s\033[0m\n' "$*"; }
 
 bold "building bin/gpuctl and bin/gpuctl-reconciler"
-make --no-print-directory build >/dev/null
+make --no-print-directory build cluster-helper >/dev/null
+cluster=.cache/bin/cluster # hack/cluster, built by make cluster-helper with build's flags
 
 # The control plane first; Kueue (about 6 more minutes on a fresh machine) after it, in the
 # background, so that the first demo runs without queueing and the next one with it.
@@ -26,14 +27,14 @@ fi
 
 if [ "$kueue" = 1 ]; then
   bold "starting the local cluster with Kueue"
-  if ! go run ./hack/cluster up --dir .cache/cluster --kueue; then
+  if ! "$cluster" up --dir .cache/cluster --kueue; then
     bold "restarting the local cluster with Kueue"
-    go run ./hack/cluster down --dir .cache/cluster
-    go run ./hack/cluster up --dir .cache/cluster --kueue
+    "$cluster" down --dir .cache/cluster
+    "$cluster" up --dir .cache/cluster --kueue
   fi
 else
   bold "starting the local cluster (Kueue is building in the background: $demo/kueue-build.log)"
-  GPUCTL_WITHOUT_KUEUE=1 go run ./hack/cluster up --dir .cache/cluster
+  GPUCTL_WITHOUT_KUEUE=1 "$cluster" up --dir .cache/cluster
 fi
 export KUBECONFIG=$root/.cache/cluster/kubeconfig
 
