@@ -106,7 +106,7 @@ func TestValidationRules(t *testing.T) {
 			want: []string{`/repo/a.yaml:5:12: job.suspend: expected true or false, got "yes"`}},
 		"suspend on a service": {files: map[string]string{"a.yaml": "kind: compute\nversion: v0.1\njob: {name: x, suspend: true}\nenvironment: {image: j}\n"},
 			want: []string{`/repo/a.yaml:3:25: job.suspend: suspend applies to training only`}},
-		"paused service": {valid: true, files: map[string]string{"a.yaml": "kind: compute\nversion: v0.1\njob: {name: x}\nenvironment: {image: j}\nservice: {replicas: 0, pausedReplicas: 3}\n"}},
+		"paused service":  {valid: true, files: map[string]string{"a.yaml": "kind: compute\nversion: v0.1\njob: {name: x}\nenvironment: {image: j}\nservice: {replicas: 0, pausedReplicas: 3}\n"}},
 		"paused notebook": {valid: true, files: map[string]string{"a.yaml": "kind: notebook\nversion: v0.1\njob: {name: x}\nenvironment: {image: j}\nservice: {replicas: 0, paused_replicas: 1}\n"}},
 		"paused replicas while running": {files: map[string]string{"a.yaml": "kind: compute\nversion: v0.1\njob: {name: x}\nenvironment: {image: j}\nservice: {replicas: 2, pausedReplicas: 3}\n"},
 			want: []string{`/repo/a.yaml:5:40: service.pausedReplicas: set only while the service is paused (service.replicas: 0)`}},
