@@ -88,7 +88,7 @@ type Result struct {
 	// Workloads are the workloads created, deleted, paused, resumed or scaled.
 	Workloads []Workload `json:"workloads"`
 	// Replicas is the replica count a scale sets.
-	Replicas int `json:"replicas,omitempty"`
+	Replicas int      `json:"replicas,omitempty"`
 	Changes  []Change `json:"changes"`
 	// Warnings are the warnings of the files after the edit that they did not have before.
 	Warnings []*render.Diagnostic `json:"warnings,omitempty"`
