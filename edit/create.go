@@ -13,11 +13,14 @@ import (
 
 // File is a file to create: its content, kept byte for byte, and its name.
 type File struct {
-	// Name is the file's name as the person gave it; diagnostics name it so. Its base name is
-	// the name of the file created, unless it is empty or "-" (standard input): then the file
-	// is named after its first workload, <job.name>.yaml.
+	// Name is the file's name as the person gave it (a path on their machine, "-" for
+	// standard input); diagnostics name it so.
 	Name string
 	Data []byte
+	// Target is the name of the file created, without a directory (Create refuses one, as it
+	// refuses .. and absolute paths); default Name. When both are empty or "-", the file is
+	// named after its first workload, <job.name>.yaml.
+	Target string
 }
 
 // CreateOptions say where Create puts the files.
@@ -143,7 +146,11 @@ func inputName(f File) string {
 // targetName is the name of the file created from f: its base name, which render must read
 // as a source; or, for standard input, its first workload's name.
 func targetName(f File) (string, error) {
-	if f.Name == "" || f.Name == "-" {
+	target := f.Target
+	if target == "" {
+		target = f.Name
+	}
+	if target == "" || target == "-" {
 		docs, diags := render.ParseFile(inputName(f), f.Data)
 		if err := render.NewValidationError(diags); err != nil {
 			return "", err
@@ -155,16 +162,16 @@ func targetName(f File) (string, error) {
 		}
 		return "", fmt.Errorf("%s: no workload with a job.name to name the file after", inputName(f))
 	}
-	name := filepath.ToSlash(f.Name)
+	name := filepath.ToSlash(target)
 	if strings.Contains(name, "/") || name == "." || name == ".." {
-		return "", &PathError{Path: f.Name, Reason: "a file name may not hold a directory; give the directory with --path"}
+		return "", &PathError{Path: target, Reason: "a file name may not hold a directory; give the directory with --path"}
 	}
 	ext := path.Ext(name)
 	switch {
 	case strings.HasPrefix(name, "."), name == "kustomization.yaml", name == "kustomization.yml", name == render.PolicyFileName:
-		return "", &PathError{Path: f.Name, Reason: "gpuctl does not read a file of this name as a source"}
+		return "", &PathError{Path: target, Reason: "gpuctl does not read a file of this name as a source"}
 	case ext != ".yaml" && ext != ".yml":
-		return "", &PathError{Path: f.Name, Reason: "name it *.yaml: gpuctl reads only .yaml and .yml files"}
+		return "", &PathError{Path: target, Reason: "name it *.yaml: gpuctl reads only .yaml and .yml files"}
 	}
 	return name, nil
 }
