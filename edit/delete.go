@@ -7,15 +7,7 @@ import "strings"
 // byte of the other documents kept. It is refused when the repository would then have an
 // error it does not have now (a kustomization that lists the file, ...).
 func (r *Repo) Delete(ref JobRef) (*Result, error) {
-	base, err := r.scan()
-	if err != nil {
-		return nil, err
-	}
-	w, err := r.find(base, ref)
-	if err != nil {
-		return nil, err
-	}
-	t, err := r.load(w)
+	base, w, t, err := r.locate(ref)
 	if err != nil {
 		return nil, err
 	}

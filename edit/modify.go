@@ -19,6 +19,21 @@ func (e *UnchangedError) Error() string {
 	return fmt.Sprintf("%s %s %s: nothing to change", e.Kind, e.ID(), e.Reason)
 }
 
+// locate renders the repository as it is, finds the workload that ref names and reads its
+// file for editing.
+func (r *Repo) locate(ref JobRef) (*render.Result, found, *text, error) {
+	base, err := r.scan()
+	if err != nil {
+		return nil, found{}, nil, err
+	}
+	w, err := r.find(base, ref)
+	if err != nil {
+		return nil, found{}, nil, err
+	}
+	t, err := r.load(w)
+	return base, w, t, err
+}
+
 // load reads the file of a workload for editing.
 func (r *Repo) load(w found) (*text, error) {
 	data, err := r.FS.ReadFile(filepath.Join(r.Root, filepath.FromSlash(w.File)))

@@ -26,15 +26,7 @@ func (r *Repo) pauseOrResume(ref JobRef, pause bool) (*Result, error) {
 	if pause {
 		verb = "pause"
 	}
-	base, err := r.scan()
-	if err != nil {
-		return nil, err
-	}
-	w, err := r.find(base, ref)
-	if err != nil {
-		return nil, err
-	}
-	t, err := r.load(w)
+	base, w, t, err := r.locate(ref)
 	if err != nil {
 		return nil, err
 	}

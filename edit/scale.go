@@ -17,11 +17,7 @@ func (r *Repo) Scale(kind string, ref JobRef, n int) (*Result, error) {
 	case n < 0:
 		return nil, fmt.Errorf("--replicas %d: must be 0 or more", n)
 	}
-	base, err := r.scan()
-	if err != nil {
-		return nil, err
-	}
-	w, err := r.find(base, ref)
+	base, w, t, err := r.locate(ref)
 	if err != nil {
 		return nil, err
 	}
@@ -31,10 +27,6 @@ func (r *Repo) Scale(kind string, ref JobRef, n int) (*Result, error) {
 	paused := w.doc.Has("service.pausedReplicas")
 	if replicas(w.doc) == n {
 		return nil, &UnchangedError{Workload: w.Workload, Reason: "already has " + strconv.Itoa(n) + " replicas"}
-	}
-	t, err := r.load(w)
-	if err != nil {
-		return nil, err
 	}
 	verify := func(d *render.Document) bool {
 		return d.Workload != nil && replicas(d) == n && !d.Has("service.pausedReplicas")

@@ -62,6 +62,7 @@ committed.`,
 			})
 		},
 	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return failed(err) })
 	f := cmd.Flags()
 	f.StringArrayVarP(&files, "filename", "f", nil, "a gpuctl file to add (repeatable; - for standard input, a directory for its *.yaml files)")
 	f.StringVar(&team, "team", "", "put the files in this team's directory (default: your team by the teams: of .gpuctl.yaml)")

@@ -7,13 +7,7 @@ import (
 )
 
 func newPauseCommand(s Streams) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "pause job JOB",
-		Short: "Pause a job in the repository, and commit it",
-		Args:  writeArgs(0, "job JOB"),
-	}
-	cmd.AddCommand(newJobWriteCommand(s, jobWriteVerb{
-		use:   "job JOB",
+	return newJobVerbCommand(s, "pause", jobWriteVerb{
 		short: "Pause a job in the repository, and commit it",
 		long: `Pause JOB by its file and commit it with git: a training job gets job.suspend: true (its Job is
 suspended: its pods stop, and none start); an inference, notebook or compute service gets
@@ -25,18 +19,11 @@ queueing: kueue, a paused training job also gives its place in the queue and its
 		example: `  gpuctl pause job qwen2-7b-sft
   gpuctl pause job alice.llama3-8b --push --wait`,
 		edit: func(repo *edit.Repo, ref edit.JobRef, _ []string) (*edit.Result, error) { return repo.Pause(ref) },
-	}))
-	return cmd
+	})
 }
 
 func newResumeCommand(s Streams) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "resume job JOB",
-		Short: "Resume a paused job in the repository, and commit it",
-		Args:  writeArgs(0, "job JOB"),
-	}
-	cmd.AddCommand(newJobWriteCommand(s, jobWriteVerb{
-		use:   "job JOB",
+	return newJobVerbCommand(s, "resume", jobWriteVerb{
 		short: "Resume a paused job in the repository, and commit it",
 		long: `Resume JOB, which gpuctl pause paused, and commit it with git: a training job's job.suspend is
 removed; a service gets back the replicas of service.pausedReplicas. A job that is not paused
@@ -46,6 +33,5 @@ is an error.
 		example: `  gpuctl resume job qwen2-7b-sft
   gpuctl resume job alice.llama3-8b --push`,
 		edit: func(repo *edit.Repo, ref edit.JobRef, _ []string) (*edit.Result, error) { return repo.Resume(ref) },
-	}))
-	return cmd
+	})
 }

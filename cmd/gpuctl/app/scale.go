@@ -1,6 +1,8 @@
 package app
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/edit"
@@ -23,7 +25,12 @@ commit it with git. Scaling a paused service to 1 or more resumes it.
 		},
 		flags: func(cmd *cobra.Command) {
 			cmd.Flags().IntVar(&replicas, "replicas", -1, "the number of replicas (required)")
-			_ = cmd.MarkFlagRequired("replicas")
+		},
+		check: func() error {
+			if replicas < 0 {
+				return errors.New("give the number of replicas with --replicas N (0 or more)")
+			}
+			return nil
 		},
 	})
 	cmd.ValidArgs = []string{"inference", "compute", "notebook"}
