@@ -92,7 +92,8 @@ func TestDeployedRBACSuffices(t *testing.T) {
 
 // TestDeployedRBACCoversKueue: the ClusterRole of deploy/base lets gpuctl-reconciler apply and
 // prune what queueing kueue renders (ResourceFlavors, ClusterQueues, LocalQueues,
-// WorkloadPriorityClasses) and read Kueue's Workloads, but not write them. The API server's
+// WorkloadPriorityClasses) and read Kueue's Workloads, and patch them (a paused job's
+// spec.active) but not create, update or delete them. The API server's
 // authorizer answers without Kueue's CRDs; applying the objects themselves needs them.
 func TestDeployedRBACCoversKueue(t *testing.T) {
 	e := newEnv(t, reconciler.DefaultOptions())
@@ -119,7 +120,8 @@ func TestDeployedRBACCoversKueue(t *testing.T) {
 			}
 		}
 	}
-	for verb, want := range map[string]bool{"get": true, "list": true, "watch": true, "create": false, "update": false, "patch": false, "delete": false} {
+	// Workloads are Kueue's: read, and patched only to (de)activate a paused job's (kueuepause).
+	for verb, want := range map[string]bool{"get": true, "list": true, "watch": true, "create": false, "update": false, "patch": true, "delete": false} {
 		if allowed("workloads", verb) != want {
 			t.Errorf("gpuctl-reconciler %s workloads.%s: allowed %v, want %v", verb, keys.KueueGroup, !want, want)
 		}

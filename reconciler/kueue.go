@@ -8,6 +8,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/managedfields"
 	"github.com/gpuctl/gpuctl/internal/object"
+	"github.com/gpuctl/gpuctl/reconciler/kueuepause"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -52,6 +53,19 @@ func QueueManaged(u *unstructured.Unstructured) bool {
 func isJob(u *unstructured.Unstructured) bool {
 	gvk := u.GroupVersionKind()
 	return gvk.Group == "batch" && gvk.Kind == "Job"
+}
+
+// syncPausedWorkloads makes Kueue hold the plan's paused queue-managed Jobs (job.suspend:
+// true), which spec.suspend alone does not: their Workloads are deactivated, and activated
+// again once they are resumed (package kueuepause).
+func (m *Manager) syncPausedWorkloads(ctx context.Context, plan *Plan) error {
+	var jobs []*unstructured.Unstructured
+	for _, c := range plan.Changes {
+		if c.Desired != nil && c.Error == "" && c.Action != ActionDelete && QueueManaged(c.Desired) {
+			jobs = append(jobs, c.Desired)
+		}
+	}
+	return kueuepause.Sync(ctx, m.dyn, m.opts.FieldManager, jobs)
 }
 
 // suspendPath is the field that gpuctl and Kueue both write.

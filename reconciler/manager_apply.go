@@ -66,7 +66,8 @@ type Progress func(done, total int, r Result)
 // A failed apply (a conflict, any per-object error) does not stop the prune of other objects;
 // only the failure of a Namespace or of a tenant's identity keeps what depends on it from
 // being pruned (see pruneBlocks). Changes that failed at plan time are results with their
-// error, and do not stop the others. A refused plan is not applied.
+// error, and do not stop the others. Then Kueue's Workloads of paused Jobs are deactivated
+// (syncPausedWorkloads). A refused plan is not applied.
 func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*ChangeSet, error) {
 	if plan.Refused != nil {
 		return nil, plan.Refused
@@ -120,6 +121,9 @@ func (m *Manager) Apply(ctx context.Context, plan *Plan, progress Progress) (*Ch
 	var errs []error
 	for _, r := range cs.Failed() {
 		errs = append(errs, fmt.Errorf("%s: %s: %s", r.Object, r.Action, r.Error))
+	}
+	if err := m.syncPausedWorkloads(ctx, plan); err != nil {
+		errs = append(errs, fmt.Errorf("paused jobs: %w", err))
 	}
 	return cs, errors.Join(errs...)
 }

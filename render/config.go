@@ -34,6 +34,15 @@ type Config struct {
 	// Queueing is how the teams' quotas hold their workloads: QueueingResourceQuota (the
 	// default, "" too) or QueueingKueue.
 	Queueing string `gpuctl:"queueing"`
+	// Teams maps people (their Git user.email) to their team, the namespace whose directory
+	// `gpuctl create` writes their files to (TeamOf, TeamDir). Rendering does not use it.
+	Teams []TeamMember `gpuctl:"teams"`
+}
+
+// TeamMember is one entry of Config.Teams: a person's Git user.email and their team.
+type TeamMember struct {
+	Email string `gpuctl:",key"`
+	Team  string `gpuctl:",value"`
 }
 
 // The values of Config.Queueing.
@@ -130,6 +139,7 @@ func ParseConfig(name string, data []byte) (*Config, []*Diagnostic) {
 			}
 		}
 		cfg.checkTenancy(name, d.pos, ds)
+		cfg.checkTeams(name, d.pos, ds)
 	}
 	return cfg, ds.sorted()
 }

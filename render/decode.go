@@ -16,7 +16,8 @@ import (
 // The decoder maps a YAML node tree onto the schema structs of spec.go. Struct tags name the
 // field in its documented spelling (docs/format.md): `gpuctl:"gpu-type"`; `gpuctl:"name,required"`; `gpuctl:",key"`
 // marks the field that receives the key when a slice of structs is written as a mapping
-// (nodes: {node1: {...}}); `gpuctl:",inline"` on an embedded struct reads its fields as the
+// (nodes: {node1: {...}}), and `gpuctl:",value"` the field that receives the whole value when
+// each entry is a scalar (teams: {alice@example.com: alice}); `gpuctl:",inline"` on an embedded struct reads its fields as the
 // outer struct's own. Every field accepts its kebab, snake and camel spelling.
 //
 // It never stops at the first problem: each one becomes a Diagnostic and decoding goes on.
@@ -43,6 +44,7 @@ type schema struct {
 	fields []schemaField
 	byName map[string]int // spelling -> position in fields
 	key    int            // index of the ",key" field, or -1
+	value  int            // index of the ",value" field, or -1
 }
 
 var schemas sync.Map // reflect.Type -> *schema
@@ -51,7 +53,7 @@ func schemaOf(t reflect.Type) *schema {
 	if s, ok := schemas.Load(t); ok {
 		return s.(*schema)
 	}
-	s := &schema{byName: map[string]int{}, key: -1}
+	s := &schema{byName: map[string]int{}, key: -1, value: -1}
 	for i := 0; i < t.NumField(); i++ {
 		tag, ok := t.Field(i).Tag.Lookup("gpuctl")
 		if !ok || tag == "-" {
@@ -61,6 +63,9 @@ func schemaOf(t reflect.Type) *schema {
 		switch opts {
 		case "key":
 			s.key = i
+			continue
+		case "value":
+			s.value = i
 			continue
 		case "inline":
 			for _, f := range schemaOf(t.Field(i).Type).fields {
@@ -346,7 +351,7 @@ func (d *decoder) decodeKeyed(n *yaml.Node, v reflect.Value, path string) {
 		d.fail(n, path, "expected a mapping of names, got %s", describe(n))
 		return
 	}
-	keyIdx := schemaOf(v.Type().Elem()).key
+	keyIdx, valueIdx := schemaOf(v.Type().Elem()).key, schemaOf(v.Type().Elem()).value
 	seen := map[string]int{}
 	out := reflect.MakeSlice(v.Type(), 0, len(n.Content)/2)
 	for _, e := range d.entries(n) {
@@ -364,7 +369,11 @@ func (d *decoder) decodeKeyed(n *yaml.Node, v reflect.Value, path string) {
 		item.Field(keyIdx).SetString(name)
 		p := join(path, name)
 		d.pos[p] = posOf(e.key)
-		if e.value.Tag != "!!null" {
+		switch {
+		case valueIdx >= 0:
+			d.decode(e.value, item.Field(valueIdx), p)
+			d.pos[p] = posOf(e.key)
+		case e.value.Tag != "!!null":
 			d.decode(e.value, item, p)
 			d.pos[p] = posOf(e.key)
 		}

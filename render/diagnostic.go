@@ -153,6 +153,14 @@ func (e *ValidationError) Diagnostics() []*Diagnostic {
 	return out
 }
 
+// NewValidationError returns the *ValidationError of a list of diagnostics (its errors), or
+// nil when none is an error: for callers that check files with ParseFile or a render of their
+// own and report alike.
+func NewValidationError(diags []*Diagnostic) error {
+	errs, _ := split(diags)
+	return newValidationError(errs)
+}
+
 func newValidationError(errs []*Diagnostic) error {
 	if len(errs) == 0 {
 		return nil

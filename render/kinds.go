@@ -41,6 +41,10 @@ func buildTraining(w workloadInput) []runtime.Object {
 			BackoffLimit: int32Ptr(0),
 		},
 	}
+	if w.Job.Suspend {
+		job.Spec.Suspend = ptr(true)
+		job.Annotations[keys.Paused] = keys.PausedValue
+	}
 	if !w.multiNode() {
 		job.Spec.Template = w.podTemplate(nil)
 		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
@@ -120,11 +124,15 @@ func deployment(w workloadInput) *appsv1.Deployment {
 }
 
 func statefulSet(w workloadInput) *appsv1.StatefulSet {
+	replicas := 1
+	if w.Has("service.replicas") {
+		replicas = w.Service.Replicas // 1, or 0 while paused
+	}
 	ss := &appsv1.StatefulSet{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "apps/v1", Kind: "StatefulSet"},
 		ObjectMeta: w.meta(w.Job.Name),
 		Spec: appsv1.StatefulSetSpec{
-			Replicas:    int32Ptr(1),
+			Replicas:    int32Ptr(replicas),
 			ServiceName: serviceName(w.Job.Name),
 			Selector:    w.selector(),
 			Template:    w.podTemplate(nil),

@@ -39,6 +39,9 @@ type Job struct {
 	Namespace   string `gpuctl:"namespace"`
 	Priority    string `gpuctl:"priority"`
 	Description string `gpuctl:"description"`
+	// Suspend pauses a training job: its Job is rendered suspended (spec.suspend: true) and
+	// annotated keys.Paused. Training only; `gpuctl pause` and `gpuctl resume` write it.
+	Suspend bool `gpuctl:"suspend"`
 }
 
 // Environment is the container: image, command and environment variables.
@@ -72,6 +75,9 @@ type Service struct {
 	Replicas    int    `gpuctl:"replicas"`
 	Port        int    `gpuctl:"port"`
 	HealthCheck string `gpuctl:"health_check"`
+	// PausedReplicas are the replicas of a paused service (Replicas 0), which resuming it
+	// restores; `gpuctl pause` and `gpuctl resume` write it.
+	PausedReplicas int `gpuctl:"pausedReplicas"`
 }
 
 // Storage lists host directories mounted into the pod.

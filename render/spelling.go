@@ -5,6 +5,10 @@ import (
 	"unicode"
 )
 
+// Spellings returns the accepted spellings of a field named in its documented spelling, the
+// documented one first: pausedReplicas, paused-replicas, paused_replicas.
+func Spellings(name string) []string { return spellings(name) }
+
 // spellings returns the accepted spellings of a field named in its documented spelling: the name
 // itself plus its kebab-case, snake_case and camelCase forms (gpu-type, gpu_type, gpuType).
 func spellings(name string) []string {

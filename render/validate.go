@@ -91,8 +91,11 @@ func (v *validator) checkKindFields(w *Workload) {
 	if w.Kind != KindTraining && v.doc.Has("resources.node_count") {
 		v.errorf("resources.node_count", "node_count applies to training only")
 	}
+	if w.Kind != KindTraining && v.doc.Has("job.suspend") {
+		v.errorf("job.suspend", "suspend applies to training only").Hint = "a service is paused with service.replicas: 0 and service.pausedReplicas (gpuctl pause)"
+	}
 	if w.Kind == KindTraining {
-		for _, f := range []string{"service.replicas", "service.port", "service.health_check"} {
+		for _, f := range []string{"service.replicas", "service.port", "service.health_check", "service.pausedReplicas"} {
 			if v.doc.Has(f) {
 				v.errorf(f, "training jobs have no service; remove it").Hint = "use kind: inference or compute for a service"
 			}
@@ -177,8 +180,11 @@ func (v *validator) service(w *Workload) {
 	if v.doc.Has("service.replicas") && s.Replicas < 0 {
 		v.errorf("service.replicas", "must be 0 or more, got %d", s.Replicas)
 	}
-	if w.Kind == KindNotebook && v.doc.Has("service.replicas") && s.Replicas != 1 {
-		v.errorf("service.replicas", "a notebook runs exactly 1 replica, got %d", s.Replicas)
+	if w.Kind == KindNotebook && v.doc.Has("service.replicas") && s.Replicas != 1 && s.Replicas != 0 {
+		v.errorf("service.replicas", "a notebook runs exactly 1 replica (0 while paused), got %d", s.Replicas)
+	}
+	if w.Kind != KindTraining && v.doc.Has("service.pausedReplicas") {
+		v.pausedReplicas(w)
 	}
 	if v.doc.Has("service.port") && (s.Port < 1 || s.Port > 65535) {
 		v.errorf("service.port", "port %d is out of range 1-65535", s.Port)
@@ -193,6 +199,21 @@ func (v *validator) service(w *Workload) {
 		if !v.doc.Has("service.port") && w.Kind != KindNotebook {
 			v.errorf("service.health_check", "needs service.port to probe")
 		}
+	}
+}
+
+// pausedReplicas checks the replicas kept by a paused service: set only while it is paused
+// (service.replicas: 0), at least 1, and 1 for a notebook.
+func (v *validator) pausedReplicas(w *Workload) {
+	s := &w.Service
+	switch {
+	case !v.doc.Has("service.replicas") || s.Replicas != 0:
+		v.errorf("service.pausedReplicas", "set only while the service is paused (service.replicas: 0)").Hint =
+			"remove it, or pause with service.replicas: 0 (gpuctl pause and gpuctl resume write both)"
+	case s.PausedReplicas < 1:
+		v.errorf("service.pausedReplicas", "must be 1 or more, got %d", s.PausedReplicas)
+	case w.Kind == KindNotebook && s.PausedReplicas != 1:
+		v.errorf("service.pausedReplicas", "a notebook runs exactly 1 replica, got %d", s.PausedReplicas)
 	}
 }
 

@@ -69,6 +69,11 @@ const (
 	Adopt = Prefix + "adopt"
 	// AdoptAllowed is the value of Adopt that allows adoption.
 	AdoptAllowed = "true"
+	// Paused is set to PausedValue on the Job of a training document with job.suspend: true
+	// (gpuctl pause): the Job is suspended by its owner, not waiting for Kueue's admission.
+	Paused = Prefix + "paused"
+	// PausedValue is the value of Paused.
+	PausedValue = "true"
 )
 
 // Tenancy: the identity the reconciler impersonates in a tenant namespace, and the policy

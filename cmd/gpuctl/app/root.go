@@ -84,13 +84,16 @@ resource pools, per-user quotas) into Kubernetes objects.
   gpuctl validate examples/        check every file, report every problem at once
   gpuctl render examples/          print the Kubernetes objects, ready for kubectl apply -f -
   gpuctl get jobs                  what runs: one row per pod, with its status in words
-  gpuctl describe job JOB          why a job is where it is: pods, events, Git source, drift`,
+  gpuctl describe job JOB          why a job is where it is: pods, events, Git source, drift
+  gpuctl create -f job.yaml        add a job to the repository as a Git commit (also delete,
+                                   pause, resume, scale)`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newGetCommand(s), newDescribeCommand(s), newLogsCommand(s), newEventsCommand(s), newVersionCommand(s))
+	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newGetCommand(s), newDescribeCommand(s), newLogsCommand(s), newEventsCommand(s),
+		newCreateCommand(s), newDeleteCommand(s), newPauseCommand(s), newResumeCommand(s), newScaleCommand(s), newVersionCommand(s))
 	return root
 }
 

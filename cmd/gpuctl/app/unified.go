@@ -17,7 +17,7 @@ func unifiedDiff(from, to, a, b string) string {
 	var sb strings.Builder
 	fmt.Fprintf(&sb, "--- %s\n+++ %s\n", from, to)
 	for _, h := range hunks {
-		fmt.Fprintf(&sb, "@@ -%d,%d +%d,%d @@\n", h.aStart+1, h.aLen, h.bStart+1, h.bLen)
+		fmt.Fprintf(&sb, "@@ -%d,%d +%d,%d @@\n", hunkStart(h.aStart, h.aLen), h.aLen, hunkStart(h.bStart, h.bLen), h.bLen)
 		for _, op := range h.ops {
 			sb.WriteByte(op.kind)
 			sb.WriteString(op.line)
@@ -25,6 +25,15 @@ func unifiedDiff(from, to, a, b string) string {
 		}
 	}
 	return sb.String()
+}
+
+// hunkStart is the first line of a hunk's range as diff numbers it (from 1); an empty range
+// names the line before it, as diff -u and git do ("@@ -0,0 +1,8 @@" for a new file).
+func hunkStart(start, n int) int {
+	if n == 0 {
+		return start
+	}
+	return start + 1
 }
 
 func splitLines(s string) []string {

@@ -49,7 +49,7 @@ func TestUnifiedDiff(t *testing.T) {
 	if got := unifiedDiff("a", "b", long, changed); got != wantTwo {
 		t.Fatalf("two hunks: got\n%s", got)
 	}
-	if got := unifiedDiff("a", "b", "", "x\n"); got != "--- a\n+++ b\n@@ -1,0 +1,1 @@\n+x\n" {
+	if got := unifiedDiff("a", "b", "", "x\n"); got != "--- a\n+++ b\n@@ -0,0 +1,1 @@\n+x\n" { // as diff -u and git number an empty range
 		t.Fatalf("creation: %q", got)
 	}
 }

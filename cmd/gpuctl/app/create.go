@@ -1,0 +1,122 @@
+package app
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gpuctl/gpuctl/edit"
+	"github.com/gpuctl/gpuctl/internal/keys"
+)
+
+func newCreateCommand(s Streams) *cobra.Command {
+	var o writeOptions
+	var files []string
+	var team, dir string
+	cmd := &cobra.Command{
+		Use:   "create -f FILE...",
+		Short: "Add gpuctl files to the repository, and commit them",
+		Long: `Add gpuctl files to a clone of the GitOps repository and commit them with git: the
+reconciler creates the jobs once the commit is pushed (--push).
+
+Each file is checked as gpuctl validate checks the repository once it is there (every error,
+with the file's own name, line and column), and kept byte for byte. It goes to --path DIR
+(relative to the directory of .gpuctl.yaml), or to the directory that .gpuctl.yaml's
+namespace rules give your team: --team, or the team that its teams: map gives your Git
+user.email. A job name that the repository already has in that namespace, or a file that
+exists, is refused. -f - reads standard input (the file is named after its job); -f DIR adds
+the *.yaml files of DIR.
+
+Exit code 0: committed (or, with --dry-run, the diff printed); 1: refused or failed, nothing
+committed.`,
+		Example: `  gpuctl create -f qwen2-7b-sft.yaml
+  gpuctl create -f qwen2-7b-sft.yaml --push --wait
+  gpuctl create -f serve.yaml --team bob --dry-run
+  gpuctl create -f nightly.yaml --path jobs/nightly --branch add-nightly --push`,
+		Args: writeArgs(0, "no arguments (give the files with -f)"),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(files) == 0 {
+				return failed(errors.New("give the files to create with -f FILE"))
+			}
+			inputs, err := readInputs(files, cmd.InOrStdin())
+			if err != nil {
+				return failed(err)
+			}
+			return runWrite(cmd.Context(), s, &o, func(repo *edit.Repo, me who) (*edit.Result, error) {
+				t := team
+				if t == "" {
+					t = me.team
+				}
+				res, err := repo.Create(inputs, edit.CreateOptions{Path: dir, Team: t})
+				var nt *edit.NoTeamDirError
+				if errors.As(err, &nt) && nt.Team == "" {
+					err = fmt.Errorf("%w; your user.email %q is not in teams: of %s", err, me.email, keys.ConfigFile)
+				}
+				return res, err
+			})
+		},
+	}
+	cmd.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return failed(err) })
+	f := cmd.Flags()
+	f.StringArrayVarP(&files, "filename", "f", nil, "a gpuctl file to add (repeatable; - for standard input, a directory for its *.yaml files)")
+	f.StringVar(&team, "team", "", "put the files in this team's directory (default: your team by the teams: of .gpuctl.yaml)")
+	f.StringVar(&dir, "path", "", "put the files in this directory, relative to the directory of .gpuctl.yaml")
+	o.BindFlags(f)
+	return cmd
+}
+
+// readInputs reads the files of -f: "-" is standard input (once), a directory its *.yaml and
+// *.yml files.
+func readInputs(names []string, stdin io.Reader) ([]edit.File, error) {
+	var out []edit.File
+	readStdin := false
+	for _, n := range names {
+		if n == "-" {
+			if readStdin {
+				return nil, errors.New("-f -: standard input can be read once")
+			}
+			readStdin = true
+			data, err := io.ReadAll(stdin)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, edit.File{Name: "-", Data: data})
+			continue
+		}
+		fi, err := os.Stat(n)
+		if err != nil {
+			return nil, err
+		}
+		list := []string{n}
+		if fi.IsDir() {
+			list = nil
+			entries, err := os.ReadDir(n)
+			if err != nil {
+				return nil, err
+			}
+			for _, e := range entries {
+				if ext := filepath.Ext(e.Name()); !e.IsDir() && (ext == ".yaml" || ext == ".yml") && !strings.HasPrefix(e.Name(), ".") {
+					list = append(list, filepath.Join(n, e.Name()))
+				}
+			}
+			sort.Strings(list)
+			if len(list) == 0 {
+				return nil, fmt.Errorf("%s: no *.yaml file in the directory", n)
+			}
+		}
+		for _, p := range list {
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, edit.File{Name: p, Data: data, Target: filepath.Base(p)})
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,284 @@
+package edit
+
+import (
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/render"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// Repo is a tree of gpuctl files as the edits see it: the files below Root on FS, and the
+// configuration of .gpuctl.yaml at Root.
+type Repo struct {
+	// FS holds the files (filesys.MakeFsOnDisk(), or one in memory).
+	FS filesys.FileSystem
+	// Root is the absolute directory that namespace rules and source annotations are relative
+	// to: the directory of .gpuctl.yaml.
+	Root string
+	// Config is the parsed .gpuctl.yaml (empty when there is none).
+	Config *render.Config
+}
+
+// Open reads the configuration of the tree at root: root/.gpuctl.yaml, if there is one. A
+// configuration with errors is a *render.ValidationError naming file:line:field.
+func Open(fsys filesys.FileSystem, root string) (*Repo, error) {
+	abs, err := filepath.Abs(root)
+	if err != nil {
+		return nil, err
+	}
+	r := &Repo{FS: fsys, Root: abs, Config: &render.Config{}}
+	f := filepath.Join(abs, keys.ConfigFile)
+	if !fsys.Exists(f) {
+		return r, nil
+	}
+	data, err := fsys.ReadFile(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", keys.ConfigFile, err)
+	}
+	cfg, diags := render.ParseConfig(keys.ConfigFile, data)
+	if err := render.NewValidationError(diags); err != nil {
+		return nil, err
+	}
+	r.Config = cfg
+	return r, nil
+}
+
+// Action is what a Change does to its file.
+type Action string
+
+// The actions of a Change.
+const (
+	Created  Action = "created"
+	Modified Action = "modified"
+	Deleted  Action = "deleted"
+)
+
+// Change is the new content of one file.
+type Change struct {
+	// Path is the file, slash-separated and relative to the Root.
+	Path   string `json:"path"`
+	Action Action `json:"action"`
+	// Old is the content before (nil for a file created); New after (nil for one deleted).
+	Old []byte `json:"old,omitempty"`
+	New []byte `json:"new,omitempty"`
+}
+
+// Workload names the workload an edit is about.
+type Workload struct {
+	Kind      string `json:"kind"`
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// File is the file that declares it, slash-separated and relative to the Root.
+	File string `json:"file"`
+}
+
+// ID is the workload's job id, <namespace>.<name>.
+func (w Workload) ID() string { return w.Namespace + "." + w.Name }
+
+// Result is what an edit does: the files it changes, and what it is about. Nothing is written
+// until Apply.
+type Result struct {
+	// Verb is create, delete, pause, resume or scale.
+	Verb string `json:"verb"`
+	// Workloads are the workloads created, deleted, paused, resumed or scaled.
+	Workloads []Workload `json:"workloads"`
+	// Replicas is the replica count a scale sets.
+	Replicas int      `json:"replicas,omitempty"`
+	Changes  []Change `json:"changes"`
+	// Warnings are the warnings of the files after the edit that they did not have before.
+	Warnings []*render.Diagnostic `json:"warnings,omitempty"`
+}
+
+// Paths are the changed files, relative to the Root.
+func (r *Result) Paths() []string {
+	out := make([]string, len(r.Changes))
+	for i, c := range r.Changes {
+		out[i] = c.Path
+	}
+	return out
+}
+
+// Apply writes the changes below root on fsys: creates (with their directories), rewrites
+// and removes files. Each path is checked again as Create checks it (no .., no symbolic link
+// out of root), and a file created must not exist.
+func Apply(fsys filesys.FileSystem, root string, changes []Change) error {
+	r := &Repo{FS: fsys, Root: root}
+	for _, c := range changes {
+		abs, err := r.target(c.Path)
+		if err != nil {
+			return err
+		}
+		switch c.Action {
+		case Created:
+			if fsys.Exists(abs) {
+				return &FileExistsError{Path: c.Path}
+			}
+			if err := fsys.MkdirAll(filepath.Dir(abs)); err != nil {
+				return fmt.Errorf("%s: %w", c.Path, err)
+			}
+			fallthrough
+		case Modified:
+			if err := fsys.WriteFile(abs, c.New); err != nil {
+				return fmt.Errorf("%s: %w", c.Path, err)
+			}
+		case Deleted:
+			if err := fsys.RemoveAll(abs); err != nil {
+				return fmt.Errorf("%s: %w", c.Path, err)
+			}
+		default:
+			return fmt.Errorf("%s: unknown action %q", c.Path, c.Action)
+		}
+	}
+	return nil
+}
+
+// PathError is a path that would leave the repository, or that is not one gpuctl writes.
+type PathError struct {
+	Path   string
+	Reason string
+}
+
+// Error is "path "x": reason".
+func (e *PathError) Error() string { return fmt.Sprintf("path %q: %s", e.Path, e.Reason) }
+
+// target checks a path (slash-separated, relative to the Root) of a file that an edit writes
+// and returns it as an absolute path: it must be relative and clean (no ..), its directories
+// must not go through a symbolic link (out of the Root, or at all: Git does not follow one),
+// and it must not be a directory or a symbolic link itself.
+func (r *Repo) target(rel string) (string, error) {
+	if err := checkRel(rel); err != nil {
+		return "", err
+	}
+	if err := r.noLinks(rel, path.Dir(rel)); err != nil {
+		return "", err
+	}
+	abs := filepath.Join(r.Root, filepath.FromSlash(rel))
+	if r.FS.Exists(abs) && r.FS.IsDir(abs) {
+		return "", &PathError{Path: rel, Reason: "is a directory"}
+	}
+	if linkedFile(r.FS, abs) {
+		return "", &PathError{Path: rel, Reason: "is a symbolic link"}
+	}
+	return abs, nil
+}
+
+// targetDir checks a directory that an edit writes to as target checks a file's.
+func (r *Repo) targetDir(rel string) (string, error) {
+	if err := checkRel(rel); err != nil {
+		return "", err
+	}
+	if err := r.noLinks(rel, rel); err != nil {
+		return "", err
+	}
+	return filepath.Join(r.Root, filepath.FromSlash(rel)), nil
+}
+
+// checkRel refuses a path that is not relative, clean and without . and .. segments.
+func checkRel(rel string) error {
+	switch {
+	case rel == "" || path.IsAbs(rel) || filepath.IsAbs(rel) || filepath.VolumeName(rel) != "":
+		return &PathError{Path: rel, Reason: "must be relative to the repository"}
+	case path.Clean(rel) != rel || rel == "." || hasDotDot(rel):
+		return &PathError{Path: rel, Reason: "must be a clean path inside the repository, without . or .."}
+	}
+	return nil
+}
+
+// noLinks refuses a directory dir (relative to the Root; "." for the Root) of the path rel
+// whose part that exists resolves, with its symbolic links followed, anywhere but where it is.
+func (r *Repo) noLinks(rel, dir string) error {
+	root, err := r.real(r.Root)
+	if err != nil {
+		return err
+	}
+	d := filepath.Join(r.Root, filepath.FromSlash(dir))
+	for !r.FS.Exists(d) && d != r.Root && d != filepath.Dir(d) {
+		if linkedFile(r.FS, d) { // a dangling link
+			return &PathError{Path: rel, Reason: "goes through a symbolic link (" + filepath.ToSlash(relOr(r.Root, d)) + ")"}
+		}
+		d = filepath.Dir(d)
+	}
+	real, err := r.real(d)
+	if err != nil {
+		return err
+	}
+	if want := filepath.Join(root, relOr(r.Root, d)); real != want {
+		reason := "goes through a symbolic link (" + filepath.ToSlash(relOr(r.Root, d)) + ")"
+		if real != root && !isBelow(real, root) {
+			reason = "leaves the repository through a symbolic link (" + filepath.ToSlash(relOr(r.Root, d)) + ")"
+		}
+		return &PathError{Path: rel, Reason: reason}
+	}
+	return nil
+}
+
+// real resolves a directory's symbolic links (on disk; a filesystem in memory has none).
+func (r *Repo) real(dir string) (string, error) {
+	d, _, err := r.FS.CleanedAbs(dir)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", relOr(r.Root, dir), err)
+	}
+	return string(d), nil
+}
+
+// linkedFile reports whether abs is a symbolic link (dangling or not): the filesystem's Walk
+// reports what it finds without following links.
+func linkedFile(fsys filesys.FileSystem, abs string) bool {
+	dir, base := filepath.Dir(abs), filepath.Base(abs)
+	if !fsys.IsDir(dir) {
+		return false
+	}
+	linked := false
+	_ = fsys.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		switch {
+		case err != nil || p == dir:
+			return nil
+		case filepath.Base(p) == base:
+			linked = info.Mode()&os.ModeSymlink != 0
+		}
+		if info.IsDir() {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return linked
+}
+
+// hasDotDot reports whether a slash-separated path has a . or .. segment.
+func hasDotDot(p string) bool {
+	for _, seg := range strings.Split(p, "/") {
+		if seg == ".." || seg == "." {
+			return true
+		}
+	}
+	return false
+}
+
+// isBelow reports whether p is a path below dir (both clean and absolute).
+func isBelow(p, dir string) bool {
+	return strings.HasPrefix(p, strings.TrimSuffix(dir, string(filepath.Separator))+string(filepath.Separator))
+}
+
+// relOr is p relative to base, or p.
+func relOr(base, p string) string {
+	rel, err := filepath.Rel(base, p)
+	if err != nil {
+		return p
+	}
+	return rel
+}
+
+// FileExistsError is a file that a create would write and that exists.
+type FileExistsError struct {
+	Path string
+}
+
+// Error says which file exists.
+func (e *FileExistsError) Error() string {
+	return fmt.Sprintf("%s exists: choose another file name, or edit that file", e.Path)
+}
