@@ -14,9 +14,9 @@ bold "building bin/gpuctl and bin/gpuctl-reconciler"
 make --no-print-directory build cluster-helper >/dev/null
 cluster=.cache/bin/cluster # hack/cluster, built by make cluster-helper with build's flags
 
-# The control plane first; Kueue (about 6 more minutes on a fresh machine) after it, in the
+# The control plane first; Kueue (about 5 more minutes on a fresh machine) after it, in the
 # background, so that the first demo runs without queueing and the next one with it.
-bold "building the local cluster's binaries (the first run builds Kubernetes from the Go module proxy: about 13 min on 2 cores)"
+bold "building the local cluster's binaries (the first run builds Kubernetes, etcd and kwok from the Go module proxy into one binary: about 7 min on 2 cores)"
 bindir=$(GPUCTL_WITHOUT_KUEUE=1 hack/cluster-tools.sh | tail -1)
 kueue=0
 if [ -x "$bindir/kueue" ] && [ -f "$bindir/kueue-manifests/webhook/manifests.yaml" ]; then
@@ -111,7 +111,7 @@ YAML
     sleep 1
   done
 else
-  bold "queueing on Kueue: not yet — Kueue is still building in the background ($demo/kueue-build.log, about 6 min on a fresh machine); run make demo again when it is done to see a queue drain"
+  bold "queueing on Kueue: not yet — Kueue is still building in the background ($demo/kueue-build.log, about 5 min on a fresh machine); run make demo again when it is done to see a queue drain"
 fi
 
 bold "the API: GET /api/v1/jobs (bearer token in $demo/tokens)"
