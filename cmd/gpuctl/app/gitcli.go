@@ -71,6 +71,19 @@ func (g *gitTree) config(ctx context.Context, key string) string {
 	return v
 }
 
+// authorEmail is the e-mail address git commits as: GIT_AUTHOR_EMAIL, else user.email (git
+// var resolves both as git commit does), or "".
+func (g *gitTree) authorEmail(ctx context.Context) string {
+	ident, err := g.git(ctx, "var", "GIT_AUTHOR_IDENT")
+	if err != nil {
+		return g.config(ctx, "user.email")
+	}
+	if i, j := strings.Index(ident, "<"), strings.Index(ident, ">"); i >= 0 && j > i {
+		return ident[i+1 : j]
+	}
+	return ""
+}
+
 // head is the commit of HEAD.
 func (g *gitTree) head(ctx context.Context) (string, error) { return g.git(ctx, "rev-parse", "HEAD") }
 

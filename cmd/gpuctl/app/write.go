@@ -198,7 +198,7 @@ func (o *writeOptions) edit(ctx context.Context, tree *gitTree, sub string, fn e
 	if err != nil {
 		return nil, nil, who{}, err
 	}
-	me := who{email: tree.config(ctx, "user.email")}
+	me := who{email: tree.authorEmail(ctx)}
 	me.team, _ = repo.Config.TeamOf(me.email)
 	res, err := fn(repo, me)
 	return repo, res, me, err
