@@ -60,9 +60,10 @@ type gpuctlEngine struct {
 	profileDir string
 	n          int
 
-	m    *reconciler.Manager
-	objs []*unstructured.Unstructured
-	done func() int
+	m       *reconciler.Manager
+	objs    []*unstructured.Unstructured
+	planned time.Duration // the Plan of the last pass
+	done    func() int
 }
 
 func (e *gpuctlEngine) setup(_ context.Context, objs []*unstructured.Unstructured) error {
@@ -96,6 +97,7 @@ func (e *gpuctlEngine) pass(ctx context.Context, label string) (string, *Counts,
 		return "", nil, fmt.Errorf("plan: %w", err)
 	}
 	planned := time.Since(t0)
+	e.planned = planned
 	counts := map[string]int{}
 	for _, c := range plan.Changes {
 		counts[string(c.Action)]++

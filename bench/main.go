@@ -530,6 +530,9 @@ func timed(ctx context.Context, log *progress, meter *cpuMeter, cnt *counter, en
 	self1, child1 := processCPU()
 	p := &Pass{Seconds: elapsed.Seconds(), Counts: cnt.snapshot().minus(before), ServerCPU: meter.server() - srv0,
 		ClientCPU: self1 - self0, Summary: summary}
+	if g, ok := eng.(*gpuctlEngine); ok {
+		p.PlanSeconds = g.planned.Seconds()
+	}
 	if m0 > 0 {
 		ours := (meter.cluster() - cl0) + (self1 - self0) + (child1 - child0)
 		p.OtherCPU = max(0, machineBusy()-m0-ours)

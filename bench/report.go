@@ -22,6 +22,8 @@ type Pass struct {
 	RequestLog []string `json:"requestLog,omitempty"`
 	// Summary is what the engine reported doing.
 	Summary string `json:"summary"`
+	// PlanSeconds is the time of gpuctl's Plan within the pass (gpuctl only).
+	PlanSeconds float64 `json:"planSeconds,omitempty"`
 	// OtherCPU is the CPU time the machine spent on processes other than the bench, kubectl
 	// and the cluster during the pass (other work on a shared machine skews timings).
 	OtherCPU float64 `json:"otherCPUSeconds"`
@@ -113,7 +115,29 @@ func (r *Report) computeChecks() {
 			c.Text = fmt.Sprintf("gpuctl no-op writes %d, dry-runs %d %s", g.NoOp.Writes, g.NoOp.DryRuns, passFail(c.Pass))
 		}
 		r.Checks = append(r.Checks, c)
+		r.Checks = append(r.Checks, noopPlanCheck(n, g))
 	}
+}
+
+// noopPlanBar is the bar of gpuctl's no-op plan (issue #18, bar 4: `gpuctl diff` of 1,000
+// objects from a laptop), and noopPlanBefore the plan time at N=1000 before the protobuf list.
+const (
+	noopPlanBar    = 0.15
+	noopPlanBefore = "0.37-0.53 s"
+)
+
+// noopPlanCheck is the time of gpuctl's Plan in its no-op pass against noopPlanBar, with its
+// requests.
+func noopPlanCheck(n int, g *Result) Check {
+	c := Check{N: n, Name: "gpuctl no-op plan", Bar: noopPlanBar}
+	if g == nil || g.NoOp == nil {
+		c.Absent, c.Text = true, "gpuctl no-op plan n/a"
+		return c
+	}
+	c.Value, c.Pass = g.NoOp.PlanSeconds, g.NoOp.PlanSeconds <= noopPlanBar
+	c.Text = fmt.Sprintf("gpuctl no-op plan %.3fs (bar %gs; before %s at N=1000) in %d requests %s",
+		c.Value, noopPlanBar, noopPlanBefore, g.NoOp.Requests, passFail(c.Pass))
+	return c
 }
 
 func passFail(ok bool) string {

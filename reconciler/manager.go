@@ -3,6 +3,7 @@ package reconciler
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"sync"
 
 	"golang.org/x/sync/errgroup"
@@ -27,7 +28,10 @@ type Manager struct {
 
 	mu       sync.Mutex
 	mappings map[schema.GroupVersionKind]*meta.RESTMapping
-	tenants  map[string]dynamic.Interface // impersonating clients, by tenant namespace
+	tenants  map[string]dynamic.Interface             // impersonating clients, by tenant namespace
+	typed    map[schema.GroupVersion]*rest.RESTClient // protobuf clients of built-in kinds (typedClient)
+	// httpClient is the transport of the typed clients, made with the first.
+	httpClient *http.Client
 }
 
 // NewManager connects to the cluster of cfg. Client-side rate limiting is raised (QPS 500,
@@ -54,6 +58,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 		inventoryID: newInventory(opts.InventoryName, opts.Namespace).id,
 		mappings:    map[schema.GroupVersionKind]*meta.RESTMapping{},
 		tenants:     map[string]dynamic.Interface{},
+		typed:       map[schema.GroupVersion]*rest.RESTClient{},
 	}, nil
 }
 

@@ -152,6 +152,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 	var mu sync.Mutex
 	live := map[string]*unstructured.Unstructured{}
 	unlisted := map[schema.GroupKind]bool{}
+	progress, listed := planProgress(ctx), 0
 	list := make([]schema.GroupKind, 0, len(gks))
 	for gk := range gks {
 		list = append(list, gk)
@@ -164,11 +165,12 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		if err != nil {
 			return err
 		}
-		// Pages of 500, each trimmed of managedFields and status at once (trimLive): the plan
-		// needs neither, and they are most of an object's size.
+		// Pages of 500, built-in kinds as protobuf without managedFields (listPage), each
+		// trimmed of status at once (trimLive): the plan needs neither, and they are most of
+		// an object's size.
 		opts := metav1.ListOptions{LabelSelector: keys.ApplySetPartOf + "=" + inv.id, Limit: 500}
 		for {
-			l, err := m.dyn.Resource(rm.Resource).List(ctx, opts)
+			p, err := m.listPage(ctx, rm, opts)
 			if readRefused(err) {
 				mu.Lock()
 				unlisted[gk] = true
@@ -179,21 +181,28 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 				return fmt.Errorf("list %s: %w", gk, err)
 			}
 			mu.Lock()
-			for i := range l.Items {
-				u := &unstructured.Unstructured{Object: l.Items[i].Object}
+			for i, u := range p.items {
 				key := object.RefOf(u).Key()
 				// An up-to-date member is decided here and not kept: a no-op sync of a
 				// large inventory then holds one copy of each object, not two.
-				if c := desired[key]; c != nil && m.upToDate(c.Desired, u) {
-					c.Action = ActionUnchanged
-					c.liveSeen = true
-					continue
+				if c := desired[key]; c != nil {
+					if needsManagedFields(c.Desired, u) {
+						u = p.withManagedFields(i)
+					}
+					if m.upToDate(c.Desired, u) {
+						c.Action = ActionUnchanged
+						c.liveSeen = true
+						continue
+					}
 				}
+				u = p.withManagedFields(i)
 				trimLive(u)
 				live[key] = u
 			}
+			listed += len(p.items)
+			progress(PhaseList, listed, max(listed, len(desired)))
 			mu.Unlock()
-			if opts.Continue = l.GetContinue(); opts.Continue == "" {
+			if opts.Continue = p.next; opts.Continue == "" {
 				break
 			}
 		}
@@ -272,7 +281,9 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 		}
 	}
 	m.skipDependents(changes)
+	step := stepper(ctx, PhaseDryRun, len(dryRun))
 	if err := parallel(ctx, m.opts.Concurrency, admin, func(ctx context.Context, c *Change) error {
+		defer step(1)
 		return m.dryRun(ctx, c, false)
 	}); err != nil {
 		return err
@@ -280,6 +291,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 	m.skipDependents(changes)
 	pending := pendingIdentities(changes)
 	err = parallel(ctx, m.opts.Concurrency, tenant, func(ctx context.Context, c *Change) error {
+		defer step(1)
 		return m.dryRun(ctx, c, pending[c.tenant])
 	})
 	m.skipDependents(changes)
@@ -319,7 +331,9 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 			gets = append(gets, cs...)
 		}
 	}
+	step := stepper(ctx, PhaseDecide, len(changes))
 	err := parallel(ctx, m.opts.Concurrency, lists, func(ctx context.Context, k scope) error {
+		defer step(len(groups[k]))
 		ri := scoped(m.dyn, k.resource, k.namespaced, k.namespace)
 		opts := metav1.ListOptions{Limit: 500}
 		for {
@@ -351,6 +365,7 @@ func (m *Manager) lookup(ctx context.Context, changes []*Change) (map[string]*un
 		return nil, err
 	}
 	err = parallel(ctx, m.opts.Concurrency, gets, func(ctx context.Context, c *Change) error {
+		defer step(1)
 		u, err := m.resource(c).Get(ctx, c.Object.Name, metav1.GetOptions{})
 		if tr := m.tenantReader(c); readRefused(err) && !apierrors.IsNotFound(err) && tr != nil {
 			u, err = tr.Get(ctx, c.Object.Name, metav1.GetOptions{})

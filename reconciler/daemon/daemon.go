@@ -50,6 +50,11 @@ type Options struct {
 	SyncTimeout time.Duration
 	// FS is the filesystem revisions are read through (default: the disk).
 	FS filesys.FileSystem
+	// ProgressEvery is how often a sync that lasts longer logs its progress (default
+	// DefaultProgressEvery).
+	ProgressEvery time.Duration
+	// Now is the clock of the progress lines (default time.Now).
+	Now func() time.Time
 	// Metrics may be nil.
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -106,6 +111,12 @@ func New(opts Options) *Daemon {
 	}
 	if opts.FS == nil {
 		opts.FS = diskFS()
+	}
+	if opts.ProgressEvery <= 0 {
+		opts.ProgressEvery = DefaultProgressEvery
+	}
+	if opts.Now == nil {
+		opts.Now = time.Now
 	}
 	return &Daemon{opts: opts, requests: make(chan string, 16)}
 }
@@ -273,7 +284,8 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	objects := res.Objects
 	res = nil // the parsed documents are not needed any more: let them be collected
-	plan, err := d.opts.Engine.Plan(ctx, objects)
+	prog := d.newSyncProgress()
+	plan, err := d.opts.Engine.Plan(prog.planContext(ctx), objects)
 	if err != nil {
 		st.Result, st.Message = ResultFailed, "plan: "+err.Error()
 		return
@@ -309,7 +321,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		d.opts.Drift.BeginSync()
 	}
 	applied := time.Now()
-	cs, err := d.opts.Engine.Apply(ctx, plan, nil)
+	cs, err := d.opts.Engine.Apply(ctx, plan, prog.apply)
 	taken := takenBack(plan, cs, rev.ID)
 	for _, it := range taken {
 		st.TakenBack = appendBounded(st.TakenBack, it.Object.String()+": "+it.Message)

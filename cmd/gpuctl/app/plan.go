@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 
 	"github.com/gpuctl/gpuctl/cmd/options"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/term"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 )
@@ -83,7 +85,9 @@ func (o *planOptions) plan(ctx context.Context, s Streams, path string) (*reconc
 	if err != nil {
 		return nil, nil, err
 	}
-	plan, err := m.Plan(ctx, res.Objects)
+	pw := newProgressWriter(s.Err, term.IsTerminal(s.Err), time.Now)
+	plan, err := m.Plan(reconciler.WithPlanProgress(ctx, pw.plan), res.Objects)
+	pw.end()
 	if err != nil {
 		return nil, nil, &ExitError{Code: ExitTrouble, Err: fmt.Errorf("plan: %w", err)}
 	}

@@ -3,7 +3,6 @@ package app
 import (
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
@@ -73,7 +72,9 @@ inventory apply what they may and prune nothing. Exit code 0: synced;
 			}
 			printNotes(s.Err, plan, newPalette(s.Err, o.color))
 			fmt.Fprintln(s.Err, plan.Summary())
-			cs, err := m.Apply(cmd.Context(), plan, progressLine(s.Err))
+			pw := newProgressWriter(s.Err, term.IsTerminal(s.Err), time.Now)
+			cs, err := m.Apply(cmd.Context(), plan, pw.apply)
+			pw.end()
 			if cs == nil {
 				return &ExitError{Code: ExitTrouble, Err: err}
 			}
@@ -120,28 +121,4 @@ func finishPlanOnly(s Streams, output string, plan *reconciler.Plan, pal palette
 		fmt.Fprintln(s.Err, "dry run: nothing was written")
 	}
 	return planFailed(plan)
-}
-
-// progressLine reports apply progress: one rewritten line on a terminal, else a line every
-// tenth of the work.
-func progressLine(w io.Writer) reconciler.Progress {
-	tty := term.IsTerminal(w)
-	lastTenth := -1
-	return func(done, total int, r reconciler.Result) {
-		status := "ok"
-		if r.Error != "" {
-			status = "failed"
-		}
-		if tty {
-			fmt.Fprintf(w, "\r\x1b[K[%d/%d] %s %s: %s", done, total, r.Action, r.Object, status)
-			if done == total {
-				fmt.Fprintln(w)
-			}
-			return
-		}
-		if tenth := done * 10 / max(total, 1); tenth != lastTenth || r.Error != "" {
-			lastTenth = tenth
-			fmt.Fprintf(w, "[%d/%d] %s %s: %s\n", done, total, r.Action, r.Object, status)
-		}
-	}
 }
