@@ -22,6 +22,10 @@ type Repo struct {
 	Root string
 	// Config is the parsed .gpuctl.yaml (empty when there is none).
 	Config *render.Config
+	// Namespaces, when not nil, are the only namespaces whose workloads delete, pause, resume
+	// and scale find: a bare name resolves among them, and a job of another namespace is not
+	// found (the daemon's API sets a team token's namespaces). nil: every namespace.
+	Namespaces []string
 }
 
 // Open reads the configuration of the tree at root: root/.gpuctl.yaml, if there is one. A
@@ -92,6 +96,26 @@ type Result struct {
 	Changes  []Change `json:"changes"`
 	// Warnings are the warnings of the files after the edit that they did not have before.
 	Warnings []*render.Diagnostic `json:"warnings,omitempty"`
+}
+
+// CommitMessage is the conventional message of the edit's commit: a subject such as
+// "gpuctl: create training qwen2-7b-sft (alice)", with actor, who made it, in parentheses; and
+// a line per workload with its job id and file.
+func (r *Result) CommitMessage(actor string) string {
+	var what []string
+	for _, w := range r.Workloads {
+		what = append(what, w.Kind+" "+w.Name)
+	}
+	subject := "gpuctl: " + r.Verb + " " + strings.Join(what, ", ")
+	if r.Verb == "scale" {
+		subject += fmt.Sprintf(" to %d", r.Replicas)
+	}
+	subject += " (" + actor + ")"
+	var body []string
+	for _, w := range r.Workloads {
+		body = append(body, w.ID()+": "+w.File)
+	}
+	return subject + "\n\n" + strings.Join(body, "\n") + "\n"
 }
 
 // Paths are the changed files, relative to the Root.

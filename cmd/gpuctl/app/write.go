@@ -207,7 +207,7 @@ func (o *writeOptions) edit(ctx context.Context, tree *gitTree, sub string, fn e
 // commitEdit commits the edit's files, undoing the edit when the commit fails (a hook that
 // refuses it, ...).
 func commitEdit(ctx context.Context, s Streams, tree *gitTree, sub string, res *edit.Result, me who, paths []string) (string, error) {
-	msg := commitMessage(res, me)
+	msg := res.CommitMessage(me.actor())
 	sha, err := tree.commit(ctx, msg, paths)
 	if err != nil {
 		undo(ctx, tree, sub, res)
@@ -330,25 +330,6 @@ func treePaths(sub string, res *edit.Result) []string {
 		out[i] = path.Join(sub, c.Path)
 	}
 	return out
-}
-
-// commitMessage is a conventional message: "gpuctl: create training qwen2-7b-sft (alice)",
-// and a line per workload with its job id and file.
-func commitMessage(res *edit.Result, me who) string {
-	var what []string
-	for _, w := range res.Workloads {
-		what = append(what, w.Kind+" "+w.Name)
-	}
-	subject := "gpuctl: " + res.Verb + " " + strings.Join(what, ", ")
-	if res.Verb == "scale" {
-		subject += fmt.Sprintf(" to %d", res.Replicas)
-	}
-	subject += " (" + me.actor() + ")"
-	var body []string
-	for _, w := range res.Workloads {
-		body = append(body, w.ID()+": "+w.File)
-	}
-	return subject + "\n\n" + strings.Join(body, "\n") + "\n"
 }
 
 // printWarnings prints the warnings that the edit brings.
