@@ -18,6 +18,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	gitsource "github.com/gpuctl/gpuctl/sources/git"
 )
 
 // The write verbs (create, delete, pause, resume, scale) keep GitOps: each edits the files of a
@@ -288,7 +289,7 @@ func (o *writeOptions) onBranch(ctx context.Context, s Streams, tree *gitTree, s
 		fmt.Fprintf(s.Err, "not pushed: git push -u %s %s (or --push)\n", remote, o.branch)
 	}
 	remoteURL, _ := tree.git(ctx, "remote", "get-url", remote)
-	if u := pullRequestURL(remoteURL, o.branch, base); u != "" {
+	if u := gitsource.PullRequestURL(remoteURL, o.branch, base); u != "" {
 		fmt.Fprintf(s.Out, "open the pull request: %s\n", u)
 	}
 	return nil
