@@ -1,6 +1,7 @@
 package edit
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -159,6 +160,28 @@ func Apply(fsys filesys.FileSystem, root string, changes []Change) error {
 		}
 	}
 	return nil
+}
+
+// Revert puts back the files of changes below root on fsys as they were before Apply wrote
+// them: a file created is removed, one modified or deleted gets its Old content back. It goes
+// on past an error, and returns them all.
+func Revert(fsys filesys.FileSystem, root string, changes []Change) error {
+	var errs []error
+	for _, c := range changes {
+		abs := filepath.Join(root, filepath.FromSlash(c.Path))
+		if c.Action == Created {
+			if fsys.Exists(abs) {
+				errs = append(errs, fsys.RemoveAll(abs))
+			}
+			continue
+		}
+		if err := fsys.MkdirAll(filepath.Dir(abs)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, fsys.WriteFile(abs, c.Old))
+	}
+	return errors.Join(errs...)
 }
 
 // PathError is a path that would leave the repository, or that is not one gpuctl writes.

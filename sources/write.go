@@ -79,6 +79,9 @@ type Committed struct {
 	PullRequest string
 	// Files are the paths of the changed files in the repository (slash-separated).
 	Files []string
+	// Dir is the directory of the edited tree in the repository ("" for its top): a FileChange's
+	// Path is below it.
+	Dir string
 	// Attempts is how many times the edit was made (1 when the first push landed).
 	Attempts int
 }

@@ -86,7 +86,7 @@ func (s *Source) Commit(ctx context.Context, opts sources.CommitOptions, edit so
 		}
 		err = s.push(ctx, repo, h, dst, base, opts.Branch != "", auth)
 		if err == nil {
-			done := sources.Committed{Commit: h.String(), Branch: dst.Short(), Base: tgt.remote.Short(), Files: files, Attempts: attempt}
+			done := sources.Committed{Commit: h.String(), Branch: dst.Short(), Base: tgt.remote.Short(), Files: files, Dir: s.opts.Path, Attempts: attempt}
 			if opts.Branch != "" {
 				done.PullRequest = PullRequestURL(s.remote.display, done.Branch, done.Base)
 			}

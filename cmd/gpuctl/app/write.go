@@ -224,15 +224,9 @@ func commitEdit(ctx context.Context, s Streams, tree *gitTree, sub string, res *
 // undo puts back the files of an edit that was not committed.
 func undo(ctx context.Context, tree *gitTree, sub string, res *edit.Result) {
 	for _, c := range res.Changes {
-		p := path.Join(sub, c.Path)
-		_, _ = tree.git(ctx, "reset", "-q", "--", p)
-		abs := filepath.Join(tree.dir, filepath.FromSlash(p))
-		if c.Action == edit.Created {
-			_ = os.Remove(abs)
-			continue
-		}
-		_ = os.WriteFile(abs, c.Old, 0o644)
+		_, _ = tree.git(ctx, "reset", "-q", "--", path.Join(sub, c.Path))
 	}
+	_ = edit.Revert(filesys.MakeFsOnDisk(), filepath.Join(tree.dir, filepath.FromSlash(sub)), res.Changes)
 }
 
 // onBranch makes the edit on a new branch in a work tree of its own, so that the checkout
