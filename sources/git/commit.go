@@ -53,12 +53,12 @@ func (s *Source) Commit(ctx context.Context, opts sources.CommitOptions, edit so
 	if err != nil {
 		return sources.Committed{}, err
 	}
+	if err := s.CanCommit(); err != nil {
+		return sources.Committed{}, err
+	}
 	tgt, err := s.resolveTarget(ctx, nil)
 	if err != nil {
 		return sources.Committed{}, s.pushErr(err)
-	}
-	if !tgt.pin.IsZero() || !tgt.remote.IsBranch() {
-		return sources.Committed{}, fmt.Errorf("git: %s: a commit needs a branch to push to, and the source follows %s", s.remote.display, s.URL())
 	}
 	dst := tgt.remote
 	if opts.Branch != "" {
@@ -101,6 +101,18 @@ func (s *Source) Commit(ctx context.Context, opts sources.CommitOptions, edit so
 		}
 		s.log.Info("push refused: the branch moved; making the edit again on its new commit", "attempt", attempt, "branch", tgt.remote.Short())
 	}
+}
+
+// CanCommit reports why Commit cannot push: the source follows a tag or pins a commit (a
+// branch, or the remote's HEAD, can be pushed to).
+func (s *Source) CanCommit() error {
+	s.mu.Lock()
+	tgt := s.target
+	s.mu.Unlock()
+	if !tgt.pin.IsZero() || (tgt.remote != "" && !tgt.remote.IsBranch()) {
+		return fmt.Errorf("git: %s: a commit needs a branch to push to, and the source follows %s", s.remote.display, s.URL())
+	}
+	return nil
 }
 
 // pushErr is err as a *sources.PushError of this source's remote.
