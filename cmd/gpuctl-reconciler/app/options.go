@@ -55,6 +55,8 @@ func (o *SourceOptions) Open(log *slog.Logger) (sources.Source, error) {
 	switch {
 	case !ok || where == "":
 		return nil, fmt.Errorf("--source %q: expected dir:PATH or git:URL", o.Source)
+	case kind == "dir" && o.Writes.Push:
+		return nil, errors.New("--git-push is for a git source: a directory source is written in place")
 	case kind == "dir":
 		return local.New(local.Options{Root: where, Log: log})
 	case o.Writes.BranchPrefix != "" && !o.Writes.Push:
@@ -63,15 +65,16 @@ func (o *SourceOptions) Open(log *slog.Logger) (sources.Source, error) {
 		opts := gitsource.DefaultOptions(where, o.Ref)
 		opts.Path, opts.Dir, opts.Interval, opts.Auth, opts.Log = o.Path, o.WorkDir, o.Interval, o.Auth, log
 		src, err := gitsource.New(opts)
-		if err == nil && o.Writes.Push {
-			if err = src.CanCommit(); err != nil {
+		if err != nil {
+			return nil, err
+		}
+		if o.Writes.Push {
+			if err := src.CanCommit(); err != nil {
 				src.Close()
 				return nil, fmt.Errorf("--git-push: %w", err)
 			}
 		}
-		return src, err
-	case o.Writes.Push:
-		return nil, errors.New("--git-push is for a git source: a directory source is written in place")
+		return src, nil
 	}
 	return nil, fmt.Errorf("--source %q: unknown kind %q (dir or git)", o.Source, kind)
 }

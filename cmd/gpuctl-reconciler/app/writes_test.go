@@ -21,6 +21,7 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/test/gittest"
 	"github.com/gpuctl/gpuctl/test/testcluster"
+	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -113,7 +114,8 @@ func startWriteDaemon(t testing.TB, tm team, args ...string) *writeDaemon {
 		}
 		if resp, err := http.Get(d.url + "/readyz"); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
+			// ready, and not only because the loop has not started yet
+			if st, _, err := d.store.Read(ctx); resp.StatusCode == http.StatusOK && err == nil && st.Result != daemon.ResultPending {
 				break
 			}
 		}
@@ -375,8 +377,7 @@ func TestAPIWritesWithAGitSource(t *testing.T) {
 	}
 }
 
-// TestAPIWritesOfADirectorySource: a directory source is written in place; a Git source
-// without --git-push takes no write (405, saying how to enable it).
+// TestAPIWritesOfADirectorySource: a directory source is written in place, and applied.
 func TestAPIWritesOfADirectorySource(t *testing.T) {
 	tm := newTeam("wd")
 	repo := t.TempDir()
@@ -403,9 +404,30 @@ func TestAPIWritesOfADirectorySource(t *testing.T) {
 	}
 	d.waitJob(tm.alice, "a", "suspended", suspended)
 
-	g := newGitRemote(t, newTeam("wn"))
-	off := startWriteDaemon(t, newTeam("wn"), "--source", "git:"+g.URL, "--git-poll-interval", "0")
-	code, body = off.call("POST", "/api/v1/jobs", opsToken, httpapi.CreateRequest{YAMLContent: training("x", "wn-alice")}, nil)
+}
+
+// TestAPIWritesToBranches: with --git-push-branch each write is a new branch, proposed for
+// review (the followed branch and the cluster stay as they are); without --git-push a Git
+// source takes no write (405, saying how to enable it).
+func TestAPIWritesToBranches(t *testing.T) {
+	tm := newTeam("wr")
+	g := newGitRemote(t, tm)
+	head := g.head()
+	d := startWriteDaemon(t, tm, "--source", "git:"+g.URL, "--git-push", "--git-push-branch", "gpuctl/", "--git-poll-interval", "0")
+	code, got, body := d.create(aliceToken, training("sft", ""))
+	if code != http.StatusCreated || got.Status != "proposed" || !strings.HasPrefix(got.Branch, "gpuctl/create-sft-") || got.PullRequest != "" {
+		t.Fatalf("create: %d %s", code, body)
+	}
+	if at := g.Run(g.Bare, "rev-parse", got.Branch); at != got.Commit || g.head() != head {
+		t.Fatalf("branch %s at %s (commit %s), main at %s (was %s)", got.Branch, at, got.Commit, g.head(), head)
+	}
+	if _, err := d.kube.BatchV1().Jobs(tm.alice).Get(context.Background(), "sft", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a proposed job was created: %v", err)
+	}
+
+	tn := newTeam("wn")
+	off := startWriteDaemon(t, tn, "--source", "git:"+newGitRemote(t, tn).URL, "--git-poll-interval", "0")
+	code, body = off.call("POST", "/api/v1/jobs", opsToken, httpapi.CreateRequest{YAMLContent: training("x", tn.alice)}, nil)
 	if code != http.StatusMethodNotAllowed || !strings.Contains(body, "--git-push") {
 		t.Fatalf("a Git source without --git-push: %d %s", code, body)
 	}
@@ -426,6 +448,30 @@ func waitFor(t testing.TB, what string, ok func() bool) {
 	for start := time.Now(); !ok(); time.Sleep(20 * time.Millisecond) {
 		if time.Since(start) > 30*time.Second {
 			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// TestWriteFlags: the write flags that do not go together are refused at start.
+func TestWriteFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"--source=dir:. --git-push":                                                                        "--git-push is for a git source",
+		"--source=git:https://example.com/x.git --git-push-branch=p":                                       "--git-push-branch needs --git-push",
+		"--source=git:https://example.com/x.git --ref=refs/tags/v1 --git-push":                             "a commit needs a branch to push to",
+		"--source=git:https://example.com/x.git --ref=0123456789012345678901234567890123456789 --git-push": "a commit needs a branch",
+	} {
+		var o Options
+		cmd := &cobra.Command{}
+		o.BindFlags(cmd)
+		if err := cmd.Flags().Parse(strings.Fields(args)); err != nil {
+			t.Fatal(err)
+		}
+		src, err := o.Source.Open(nil)
+		if err == nil {
+			src.Close()
+		}
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", args, err, want)
 		}
 	}
 }
