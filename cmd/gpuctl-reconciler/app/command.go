@@ -97,7 +97,11 @@ func NewCommand() *cobra.Command {
 cluster in sync: on every change, webhook, sync request (gpuctl sync) and interval it renders the
 files, plans and applies them with server-side apply and prunes what left Git. A revision with
 invalid files, or a failed fetch, changes nothing: the last good revision stays applied. The
-status is kept in the ConfigMap gpuctl-status of --namespace (gpuctl status reads it).`,
+status is kept in the ConfigMap gpuctl-status of --namespace (gpuctl status reads it).
+
+With --git-push the API's writes (POST /api/v1/jobs, DELETE /api/v1/jobs/{jobId}, pause, resume,
+scale) are commits that the daemon pushes to the source with its credentials, then applies; a
+directory source is written in place.`,
 		Example: `  gpuctl-reconciler --source=dir:examples --kubeconfig ~/.kube/config
   gpuctl-reconciler --source=git:https://git.example.com/platform/gpu-jobs.git --ref=main \
       --git-token-file=/etc/gpuctl/git/token --webhook-github-secret-file=/etc/gpuctl/git/hook \
