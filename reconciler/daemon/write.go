@@ -347,12 +347,7 @@ func (d *Daemon) signature(name string) sources.Signature {
 		}
 		return r
 	}, strings.TrimSpace(name))
-	local := strings.Trim(strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-' || r == '+' {
-			return r
-		}
-		return '-'
-	}, name), ".-")
+	local := strings.Trim(dashed(name, "._-+"), ".-")
 	if local == "" {
 		local = "unknown"
 	}
@@ -380,11 +375,16 @@ func branchSuffix(req WriteRequest) string {
 	}
 	var b [2]byte
 	_, _ = rand.Read(b[:])
-	job = strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+	job = dashed(strings.ToLower(job), "-")
+	return req.Verb + "-" + job + "-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// dashed is s with every character but ASCII letters, digits and those of keep as a dash.
+func dashed(s, keep string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(keep, r) {
 			return r
 		}
 		return '-'
-	}, strings.ToLower(job))
-	return req.Verb + "-" + job + "-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+	}, s)
 }
