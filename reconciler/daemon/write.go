@@ -314,7 +314,11 @@ func (d *Daemon) create(repo *edit.Repo, req WriteRequest) (*edit.Result, error)
 	case !w.may(ns):
 		return nil, forbidNamespace(w, ns)
 	}
-	return repo.Create(req.Files, edit.CreateOptions{Team: ns})
+	res, err := repo.Create(req.Files, edit.CreateOptions{Team: ns})
+	if nt := (*edit.NoTeamDirError)(nil); errors.As(err, &nt) {
+		err = fmt.Errorf("no namespace rule gives namespace %q a directory: give the path of the file (an admin's token), or ask for a rule in --namespace-map", ns)
+	}
+	return res, err
 }
 
 // mayWriteDir checks that a writer may write in a directory (relative to the root): an admin
