@@ -1,6 +1,7 @@
 package edit_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -59,5 +60,39 @@ func TestDeleteRefusedWhenItBreaks(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "delete compute default.web would make the repository invalid") ||
 		!strings.Contains(err.Error(), "app/kustomization.yaml") {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestNamespacesScopeTheLookup: with Repo.Namespaces a bare name resolves among those
+// namespaces only (no ambiguity with another team's job), and another namespace's job is not
+// found, however it is named.
+func TestNamespacesScopeTheLookup(t *testing.T) {
+	r := memRepo(t, map[string]string{
+		".gpuctl.yaml":       teamConfig,
+		"teams/alice/a.yaml": "kind: compute\nversion: v0.1\njob: {name: web}\nenvironment: {image: x}\n",
+		"teams/bob/b.yaml":   "kind: compute\nversion: v0.1\njob: {name: web}\nenvironment: {image: x}\n",
+		"teams/bob/api.yaml": "kind: compute\nversion: v0.1\njob: {name: api}\nenvironment: {image: x}\n",
+	})
+	if _, err := r.Delete(edit.JobRef{Name: "web"}); err == nil || !strings.Contains(err.Error(), "ambiguous") {
+		t.Fatalf("without a scope: %v", err)
+	}
+	r.Namespaces = []string{"alice"}
+	res, err := r.Delete(edit.JobRef{Name: "web"})
+	if err != nil || res.Workloads[0].ID() != "alice.web" {
+		t.Fatalf("scoped bare name: %+v %v", res, err)
+	}
+	for _, ref := range []edit.JobRef{{Name: "api"}, {Namespace: "bob", Name: "api"}} {
+		var nf *edit.NotFoundError
+		if _, err := r.Pause(ref); !errors.As(err, &nf) {
+			t.Errorf("%s out of scope: %v", ref, err)
+		}
+	}
+}
+
+func TestCommitMessage(t *testing.T) {
+	res := &edit.Result{Verb: "scale", Replicas: 3, Workloads: []edit.Workload{{Kind: "inference", Name: "chat", Namespace: "alice", File: "teams/alice/chat.yaml"}}}
+	want := "gpuctl: scale inference chat to 3 (alice)\n\nalice.chat: teams/alice/chat.yaml\n"
+	if got := res.CommitMessage("alice"); got != want {
+		t.Fatalf("got %q\nwant %q", got, want)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -97,6 +98,9 @@ func (r *Repo) workloads(res *render.Result) []found {
 func (r *Repo) find(res *render.Result, ref JobRef) (found, error) {
 	var hits []found
 	for _, w := range r.workloads(res) {
+		if r.Namespaces != nil && !slices.Contains(r.Namespaces, w.Namespace) {
+			continue
+		}
 		if w.Name == ref.Name && (ref.Namespace == "" || ref.Namespace == w.Namespace) {
 			hits = append(hits, w)
 		}

@@ -1,6 +1,7 @@
 package edit
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -22,6 +23,10 @@ type Repo struct {
 	Root string
 	// Config is the parsed .gpuctl.yaml (empty when there is none).
 	Config *render.Config
+	// Namespaces, when not nil, are the only namespaces whose workloads delete, pause, resume
+	// and scale find: a bare name resolves among them, and a job of another namespace is not
+	// found (the daemon's API sets a team token's namespaces). nil: every namespace.
+	Namespaces []string
 }
 
 // Open reads the configuration of the tree at root: root/.gpuctl.yaml, if there is one. A
@@ -94,6 +99,26 @@ type Result struct {
 	Warnings []*render.Diagnostic `json:"warnings,omitempty"`
 }
 
+// CommitMessage is the conventional message of the edit's commit: a subject such as
+// "gpuctl: create training qwen2-7b-sft (alice)", with actor, who made it, in parentheses; and
+// a line per workload with its job id and file.
+func (r *Result) CommitMessage(actor string) string {
+	var what []string
+	for _, w := range r.Workloads {
+		what = append(what, w.Kind+" "+w.Name)
+	}
+	subject := "gpuctl: " + r.Verb + " " + strings.Join(what, ", ")
+	if r.Verb == "scale" {
+		subject += fmt.Sprintf(" to %d", r.Replicas)
+	}
+	subject += " (" + actor + ")"
+	var body []string
+	for _, w := range r.Workloads {
+		body = append(body, w.ID()+": "+w.File)
+	}
+	return subject + "\n\n" + strings.Join(body, "\n") + "\n"
+}
+
 // Paths are the changed files, relative to the Root.
 func (r *Result) Paths() []string {
 	out := make([]string, len(r.Changes))
@@ -135,6 +160,28 @@ func Apply(fsys filesys.FileSystem, root string, changes []Change) error {
 		}
 	}
 	return nil
+}
+
+// Revert puts back the files of changes below root on fsys as they were before Apply wrote
+// them: a file created is removed, one modified or deleted gets its Old content back. It goes
+// on past an error, and returns them all.
+func Revert(fsys filesys.FileSystem, root string, changes []Change) error {
+	var errs []error
+	for _, c := range changes {
+		abs := filepath.Join(root, filepath.FromSlash(c.Path))
+		if c.Action == Created {
+			if fsys.Exists(abs) {
+				errs = append(errs, fsys.RemoveAll(abs))
+			}
+			continue
+		}
+		if err := fsys.MkdirAll(filepath.Dir(abs)); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, fsys.WriteFile(abs, c.Old))
+	}
+	return errors.Join(errs...)
 }
 
 // PathError is a path that would leave the repository, or that is not one gpuctl writes.

@@ -7,12 +7,12 @@ import (
 	"github.com/gpuctl/gpuctl/render"
 )
 
-// Scale sets service.replicas of an inference, compute or notebook service of that kind.
-// Scaling a paused service to 1 or more resumes it (service.pausedReplicas is removed);
-// scaling it to 0 changes nothing.
+// Scale sets service.replicas of an inference, compute or notebook service of that kind (of
+// any of them when kind is ""). Scaling a paused service to 1 or more resumes it
+// (service.pausedReplicas is removed); scaling it to 0 changes nothing.
 func (r *Repo) Scale(kind string, ref JobRef, n int) (*Result, error) {
 	switch {
-	case kind != render.KindInference && kind != render.KindCompute && kind != render.KindNotebook:
+	case kind != "" && !scalable(kind):
 		return nil, fmt.Errorf("cannot scale %q: only inference, compute and notebook services have replicas", kind)
 	case n < 0:
 		return nil, fmt.Errorf("--replicas %d: must be 0 or more", n)
@@ -21,7 +21,10 @@ func (r *Repo) Scale(kind string, ref JobRef, n int) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if w.Kind != kind {
+	switch {
+	case kind == "" && !scalable(w.Kind):
+		return nil, fmt.Errorf("cannot scale %s job %s (%s): only inference, compute and notebook services have replicas", w.Kind, w.ID(), w.File)
+	case kind != "" && w.Kind != kind:
 		return nil, fmt.Errorf("job %s is of kind %s, not %s (%s)", w.ID(), w.Kind, kind, w.File)
 	}
 	paused := w.doc.Has("service.pausedReplicas")
@@ -55,4 +58,9 @@ func (r *Repo) Scale(kind string, ref JobRef, n int) (*Result, error) {
 		res.Replicas = n
 	}
 	return res, err
+}
+
+// scalable reports whether workloads of a kind have replicas.
+func scalable(kind string) bool {
+	return kind == render.KindInference || kind == render.KindCompute || kind == render.KindNotebook
 }

@@ -45,6 +45,7 @@ func TestScaleRefusals(t *testing.T) {
 	files := map[string]string{
 		"a.yaml": "kind: inference\nversion: v0.1\njob: {name: chat}\nenvironment: {image: v}\nservice: {port: 80, replicas: 2}\n",
 		"b.yaml": "kind: notebook\nversion: v0.1\njob: {name: lab}\nenvironment: {image: j}\n",
+		"c.yaml": "kind: training\nversion: v0.1\njob: {name: sft}\nenvironment: {image: t}\n",
 	}
 	cases := map[string]struct {
 		kind, job string
@@ -56,6 +57,7 @@ func TestScaleRefusals(t *testing.T) {
 		"training":              {"training", "chat", 3, `cannot scale "training"`},
 		"negative":              {"inference", "chat", -1, "--replicas -1: must be 0 or more"},
 		"notebook of 2 invalid": {"notebook", "lab", 2, "b.yaml:6:13: service.replicas: a notebook runs exactly 1 replica (0 while paused), got 2"},
+		"any kind, a training":  {"", "sft", 2, "cannot scale training job default.sft (c.yaml): only inference, compute and notebook services have replicas"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -64,5 +66,14 @@ func TestScaleRefusals(t *testing.T) {
 				t.Fatalf("got %v\nwant %s", err, c.msg)
 			}
 		})
+	}
+}
+
+// TestScaleAnyKind: kind "" scales whichever service the job is, as the daemon's API does.
+func TestScaleAnyKind(t *testing.T) {
+	r := memRepo(t, map[string]string{"a.yaml": "kind: inference\nversion: v0.1\njob: {name: chat}\nenvironment: {image: v}\nservice: {port: 80, replicas: 2}\n"})
+	ch := oneChange(t)(r.Scale("", edit.JobRef{Name: "chat"}, 3))
+	if !strings.Contains(string(ch.New), "replicas: 3}") {
+		t.Fatalf("got:\n%s", ch.New)
 	}
 }

@@ -55,6 +55,8 @@ type Options struct {
 	ProgressEvery time.Duration
 	// Now is the clock of the progress lines (default time.Now).
 	Now func() time.Time
+	// Writes configure the API's writes (Write).
+	Writes WriteOptions
 	// Metrics may be nil.
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -75,6 +77,11 @@ type Daemon struct {
 	mu      sync.Mutex
 	last    Status
 	lastRev sources.Revision
+
+	// writeMu makes writes one at a time; tree keeps a sync (its fetch and render) and a write
+	// of a directory source apart, so that no sync reads a half-written tree.
+	writeMu sync.Mutex
+	tree    sync.RWMutex
 
 	running atomic.Bool // Run has started (this replica leads)
 	synced  atomic.Bool // and has finished its first sync
@@ -253,7 +260,7 @@ const maxErrors = 50
 // sync does the work of SyncOnce and fills st. prev is the status before; requested tells a
 // sync that someone asked for.
 func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bool) {
-	rev, err := d.opts.Source.Fetch(ctx)
+	rev, res, err, renderErr := d.read(ctx)
 	if err != nil {
 		st.Result, st.Message = ResultFetchFailed, err.Error()
 		if st.AppliedRevision != "" {
@@ -262,10 +269,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		return
 	}
 	st.Revision, st.RevisionMessage = rev.ID, rev.Message
-	d.mu.Lock()
-	d.lastRev = rev
-	d.mu.Unlock()
-	res, err := d.render(ctx, rev)
+	err = renderErr
 	var ve *render.ValidationError
 	switch {
 	case errors.As(err, &ve):
@@ -357,6 +361,21 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	reportJobs(st, jobErrors, cs, queued)
 }
 
+// read fetches the newest revision and renders it, while no write changes the tree; a fetch
+// error is err, a render error renderErr.
+func (d *Daemon) read(ctx context.Context) (rev sources.Revision, res *render.Result, err, renderErr error) {
+	d.tree.RLock()
+	defer d.tree.RUnlock()
+	if rev, err = d.opts.Source.Fetch(ctx); err != nil {
+		return rev, nil, err, nil
+	}
+	d.mu.Lock()
+	d.lastRev = rev
+	d.mu.Unlock()
+	res, renderErr = d.render(ctx, rev)
+	return rev, res, nil, renderErr
+}
+
 // render renders a revision within the render timeout (and ctx).
 func (d *Daemon) render(ctx context.Context, rev sources.Revision) (*render.Result, error) {
 	opts := d.opts.Render
@@ -402,7 +421,9 @@ func (d *Daemon) Plan(ctx context.Context) (*reconciler.Plan, error) {
 	if rev.Dir == "" {
 		return nil, errors.New("no revision fetched yet on this replica (it may not be the leader)")
 	}
+	d.tree.RLock()
 	res, err := d.render(ctx, rev)
+	d.tree.RUnlock()
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,13 @@
 // converge, and reports which files changed. When a fetch fails, the last good revision is
 // returned with the error and the working directory is left as it was.
 //
+// Commit (sources.Committer) is how the daemon's API writes: it fetches the followed branch,
+// runs an edit over its tree in memory, writes the commit into the clone's object store and
+// pushes it as a compare-and-swap on the branch (or to a new branch, with PullRequestURL for
+// the page that opens its pull request); when the branch moved, it makes the edit again on the
+// new commit, at most sources.MaxPushRetries times. It never touches the working directory,
+// so a revision being rendered is never half-written.
+//
 // Credentials come from files (AuthOptions), read at each fetch so that rotated secrets are
 // picked up; they never appear in URL(), logs or errors. SSH checks the server's host key
 // against a known_hosts file.

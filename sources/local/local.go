@@ -27,8 +27,9 @@ const MaxWait = time.Second
 var ErrClosed = errors.New("local: source closed")
 
 var (
-	_ sources.Source  = (*Source)(nil)
-	_ sources.Trigger = (*Source)(nil)
+	_ sources.Source    = (*Source)(nil)
+	_ sources.Trigger   = (*Source)(nil)
+	_ sources.Directory = (*Source)(nil)
 )
 
 // Options configure a Source.
@@ -158,6 +159,9 @@ func (s *Source) lastCopy() sources.Revision {
 
 // Changes receives a value after file events under Root (debounced) and after Trigger.
 func (s *Source) Changes() <-chan struct{} { return s.changes }
+
+// Root is the directory, absolute: every revision's Dir, and where the daemon's API writes.
+func (s *Source) Root() string { return s.root }
 
 // URL returns "dir:" and the absolute Root.
 func (s *Source) URL() string { return "dir:" + s.root }

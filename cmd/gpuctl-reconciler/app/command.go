@@ -97,11 +97,15 @@ func NewCommand() *cobra.Command {
 cluster in sync: on every change, webhook, sync request (gpuctl sync) and interval it renders the
 files, plans and applies them with server-side apply and prunes what left Git. A revision with
 invalid files, or a failed fetch, changes nothing: the last good revision stays applied. The
-status is kept in the ConfigMap gpuctl-status of --namespace (gpuctl status reads it).`,
+status is kept in the ConfigMap gpuctl-status of --namespace (gpuctl status reads it).
+
+With --git-push the API's writes (POST /api/v1/jobs, DELETE /api/v1/jobs/{jobId}, pause, resume,
+scale) are commits that the daemon pushes to the source with its credentials, then applies; a
+directory source is written in place.`,
 		Example: `  gpuctl-reconciler --source=dir:examples --kubeconfig ~/.kube/config
   gpuctl-reconciler --source=git:https://git.example.com/platform/gpu-jobs.git --ref=main \
       --git-token-file=/etc/gpuctl/git/token --webhook-github-secret-file=/etc/gpuctl/git/hook \
-      --namespace-map='teams/*/**=$1' --leader-elect`,
+      --namespace-map='teams/*/**=$1' --leader-elect --git-push`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -184,7 +188,7 @@ func run(ctx context.Context, o *Options) error {
 	}
 	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
 		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
-		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, Metrics: metrics, Log: log.With("component", "sync")})
+		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, Writes: o.Source.Writes, Metrics: metrics, Log: log.With("component", "sync")})
 	srv, err := o.serve(ctx, log, kube, dyn, reg, d, src)
 	if err != nil {
 		return err
@@ -230,7 +234,7 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 	}
 	// The read model answers from informers: no LIST per request.
 	objects := cluster.StartInformers(ctx, kube, dyn, o.Namespace)
-	handler := httpapi.New(httpapi.Options{Backend: d, Kube: kube, Dynamic: dyn, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
+	handler := httpapi.New(httpapi.Options{Backend: d, Writer: d, Kube: kube, Dynamic: dyn, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
 		Registry: reg, Webhooks: hooks, Ready: d.Ready, Log: log.With("component", "http")})
 	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {

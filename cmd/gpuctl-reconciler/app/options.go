@@ -1,11 +1,13 @@
 package app
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
 	"time"
 
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"
 	"github.com/gpuctl/gpuctl/sources/local"
@@ -22,6 +24,8 @@ type SourceOptions struct {
 	Auth     gitsource.AuthOptions
 	// Webhook secrets (files); a handler is mounted for each one set.
 	GitHubSecretFile, GitLabSecretFile, GenericSecretFile string
+	// Writes of the API to a Git source: --git-push, --git-push-branch, --git-author-domain.
+	Writes daemon.WriteOptions
 }
 
 // BindFlags adds the source flags.
@@ -40,6 +44,9 @@ func (o *SourceOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.GitHubSecretFile, "webhook-github-secret-file", "", "serve /hooks/github, verifying X-Hub-Signature-256 with this secret")
 	fs.StringVar(&o.GitLabSecretFile, "webhook-gitlab-secret-file", "", "serve /hooks/gitlab, verifying X-Gitlab-Token")
 	fs.StringVar(&o.GenericSecretFile, "webhook-generic-secret-file", "", "serve /hooks/generic, verifying an HMAC-SHA256 signature")
+	fs.BoolVar(&o.Writes.Push, "git-push", false, "git: let the API's writes (POST /api/v1/jobs, ...) commit and push to the followed branch with the source's credentials")
+	fs.StringVar(&o.Writes.BranchPrefix, "git-push-branch", "", "git, with --git-push: push each write to a new branch PREFIX<verb>-<job>-<time> and answer with its pull request, instead of the followed branch")
+	fs.StringVar(&o.Writes.Domain, "git-author-domain", "gpuctl", "git: commits of the API are authored NAME <NAME@DOMAIN>, NAME being the token's name")
 }
 
 // Open creates the source.
@@ -48,12 +55,26 @@ func (o *SourceOptions) Open(log *slog.Logger) (sources.Source, error) {
 	switch {
 	case !ok || where == "":
 		return nil, fmt.Errorf("--source %q: expected dir:PATH or git:URL", o.Source)
+	case kind == "dir" && o.Writes.Push:
+		return nil, errors.New("--git-push is for a git source: a directory source is written in place")
 	case kind == "dir":
 		return local.New(local.Options{Root: where, Log: log})
+	case o.Writes.BranchPrefix != "" && !o.Writes.Push:
+		return nil, errors.New("--git-push-branch needs --git-push")
 	case kind == "git":
 		opts := gitsource.DefaultOptions(where, o.Ref)
 		opts.Path, opts.Dir, opts.Interval, opts.Auth, opts.Log = o.Path, o.WorkDir, o.Interval, o.Auth, log
-		return gitsource.New(opts)
+		src, err := gitsource.New(opts)
+		if err != nil {
+			return nil, err
+		}
+		if o.Writes.Push {
+			if err := src.CanCommit(); err != nil {
+				src.Close()
+				return nil, fmt.Errorf("--git-push: %w", err)
+			}
+		}
+		return src, nil
 	}
 	return nil, fmt.Errorf("--source %q: unknown kind %q (dir or git)", o.Source, kind)
 }

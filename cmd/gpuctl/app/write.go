@@ -18,6 +18,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	gitsource "github.com/gpuctl/gpuctl/sources/git"
 )
 
 // The write verbs (create, delete, pause, resume, scale) keep GitOps: each edits the files of a
@@ -207,7 +208,7 @@ func (o *writeOptions) edit(ctx context.Context, tree *gitTree, sub string, fn e
 // commitEdit commits the edit's files, undoing the edit when the commit fails (a hook that
 // refuses it, ...).
 func commitEdit(ctx context.Context, s Streams, tree *gitTree, sub string, res *edit.Result, me who, paths []string) (string, error) {
-	msg := commitMessage(res, me)
+	msg := res.CommitMessage(me.actor())
 	sha, err := tree.commit(ctx, msg, paths)
 	if err != nil {
 		undo(ctx, tree, sub, res)
@@ -223,15 +224,9 @@ func commitEdit(ctx context.Context, s Streams, tree *gitTree, sub string, res *
 // undo puts back the files of an edit that was not committed.
 func undo(ctx context.Context, tree *gitTree, sub string, res *edit.Result) {
 	for _, c := range res.Changes {
-		p := path.Join(sub, c.Path)
-		_, _ = tree.git(ctx, "reset", "-q", "--", p)
-		abs := filepath.Join(tree.dir, filepath.FromSlash(p))
-		if c.Action == edit.Created {
-			_ = os.Remove(abs)
-			continue
-		}
-		_ = os.WriteFile(abs, c.Old, 0o644)
+		_, _ = tree.git(ctx, "reset", "-q", "--", path.Join(sub, c.Path))
 	}
+	_ = edit.Revert(filesys.MakeFsOnDisk(), filepath.Join(tree.dir, filepath.FromSlash(sub)), res.Changes)
 }
 
 // onBranch makes the edit on a new branch in a work tree of its own, so that the checkout
@@ -288,7 +283,7 @@ func (o *writeOptions) onBranch(ctx context.Context, s Streams, tree *gitTree, s
 		fmt.Fprintf(s.Err, "not pushed: git push -u %s %s (or --push)\n", remote, o.branch)
 	}
 	remoteURL, _ := tree.git(ctx, "remote", "get-url", remote)
-	if u := pullRequestURL(remoteURL, o.branch, base); u != "" {
+	if u := gitsource.PullRequestURL(remoteURL, o.branch, base); u != "" {
 		fmt.Fprintf(s.Out, "open the pull request: %s\n", u)
 	}
 	return nil
@@ -330,25 +325,6 @@ func treePaths(sub string, res *edit.Result) []string {
 		out[i] = path.Join(sub, c.Path)
 	}
 	return out
-}
-
-// commitMessage is a conventional message: "gpuctl: create training qwen2-7b-sft (alice)",
-// and a line per workload with its job id and file.
-func commitMessage(res *edit.Result, me who) string {
-	var what []string
-	for _, w := range res.Workloads {
-		what = append(what, w.Kind+" "+w.Name)
-	}
-	subject := "gpuctl: " + res.Verb + " " + strings.Join(what, ", ")
-	if res.Verb == "scale" {
-		subject += fmt.Sprintf(" to %d", res.Replicas)
-	}
-	subject += " (" + me.actor() + ")"
-	var body []string
-	for _, w := range res.Workloads {
-		body = append(body, w.ID()+": "+w.File)
-	}
-	return subject + "\n\n" + strings.Join(body, "\n") + "\n"
 }
 
 // printWarnings prints the warnings that the edit brings.

@@ -1,15 +1,21 @@
 // Package httpapi is the HTTP server of gpuctl-reconciler: health and readiness probes,
-// Prometheus metrics, the Git webhooks, a read-only REST API under /api/v1 that shows the
-// daemon's status and plan and the gpuctl workloads, pools, nodes and quotas of the cluster and
-// lets an admin ask for a sync, and a web page. It is transport only: routing, query parsing,
-// status codes, JSON errors, authentication and the page's rendering. What the cluster holds is
-// read by package cluster (the read model), whose types are the answers of the jobs, pools,
-// nodes and quotas routes; the daemon's status, plan and drift come from the Backend.
+// Prometheus metrics, the Git webhooks, a REST API under /api/v1 that shows the daemon's status
+// and plan and the gpuctl workloads, pools, nodes and quotas of the cluster, lets an admin ask
+// for a sync and lets a token write its jobs as Git commits, and a web page. It is transport
+// only: routing, query and body parsing, status codes, JSON errors, authentication and the
+// page's rendering. What the cluster holds is read by package cluster (the read model), whose
+// types are the answers of the jobs, pools, nodes and quotas routes; the daemon's status, plan
+// and drift come from the Backend, and the writes are made by the Writer.
 //
-// gpuctl is GitOps: jobs, pools and quotas are created, changed and deleted by committing their
-// files to Git, never through this API. The write endpoints of a job API (POST /api/v1/jobs,
-// DELETE /api/v1/jobs/{jobId}, POST /api/v1/pools, node label writes, ...) answer 405 with a
-// JSON error that says to commit the file to Git instead.
+// gpuctl is GitOps: a job is a file in Git. The writes of the job API (seed 001 §7.2.1: POST
+// /api/v1/jobs, POST /api/v1/jobs/batch, DELETE /api/v1/jobs/{jobId}, POST
+// /api/v1/jobs/{jobId}/pause, resume and scale) are handed to the Writer (the daemon,
+// daemon.Daemon.Write), which makes each the edit of the CLI's write verb (package edit) and
+// commits and pushes it (a Git source with --git-push) or writes it (a directory source), then
+// triggers the sync that applies it; they answer 405 without a Writer, or when the daemon
+// takes no writes. The writer decides where a token may write (its namespaces' directories;
+// an admin anywhere the namespace rules allow). Pools, quotas and node labels answer 405: they
+// are the administrator's files.
 //
 // # Routes
 //
@@ -35,6 +41,10 @@
 //	GET  /api/v1/nodes/{name}        cluster.NodeDetail
 //	GET  /api/v1/quotas              cluster.QuotaList
 //	GET  /api/v1/quotas/{user}       cluster.Quota
+//	POST /api/v1/jobs                CreateRequest (or an application/yaml body) → 201 JobWriteResponse
+//	POST /api/v1/jobs/batch          BatchCreateRequest → 201 BatchResponse (one commit)
+//	DELETE /api/v1/jobs/{jobId}      200 JobWriteResponse
+//	POST /api/v1/jobs/{jobId}/pause  200 JobWriteResponse; also /resume, and /scale (ScaleRequest)
 //
 // The routes are one table (routes.go): the ServeMux registers it and GET /api/v1/openapi.json
 // is written from it, with the schemas of the answers reflected from their Go types, so the
@@ -54,8 +64,12 @@
 // "ambiguous", "filter", "noLogs": the fields of cluster.NotFoundError, ...): 400 bad query (a cluster.FilterError, a bad page or pageSize) or
 // ambiguous job name (cluster.AmbiguousError), 401 no or unknown token (with a
 // WWW-Authenticate: Bearer header), 403 not an admin, 404 unknown job, pool, node, user
-// (cluster.NotFoundError) or path, 405 a write (GitOps) or a wrong method, 500 the cluster or
-// the daemon failed.
+// (cluster.NotFoundError) or path, 405 a write the daemon does not make or a wrong method (with
+// the path's methods in Allow), 500 the cluster or the daemon failed. The writes also answer
+// 400 with every diagnostic of invalid files (Error.Diagnostics, file:line:col), 403 another
+// namespace's directory or job, 409 a job or file that exists or a change that changes
+// nothing, 413 a body over MaxWriteBody or a file over render.MaxFileSize, and 503 when the push
+// failed (nothing was written).
 //
 // The list routes page their answers: page from 1 (default 1), pageSize from 1 to 500 (default
 // 20). The filters are cluster.JobFilter and cluster.NodeFilter: kind, pool and status (in any
@@ -111,6 +125,7 @@
 //	}
 //	handler := httpapi.New(httpapi.Options{
 //		Backend:  d, // the daemon
+//		Writer:   d,
 //		Kube:     clientset,
 //		Tokens:   tokens,
 //		Registry: registry,
@@ -123,7 +138,8 @@
 //
 // # Limits
 //
-// Request bodies are capped at MaxRequestBody (webhooks cap their own). The server's read and
+// Request bodies are capped at MaxRequestBody, the writes' at MaxWriteBody (webhooks cap their
+// own). The server's read and
 // write timeouts hold for every route except those wrapped in Streaming: a route that streams
 // its answer (a log follow, an event stream) must be, or the write timeout cuts it and the
 // read timeout cancels its context. No route streams today.

@@ -13,7 +13,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-// The API with a token file: list jobs with a user's token; writes answer 405 (GitOps).
+// The API with a token file: list jobs with a user's token; without a Writer (the daemon, which
+// commits them to Git) writes answer 405.
 func ExampleNew() {
 	dir, _ := os.MkdirTemp("", "gpuctl-tokens")
 	defer os.RemoveAll(dir)
@@ -51,7 +52,7 @@ func ExampleNew() {
 	//   "items": []
 	// }
 	// POST 405 {
-	//   "error": "POST /api/v1/jobs: the gpuctl API is read-only; gpuctl is GitOps: commit the file to Git instead (POST /api/v1/sync applies the latest revision now)",
+	//   "error": "POST /api/v1/jobs: this server makes no writes; gpuctl is GitOps: commit the file to Git instead (POST /api/v1/sync applies the latest revision now)",
 	//   "code": 405
 	// }
 }

@@ -6,8 +6,8 @@ import (
 )
 
 // MaxRequestBody is the largest request body that the API, the page and the probes accept;
-// a larger one gets 413. None of them reads a body today (POST /api/v1/sync takes none), so
-// this only keeps a client from making the server read and discard megabytes. Webhooks cap
+// a larger one gets 413. Only the writes of jobs read a body, and they have MaxWriteBody; for
+// the rest this keeps a client from making the server read and discard megabytes. Webhooks cap
 // their own bodies (see Options.Webhooks).
 const MaxRequestBody = 64 << 10
 

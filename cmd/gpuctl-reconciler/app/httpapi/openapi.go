@@ -65,6 +65,13 @@ func openAPI(routes []route) []byte {
 		if params != nil {
 			op["parameters"] = params
 		}
+		if rt.request != nil {
+			content := map[string]any{mediaJSON: map[string]any{"schema": sc.of(reflect.TypeOf(rt.request))}}
+			if _, file := rt.request.(CreateRequest); file {
+				content[mediaYAML] = map[string]any{"schema": map[string]any{"type": "string", "description": "the gpuctl file itself; namespace, path and fileName as query parameters"}}
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": content}
+		}
 		switch rt.access {
 		case public:
 			op["security"] = []any{}
@@ -79,8 +86,9 @@ func openAPI(routes []route) []byte {
 	doc := map[string]any{
 		"openapi": "3.1.0",
 		"info": map[string]any{"title": "gpuctl-reconciler API", "version": version.String(),
-			"description": "The read-only API of gpuctl-reconciler (docs/daemon.md). A token that is not admin sees " +
-				"the jobs, logs, events, quotas and drift of the namespaces of its token file line only; pools and nodes are shared."},
+			"description": "The API of gpuctl-reconciler (docs/daemon.md). A token that is not admin sees " +
+				"the jobs, logs, events, quotas and drift of the namespaces of its token file line only; pools and nodes are shared. " +
+				"Writes of jobs are Git commits that the daemon makes and pushes (--git-push), in the directories of the token's namespaces."},
 		"paths":    paths,
 		"security": []any{map[string]any{"bearer": []any{}}},
 		"components": map[string]any{
@@ -115,7 +123,7 @@ func (sc *schemas) responses(rt route) map[string]any {
 		resp["content"].(map[string]any)[a.media] = media
 	}
 	if strings.Contains(rt.pattern, "/api/") {
-		out["default"] = map[string]any{"description": "an error: 400, 401, 403, 404, 405 or 500",
+		out["default"] = map[string]any{"description": "an error: 400, 401, 403, 404, 405, 409, 413, 500 or 503",
 			"content": map[string]any{mediaJSON: map[string]any{"schema": sc.of(reflect.TypeOf(Error{}))}}}
 	}
 	return out

@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/gpuctl/gpuctl/cluster"
+	"github.com/gpuctl/gpuctl/render"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -20,6 +21,9 @@ type Error struct {
 	// "ambiguous", "filter", "noLogs"), so that a client (gpuctl --server) gives its callers
 	// the same error.
 	cluster.ErrorDetail
+	// Diagnostics are every error of the files of a write that are invalid (400), each with
+	// its file (the request's field: yamlContent, yamlContents[1]), line, column and field.
+	Diagnostics []*render.Diagnostic `json:"diagnostics,omitempty"`
 }
 
 // Error returns the message.

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/cluster"
@@ -47,6 +48,7 @@ const (
 	mediaText   = "text/plain"
 	mediaNDJSON = "application/x-ndjson"
 	mediaHTML   = "text/html"
+	mediaYAML   = "application/yaml"
 )
 
 // route is one route: its ServeMux pattern ("METHOD /path"), who may call it, what it does, its
@@ -60,6 +62,13 @@ type route struct {
 	handler http.Handler
 	// raw routes are registered without MaxRequestBody (webhooks cap their own bodies).
 	raw bool
+	// maxBody replaces MaxRequestBody (the writes' files).
+	maxBody int64
+	// request is a value of the type of the route's JSON body, for the document.
+	request any
+	// refused routes answer 405 whatever the request (writes of what only Git holds): they
+	// are not among the methods a path allows.
+	refused bool
 }
 
 func ok(body any) []answer { return []answer{{http.StatusOK, mediaJSON, body}} }
@@ -129,11 +138,29 @@ func (s *server) table() []route {
 	get("/api/v1/quotas", bearer, "the quotas of the token's namespaces", nil, ok(cluster.QuotaList{}), fromModel(s, listQuotas))
 	get("/api/v1/quotas/{user}", bearer, "the quota of a user (a namespace)", nil, ok(cluster.Quota{}), fromModel(s, getQuota))
 
-	// Node label writes: node labels come from pool files in Git too.
+	// The writes of jobs: each a commit that the daemon makes and pushes, then applies.
+	write := func(pattern, summary string, request any, answers []answer, h apiFunc) {
+		rs = append(rs, route{pattern: pattern, access: bearer, summary: summary, request: request, answers: answers,
+			handler: s.api(s.writing(h)), maxBody: MaxWriteBody})
+	}
+	created, changed := []answer{{http.StatusCreated, mediaJSON, JobWriteResponse{}}}, ok(JobWriteResponse{})
+	const writeCodes = "; 400 invalid files (every diagnostic) or request, 403 a namespace or directory not the token's, " +
+		"404 unknown job, 405 writes off (a Git source without --git-push), 409 exists or unchanged, 503 the push failed (nothing written)"
+	write("POST /api/v1/jobs", "create a job: the file (yamlContent, or an application/yaml body) committed to the directory of its namespace and pushed (201)"+writeCodes,
+		CreateRequest{}, created, s.postJob)
+	write("POST /api/v1/jobs/batch", "create the jobs of several files in one commit (201)"+writeCodes,
+		BatchCreateRequest{}, []answer{{http.StatusCreated, mediaJSON, BatchResponse{}}}, s.postJobsBatch)
+	write("DELETE /api/v1/jobs/{jobId}", "delete a job: its document removed from its file in a commit"+writeCodes, nil, changed, s.jobWrite(daemon.VerbDelete))
+	write("POST /api/v1/jobs/{jobId}/pause", "pause a job in a commit: a training job.suspend: true, a service 0 replicas"+writeCodes, nil, changed, s.jobWrite(daemon.VerbPause))
+	write("POST /api/v1/jobs/{jobId}/resume", "resume a paused job in a commit"+writeCodes, nil, changed, s.jobWrite(daemon.VerbResume))
+	write("POST /api/v1/jobs/{jobId}/scale", "set the replicas of an inference, compute or notebook service in a commit"+writeCodes,
+		ScaleRequest{}, changed, s.jobWrite(daemon.VerbScale))
+
+	// Node label writes: node labels come from pool files in Git.
 	refused := []answer{{http.StatusMethodNotAllowed, mediaJSON, Error{}}}
 	for _, path := range []string{"/api/v1/nodes/{name}/labels", "/api/v1/nodes/{name}/labels/{key...}", "/api/v1/nodes/labels/batch"} {
 		for _, method := range []string{"POST", "PUT", "PATCH", "DELETE"} {
-			rs = append(rs, route{pattern: method + " " + path, access: bearer,
+			rs = append(rs, route{pattern: method + " " + path, access: bearer, refused: true,
 				summary: "refused (405): node labels come from pool files in Git", answers: refused, handler: s.api(readOnly)})
 		}
 	}
@@ -142,24 +169,53 @@ func (s *server) table() []route {
 	return rs
 }
 
-// routes registers the table and the fallbacks: a 405 for the other methods of each GET path
-// under /api/ (gpuctl is GitOps) and of /api/v1/sync, and JSON 404s elsewhere (after
-// authentication under /api/).
+// routes registers the table and the fallbacks: a 405 for the other methods of each path
+// under /api/ (with the methods it allows), and JSON 404s elsewhere (after authentication
+// under /api/).
 func (s *server) routes(mux *http.ServeMux) {
 	s.handle(mux, "/", s.api(notFound))
+	allowed := map[string][]string{} // path → its methods, in table order
+	var paths []string
 	for _, rt := range s.table() {
 		h := s.guard(rt.access, rt.handler)
-		if rt.raw {
+		switch {
+		case rt.raw:
 			s.handleRaw(mux, rt.pattern, h)
-		} else {
+		case rt.maxBody > 0:
+			s.handleLimit(mux, rt.pattern, rt.maxBody, h)
+		default:
 			s.handle(mux, rt.pattern, h)
 		}
-		if path, isGet := strings.CutPrefix(rt.pattern, "GET "); isGet && strings.HasPrefix(path, "/api/") {
-			s.handle(mux, path, s.authenticate(s.api(readOnly)))
+		method, path, ok := strings.Cut(rt.pattern, " ")
+		if !ok || !strings.HasPrefix(path, "/api/") || rt.refused {
+			continue
+		}
+		if allowed[path] == nil {
+			paths = append(paths, path)
+		}
+		allowed[path] = append(allowed[path], method)
+	}
+	for _, path := range paths {
+		if !slices.ContainsFunc(paths, func(q string) bool { return q != path && matchesWildcards(q, path) }) {
+			s.handle(mux, path, s.authenticate(s.api(methodNotAllowed(allowed[path]))))
+		} // else: /api/v1/jobs/batch, whose other methods the fallback of /api/v1/jobs/{jobId} answers
+	}
+	s.handle(mux, "/api/", s.authenticate(s.api(notFound)))
+}
+
+// matchesWildcards reports whether the path of a pattern with {wildcards} (q) matches the
+// path p segment by segment: a fallback on p would conflict with q's routes.
+func matchesWildcards(q, p string) bool {
+	qs, ps := strings.Split(q, "/"), strings.Split(p, "/")
+	if len(qs) != len(ps) {
+		return false
+	}
+	for i := range qs {
+		if qs[i] != ps[i] && !(strings.HasPrefix(qs[i], "{") && !strings.HasSuffix(qs[i], "...}")) {
+			return false
 		}
 	}
-	s.handle(mux, "/api/v1/sync", s.authenticate(s.api(onlyPost)))
-	s.handle(mux, "/api/", s.authenticate(s.api(notFound)))
+	return true
 }
 
 // guard wraps a handler in the authentication of its access.

@@ -46,6 +46,9 @@ type Options struct {
 	// (the daemon gives its informers, cluster.InformerObjects); logs and watches are still
 	// read with Kube and Dynamic.
 	Objects cluster.Objects
+	// Writer makes the writes of jobs (POST /api/v1/jobs, ...): the daemon. Without it they
+	// answer 405.
+	Writer Writer
 	// SystemNamespace holds the pool registry (default keys.SystemNamespace).
 	SystemNamespace string
 	// Tokens resolves bearer tokens. Without it, every /api/v1 request answers 401.
@@ -122,7 +125,12 @@ func (s *server) model(ctx context.Context) (cluster.Model, error) {
 
 // handle registers a handler with request metrics, an access log and MaxRequestBody.
 func (s *server) handle(mux *http.ServeMux, pattern string, h http.Handler) {
-	s.handleRaw(mux, pattern, limitBody(MaxRequestBody, h))
+	s.handleLimit(mux, pattern, MaxRequestBody, h)
+}
+
+// handleLimit registers a handler with request metrics, an access log and a body limit.
+func (s *server) handleLimit(mux *http.ServeMux, pattern string, max int64, h http.Handler) {
+	s.handleRaw(mux, pattern, limitBody(max, h))
 }
 
 // handleRaw registers a handler with request metrics and an access log only.
@@ -173,9 +181,24 @@ func readOnly(w http.ResponseWriter, r *http.Request) error {
 			"(POST /api/v1/sync applies the latest revision now)", r.Method, r.URL.Path)
 }
 
-func onlyPost(w http.ResponseWriter, r *http.Request) error {
-	w.Header().Set("Allow", "POST")
-	return errorf(http.StatusMethodNotAllowed, "%s %s: method not allowed; use POST", r.Method, r.URL.Path)
+// methodNotAllowed answers the methods of a path that it does not serve: readOnly for a path
+// that only GET serves, else a 405 that lists the methods.
+func methodNotAllowed(methods []string) apiFunc {
+	if len(methods) == 1 && methods[0] == http.MethodGet {
+		return readOnly
+	}
+	var allow []string
+	for _, m := range methods {
+		allow = append(allow, m)
+		if m == http.MethodGet {
+			allow = append(allow, http.MethodHead)
+		}
+	}
+	list := strings.Join(allow, ", ")
+	return func(w http.ResponseWriter, r *http.Request) error {
+		w.Header().Set("Allow", list)
+		return errorf(http.StatusMethodNotAllowed, "%s %s: method not allowed; use %s", r.Method, r.URL.Path, list)
+	}
 }
 
 // accessLog logs each request at debug level.

@@ -220,13 +220,16 @@ func TestWebhooks(t *testing.T) {
 	New(Options{Registry: prometheus.NewRegistry(), Webhooks: map[string]http.Handler{"POST /api/v1/hook": hook}})
 }
 
+// TestGitOpsWritesAre405: without a Writer (the daemon), and for what only Git holds (pools,
+// quotas, node labels), writes answer 405 with what to do instead.
 func TestGitOpsWritesAre405(t *testing.T) {
 	h, _ := testServer(t)
 	for _, tc := range []struct{ method, path string }{
 		{http.MethodPost, "/api/v1/jobs"},
 		{http.MethodPost, "/api/v1/jobs/batch"},
 		{http.MethodDelete, "/api/v1/jobs/alice.sft"},
-		{http.MethodPut, "/api/v1/jobs/alice.sft"},
+		{http.MethodPost, "/api/v1/jobs/alice.sft/pause"},
+		{http.MethodPost, "/api/v1/jobs/alice.sft/scale"},
 		{http.MethodPost, "/api/v1/pools"},
 		{http.MethodDelete, "/api/v1/pools/training-pool"},
 		{http.MethodPost, "/api/v1/quotas"},
@@ -247,6 +250,15 @@ func TestGitOpsWritesAre405(t *testing.T) {
 	}
 	// Authentication comes first.
 	wantError(t, do(t, h, http.MethodPost, "/api/v1/jobs", ""), http.StatusUnauthorized)
+	// A path with writes lists its methods.
+	for path, allow := range map[string]string{"/api/v1/jobs/alice.sft": "GET, HEAD, DELETE", "/api/v1/jobs/alice.sft/resume": "POST",
+		"/api/v1/jobs/batch": "GET, HEAD, DELETE", "/api/v1/sync": "POST"} {
+		w := do(t, h, http.MethodPut, path, adminToken)
+		wantError(t, w, http.StatusMethodNotAllowed)
+		if got := w.Header().Get("Allow"); got != allow {
+			t.Errorf("PUT %s: Allow %q, want %q", path, got, allow)
+		}
+	}
 }
 
 func TestNotFoundIsJSON(t *testing.T) {

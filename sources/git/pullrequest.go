@@ -1,4 +1,4 @@
-package app
+package git
 
 import (
 	"net/url"
@@ -9,10 +9,10 @@ import (
 // scpRemote matches a remote written as scp does it: git@github.com:owner/repo.git.
 var scpRemote = regexp.MustCompile(`^(?:[^@/]+@)?([^:/]+):(.+)$`)
 
-// pullRequestURL is the page that opens a pull request (GitHub) or merge request (GitLab) of
+// PullRequestURL is the page that opens a pull request (GitHub) or merge request (GitLab) of
 // branch into base, for a remote's URL in its https, ssh:// or scp-like form; "" for another
 // host. Credentials in the URL are never part of the page's address.
-func pullRequestURL(remote, branch, base string) string {
+func PullRequestURL(remote, branch, base string) string {
 	host, repo := "", ""
 	if u, err := url.Parse(remote); err == nil && u.Scheme != "" && u.Host != "" {
 		host, repo = u.Hostname(), u.Path

@@ -1,4 +1,4 @@
-package app
+package git
 
 import "testing"
 
@@ -14,7 +14,7 @@ func TestPullRequestURL(t *testing.T) {
 		"/srv/git/gitops.git":                               "",
 	}
 	for remote, want := range cases {
-		if got := pullRequestURL(remote, "add-sft", "main"); got != want {
+		if got := PullRequestURL(remote, "add-sft", "main"); got != want {
 			t.Errorf("%s:\n got %s\nwant %s", remote, got, want)
 		}
 	}

@@ -1,0 +1,394 @@
+package daemon
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+	"time"
+
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/gpuctl/gpuctl/edit"
+	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/sources"
+)
+
+// The daemon's writes: the API's create, delete, pause, resume and scale of jobs, made as the
+// CLI's write verbs make them (package edit), in the daemon's own copy of the source: a Git
+// source gets a commit pushed with the daemon's credentials (sources.Committer), a directory
+// is written in place. Then a sync is triggered, and the sync applies the new revision.
+
+// The verbs of a write.
+const (
+	VerbCreate = "create"
+	VerbDelete = "delete"
+	VerbPause  = "pause"
+	VerbResume = "resume"
+	VerbScale  = "scale"
+)
+
+// WriteOptions configure the daemon's writes.
+type WriteOptions struct {
+	// Push lets writes commit and push to a Git source, with the source's credentials
+	// (--git-push). Without it a Git source takes no write. A directory source is written
+	// without it.
+	Push bool
+	// BranchPrefix, when set, pushes each write to a new branch, BranchPrefix followed by
+	// <verb>-<job>-<time>-<random>, and answers with the page of its pull request, instead of
+	// pushing to the followed branch (--git-push-branch): nothing applies until it is merged.
+	BranchPrefix string
+	// Domain is the e-mail domain of commit authors, NAME@Domain (default "gpuctl").
+	Domain string
+}
+
+// Writer is who asks for a write, and where they may write: a token of the API.
+type Writer struct {
+	// Name is the token's name: the commit's author.
+	Name string
+	// Admin may write anywhere the namespace rules allow.
+	Admin bool
+	// AllNamespaces may write in the directory of any namespace (namespaces=*), not elsewhere.
+	AllNamespaces bool
+	// Namespaces are the namespaces in whose directories the writer may write, and whose jobs
+	// it may change; none may write nothing.
+	Namespaces []string
+}
+
+// may reports whether the writer may write in a namespace.
+func (w Writer) may(ns string) bool {
+	return w.Admin || w.AllNamespaces || slices.Contains(w.Namespaces, ns)
+}
+
+// WriteRequest is one write.
+type WriteRequest struct {
+	// Verb is VerbCreate, VerbDelete, VerbPause, VerbResume or VerbScale.
+	Verb string
+	By   Writer
+	// Files are what a create adds (edit.Create).
+	Files []edit.File
+	// Namespace is the namespace whose directory (by the namespace rules) receives a create's
+	// files; default the job.namespace the files name, else the writer's one namespace.
+	Namespace string
+	// Path is a directory, relative to the source's root, that receives a create's files
+	// instead; a writer that is not admin may name only a directory of its namespaces.
+	Path string
+	// Job is the job of the other verbs.
+	Job edit.JobRef
+	// Kind is the kind a scale expects ("": any service); Replicas its count.
+	Kind     string
+	Replicas int
+}
+
+// WriteResult is a write that landed.
+type WriteResult struct {
+	// Edit is what was changed: the workloads and the files (relative to the source's root).
+	Edit *edit.Result
+	// Commit is the commit pushed (a Git source); "" for a directory.
+	Commit string
+	// Branch is the branch it was pushed to; Proposed when that is a new branch, whose pull
+	// request (PullRequest, GitHub and GitLab) must be merged before it applies.
+	Branch      string
+	Proposed    bool
+	PullRequest string
+	// Files are the changed files: paths in the repository, or in the directory.
+	Files []string
+	// Dir is the directory of the source's root in the repository ("" for its top, and for a
+	// directory source): the Edit's paths are below it.
+	Dir string
+	// Attempts is how many times the edit was made (more than 1 when the branch moved).
+	Attempts int
+}
+
+// ForbiddenError is a write that its writer may not make: another team's namespace or
+// directory, or a token without namespaces.
+type ForbiddenError struct {
+	Reason string
+}
+
+// Error says why.
+func (e *ForbiddenError) Error() string { return e.Reason }
+
+// WritesDisabledError is a write to a daemon that takes none: a Git source without --git-push.
+type WritesDisabledError struct {
+	Reason string
+}
+
+// Error says how to enable writes.
+func (e *WritesDisabledError) Error() string { return e.Reason }
+
+// EditError is a write whose edit was refused: the request's fault (invalid files, a name that
+// exists, an unknown job, ...). Err is edit's error (an *edit.NameExistsError, a
+// *render.ValidationError, ...).
+type EditError struct {
+	Err error
+}
+
+func (e *EditError) Error() string { return e.Err.Error() }
+func (e *EditError) Unwrap() error { return e.Err }
+
+// Write makes a write, as one commit (a Git source, with WriteOptions.Push) or in the
+// directory, then triggers a sync. Writes are made one at a time. Errors: *ForbiddenError,
+// *EditError, *WritesDisabledError, *sources.PushError (the remote failed: nothing was
+// written), or the daemon's own.
+func (d *Daemon) Write(ctx context.Context, req WriteRequest) (*WriteResult, error) {
+	if !req.By.Admin && !req.By.AllNamespaces && len(req.By.Namespaces) == 0 {
+		return nil, &ForbiddenError{Reason: fmt.Sprintf("%q may not write: its token names no namespaces (token file: namespaces=NS1;NS2)", req.By.Name)}
+	}
+	switch req.Verb {
+	case VerbCreate, VerbDelete, VerbPause, VerbResume, VerbScale:
+	default:
+		return nil, fmt.Errorf("unknown write %q", req.Verb)
+	}
+	if c, ok := d.opts.Source.(sources.Committer); ok {
+		if !d.opts.Writes.Push {
+			return nil, &WritesDisabledError{Reason: "the source is a Git repository, and gpuctl-reconciler does not push to it: " +
+				"commit the file to Git, or start gpuctl-reconciler with --git-push to let it commit and push the API's writes with the source's credentials"}
+		}
+		return d.commit(ctx, c, req)
+	}
+	if dir, ok := d.opts.Source.(sources.Directory); ok {
+		return d.writeDir(ctx, dir.Root(), req)
+	}
+	return nil, &WritesDisabledError{Reason: "the source " + d.opts.Source.URL() + " takes no writes: change its files where they come from"}
+}
+
+// commit makes the write as a commit pushed to a Git source.
+func (d *Daemon) commit(ctx context.Context, c sources.Committer, req WriteRequest) (*WriteResult, error) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	opts := sources.CommitOptions{Author: d.signature(req.By.Name), Committer: d.signature(keys.ReconcilerFieldManager)}
+	if d.opts.Writes.BranchPrefix != "" {
+		opts.Branch = d.opts.Writes.BranchPrefix + branchSuffix(req)
+	}
+	var res *edit.Result
+	done, err := c.Commit(ctx, opts, func(fsys filesys.FileSystem, dir string) (*sources.Edit, error) {
+		var err error
+		if res, err = d.edit(fsys, dir, req); err != nil {
+			return nil, err
+		}
+		e := &sources.Edit{Message: res.CommitMessage(req.By.Name)}
+		for _, ch := range res.Changes {
+			e.Files = append(e.Files, sources.FileChange{Path: ch.Path, Data: ch.New, Delete: ch.Action == edit.Deleted})
+		}
+		return e, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := &WriteResult{Edit: res, Commit: done.Commit, Branch: done.Branch, Proposed: opts.Branch != "",
+		PullRequest: done.PullRequest, Files: done.Files, Dir: done.Dir, Attempts: done.Attempts}
+	d.opts.Log.Info("committed a write", "verb", req.Verb, "by", req.By.Name, "commit", humanize.Revision(done.Commit),
+		"branch", done.Branch, "attempts", done.Attempts)
+	if !out.Proposed {
+		d.afterWrite(ctx)
+	}
+	return out, nil
+}
+
+// writeDir makes the write in the directory of a directory source, while no sync reads it.
+func (d *Daemon) writeDir(ctx context.Context, root string, req WriteRequest) (*WriteResult, error) {
+	d.writeMu.Lock()
+	defer d.writeMu.Unlock()
+	d.tree.Lock()
+	res, err := d.edit(d.opts.FS, root, req)
+	if err == nil {
+		if err = edit.Apply(d.opts.FS, root, res.Changes); err != nil {
+			if rerr := edit.Revert(d.opts.FS, root, res.Changes); rerr != nil {
+				err = fmt.Errorf("%w; and the files could not all be put back: %w", err, rerr)
+			}
+			err = fmt.Errorf("write %s: %w", root, err)
+		}
+	}
+	d.tree.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	d.opts.Log.Info("wrote a write", "verb", req.Verb, "by", req.By.Name, "files", res.Paths())
+	d.afterWrite(ctx)
+	return &WriteResult{Edit: res, Files: res.Paths(), Attempts: 1}, nil
+}
+
+// afterWrite asks for the sync that applies a write: through the source when this replica runs
+// the loop, else with a sync request that the leader handles.
+func (d *Daemon) afterWrite(ctx context.Context) {
+	if t, ok := d.opts.Source.(sources.Trigger); ok && d.running.Load() {
+		t.Trigger()
+		return
+	}
+	if _, err := d.RequestSync(ctx); err != nil {
+		d.opts.Log.Warn("cannot ask for a sync after a write; the next poll or interval applies it", "err", err)
+	}
+}
+
+// edit makes the write's edit of the tree at dir on fsys, and checks that the writer may make
+// it.
+func (d *Daemon) edit(fsys filesys.FileSystem, dir string, req WriteRequest) (*edit.Result, error) {
+	repo, err := edit.Open(fsys, dir)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", keys.ConfigFile, err)
+	}
+	if d.opts.Render.Config != nil { // the administrator's settings, as the sync renders with
+		repo.Config = d.opts.Render.Config
+	}
+	w := req.By
+	if !w.Admin && !w.AllNamespaces {
+		repo.Namespaces = w.Namespaces
+	}
+	var res *edit.Result
+	if req.Verb == VerbCreate {
+		res, err = d.create(repo, req)
+	} else {
+		if ns := req.Job.Namespace; ns != "" && !w.may(ns) {
+			return nil, forbidNamespace(w, ns)
+		}
+		switch req.Verb {
+		case VerbDelete:
+			res, err = repo.Delete(req.Job)
+		case VerbPause:
+			res, err = repo.Pause(req.Job)
+		case VerbResume:
+			res, err = repo.Resume(req.Job)
+		case VerbScale:
+			res, err = repo.Scale(req.Kind, req.Job, req.Replicas)
+		}
+	}
+	if err != nil {
+		var fe *ForbiddenError
+		if errors.As(err, &fe) {
+			return nil, err
+		}
+		return nil, &EditError{Err: err}
+	}
+	for _, wl := range res.Workloads {
+		if !w.may(wl.Namespace) {
+			return nil, forbidNamespace(w, wl.Namespace)
+		}
+		if err := mayWriteDir(repo, w, path.Dir(wl.File)); err != nil {
+			return nil, err
+		}
+	}
+	return res, nil
+}
+
+// create adds the request's files to the directory of its namespace, or to its path.
+func (d *Daemon) create(repo *edit.Repo, req WriteRequest) (*edit.Result, error) {
+	w := req.By
+	ns := req.Namespace
+	for _, f := range req.Files {
+		docs, diags := render.ParseFile(f.Name, f.Data)
+		if err := render.NewValidationError(diags); err != nil {
+			return nil, err
+		}
+		for _, doc := range docs {
+			if doc.Workload == nil || doc.Workload.Job.Namespace == "" {
+				continue
+			}
+			named := doc.Workload.Job.Namespace
+			if !w.may(named) {
+				return nil, forbidNamespace(w, named)
+			}
+			if ns == "" {
+				ns = named
+			}
+		}
+	}
+	if req.Path != "" {
+		if err := mayWriteDir(repo, w, req.Path); err != nil {
+			return nil, err
+		}
+		return repo.Create(req.Files, edit.CreateOptions{Path: req.Path})
+	}
+	if ns == "" && len(w.Namespaces) == 1 && !w.Admin && !w.AllNamespaces {
+		ns = w.Namespaces[0]
+	}
+	switch {
+	case ns == "":
+		return nil, errors.New("no namespace: give the namespace (or, for an admin, a path), or name it in job.namespace")
+	case !w.may(ns):
+		return nil, forbidNamespace(w, ns)
+	}
+	res, err := repo.Create(req.Files, edit.CreateOptions{Team: ns})
+	if nt := (*edit.NoTeamDirError)(nil); errors.As(err, &nt) {
+		err = fmt.Errorf("no namespace rule gives namespace %q a directory: give the path of the file (an admin's token), or ask for a rule in --namespace-map", ns)
+	}
+	return res, err
+}
+
+// mayWriteDir checks that a writer may write in a directory (relative to the root): an admin
+// anywhere (the namespace rules, which the edit's render applies, hold it), another writer only
+// in a directory that the namespace rules map to one of its namespaces.
+func mayWriteDir(repo *edit.Repo, w Writer, dir string) error {
+	if w.Admin {
+		return nil
+	}
+	ns, mapped := repo.Config.NamespaceFor(dir)
+	switch {
+	case !mapped:
+		return &ForbiddenError{Reason: fmt.Sprintf("%q may not write in %s: no namespace rule maps it to a namespace, and only an admin writes outside the namespaces' directories", w.Name, dir)}
+	case !w.may(ns):
+		return &ForbiddenError{Reason: fmt.Sprintf("%q may not write in %s: it is the directory of namespace %s", w.Name, dir, ns)}
+	}
+	return nil
+}
+
+func forbidNamespace(w Writer, ns string) error {
+	return &ForbiddenError{Reason: fmt.Sprintf("%q may not write in namespace %q", w.Name, ns)}
+}
+
+// signature is a commit's author or committer: the name, and NAME@domain with the name's
+// characters that an e-mail address cannot hold as dashes.
+func (d *Daemon) signature(name string) sources.Signature {
+	name = strings.Map(func(r rune) rune {
+		if r < ' ' || r == '<' || r == '>' || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(name))
+	local := strings.Trim(dashed(name, "._-+"), ".-")
+	if local == "" {
+		local = "unknown"
+	}
+	if name == "" {
+		name = local
+	}
+	domain := d.opts.Writes.Domain
+	if domain == "" {
+		domain = "gpuctl"
+	}
+	return sources.Signature{Name: name, Email: local + "@" + domain}
+}
+
+// branchSuffix names a write's branch: <verb>-<job>-<UTC time>-<4 random hex digits>.
+func branchSuffix(req WriteRequest) string {
+	job := req.Job.Name
+	if req.Verb == VerbCreate {
+		job = "jobs"
+		for _, f := range req.Files {
+			if docs, _ := render.ParseFile(f.Name, f.Data); len(docs) > 0 && docs[0].Workload != nil && docs[0].Workload.Job.Name != "" {
+				job = docs[0].Workload.Job.Name
+				break
+			}
+		}
+	}
+	var b [2]byte
+	_, _ = rand.Read(b[:])
+	job = dashed(strings.ToLower(job), "-")
+	return req.Verb + "-" + job + "-" + time.Now().UTC().Format("20060102-150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// dashed is s with every character but ASCII letters, digits and those of keep as a dash.
+func dashed(s, keep string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(keep, r) {
+			return r
+		}
+		return '-'
+	}, s)
+}
