@@ -52,13 +52,14 @@ func actionSummary(counts map[string]int) string {
 // --- gpuctl ---
 
 // gpuctlEngine is gpuctl's reconciler: Plan, then Apply, with the options of `gpuctl sync`
-// (concurrency 16, prune on) and one inventory per N. The same Manager serves both passes, as
+// (concurrency 64, prune on) and one inventory per N. The same Manager serves both passes, as
 // in the daemon, so the no-op pass reuses the discovery that the full pass loaded.
 type gpuctlEngine struct {
-	cfg        *rest.Config
-	inventory  string
-	profileDir string
-	n          int
+	cfg         *rest.Config
+	inventory   string
+	profileDir  string
+	n           int
+	concurrency int // 0: the default
 
 	m       *reconciler.Manager
 	objs    []*unstructured.Unstructured
@@ -69,6 +70,9 @@ type gpuctlEngine struct {
 func (e *gpuctlEngine) setup(_ context.Context, objs []*unstructured.Unstructured) error {
 	opts := reconciler.DefaultOptions()
 	opts.InventoryName = e.inventory
+	if e.concurrency > 0 {
+		opts.Concurrency = e.concurrency
+	}
 	m, err := reconciler.NewManager(e.cfg, opts)
 	if err != nil {
 		return err

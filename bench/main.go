@@ -45,7 +45,7 @@ const (
 	benchBurst = 1000
 )
 
-var allEngines = []string{"gpuctl", "flux", "kubectl"}
+var allEngines = []string{"gpuctl", "flux", "kubectl", "floor"}
 
 type config struct {
 	ns          []int
@@ -58,6 +58,7 @@ type config struct {
 	diagnose    bool
 	runs        int
 	tableFrom   string
+	concurrency int // gpuctl's requests in flight; 0: reconciler.DefaultOptions'
 }
 
 func main() {
@@ -104,10 +105,11 @@ func main() {
 func parseFlags(args []string) (*config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	n := fs.String("n", "100,1000,5000", "comma-separated numbers of training Jobs to sync")
-	engines := fs.String("engines", strings.Join(allEngines, ","), "comma-separated engines to run: gpuctl, flux, kubectl")
+	engines := fs.String("engines", strings.Join(allEngines, ","), "comma-separated engines to run: gpuctl, flux, kubectl, floor (bare POSTs: the API server's floor)")
 	output := fs.String("o", "table", "output: table, or json on stdout (progress goes to stderr either way; with json the table too)")
 	kubectl := fs.String("kubectl", "", "kubectl binary (default: kubectl in the cluster binary directory, built by GPUCTL_WITH_KUBECTL=1 hack/cluster-tools.sh when missing)")
 	kubectlMaxN := fs.Int("kubectl-max-n", 0, "run kubectl only for N up to this (0: every N)")
+	concurrency := fs.Int("concurrency", 0, "gpuctl's requests in flight within a stage (0: reconciler.DefaultOptions', as gpuctl sync)")
 	profileDir := fs.String("profile", "", "write a CPU profile of every gpuctl pass into this directory")
 	keepDir := fs.String("cluster-dir", "", "keep the cluster's state and component logs in this directory (default: temporary)")
 	diagnose := fs.Bool("diagnose", false, "after gpuctl's passes, break down its no-op list request (untimed): server time, transfer, decode, per encoding")
@@ -119,7 +121,7 @@ func parseFlags(args []string) (*config, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
-	c := &config{output: *output, kubectl: *kubectl, kubectlMaxN: *kubectlMaxN, profileDir: *profileDir, keepDir: *keepDir, diagnose: *diagnose, runs: *runs, tableFrom: *tableFrom}
+	c := &config{output: *output, kubectl: *kubectl, kubectlMaxN: *kubectlMaxN, profileDir: *profileDir, keepDir: *keepDir, diagnose: *diagnose, runs: *runs, tableFrom: *tableFrom, concurrency: *concurrency}
 	for _, s := range strings.Split(*n, ",") {
 		if s = strings.TrimSpace(s); s == "" {
 			continue
@@ -150,7 +152,7 @@ func parseFlags(args []string) (*config, error) {
 	if len(c.engines) == 0 {
 		return nil, errors.New("-engines: no engine given")
 	}
-	// Keep the canonical order: gpuctl, flux, kubectl.
+	// Keep the canonical order: gpuctl, flux, kubectl, floor.
 	slices.SortFunc(c.engines, func(a, b string) int { return slices.Index(allEngines, a) - slices.Index(allEngines, b) })
 	if c.output != "table" && c.output != "json" {
 		return nil, fmt.Errorf("-o: %q is neither table nor json", c.output)
@@ -241,7 +243,7 @@ func run(ctx context.Context, cfg *config) (*Report, error) {
 		fmt.Sprintf("one local cluster (test/testcluster: etcd, kube-apiserver, controller-manager, scheduler, kwok) on %d CPUs; idle it used %.2f cores; before every pass the bench waits (untimed) until it uses < %.2f cores, then up to 20 s until the whole machine is that quiet; the column other procs cpu is what processes outside the bench and its cluster used during a pass", numCPU(), idle, settleBelow),
 		fmt.Sprintf("gpuctl and Flux share one rest.Config with client QPS %d / burst %d (client-go's 5/10 would dominate); kubectl uses its own client (client-go defaults QPS 5 / burst 10, but its resource builder makes a client per object, so in practice it is not throttled; any throttling it logs is shown in its summary)", benchQPS, benchBurst),
 		"every Job has spec.suspend: true, so the Job controller creates no pods; each engine writes into its own namespace bench-<engine>-<N>, created untimed; the render's 3 PriorityClasses are created once, untimed, and left out of the synced objects",
-		"gpuctl: reconciler.DefaultOptions() (concurrency 16, prune on), inventory bench-<N>, the same Manager for both passes; Flux: ssa.ResourceManager concurrency 4, ApplyAllStaged with DefaultApplyOptions, the same ResourceManager and client for both passes; kubectl: one process per pass on one multi-document file, -v=6 to count its requests",
+		"gpuctl: reconciler.DefaultOptions() (concurrency 64, prune on; -concurrency changes it), inventory bench-<N>, the same Manager for both passes; floor: bare POSTs of the Jobs with client-go at the fastest of 4/8/16/32/64 in flight (calibrated untimed on 300 Jobs), no plan, no inventory, nothing sent on the no-op; Flux: ssa.ResourceManager concurrency 4, ApplyAllStaged with DefaultApplyOptions, the same ResourceManager and client for both passes; kubectl: one process per pass on one multi-document file, -v=6 to count its requests",
 	)
 	if cfg.runs > 1 {
 		report.Notes = append(report.Notes, fmt.Sprintf("every figure is the run of median duration of %d runs per engine and N (each run: delete the engine's Jobs, untimed; full sync; no-op sync; runs interleaved across engines); -o json has every run", cfg.runs))
@@ -294,9 +296,11 @@ func run(ctx context.Context, cfg *config) (*Report, error) {
 			var eng engine
 			switch e {
 			case "gpuctl":
-				eng = &gpuctlEngine{cfg: shared, inventory: fmt.Sprintf("bench-%d", n), profileDir: cfg.profileDir, n: n}
+				eng = &gpuctlEngine{cfg: shared, inventory: fmt.Sprintf("bench-%d", n), profileDir: cfg.profileDir, n: n, concurrency: cfg.concurrency}
 			case "flux":
 				eng = &fluxEngine{cfg: shared}
+			case "floor":
+				eng = &floorEngine{cfg: shared, log: log}
 			case "kubectl":
 				eng = &kubectlEngine{bin: kubectl, kubeconfig: cluster.Kubeconfig, cacheDir: filepath.Join(workDir, "kube-cache"), workDir: workDir, n: n}
 			}

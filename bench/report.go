@@ -116,7 +116,27 @@ func (r *Report) computeChecks() {
 		}
 		r.Checks = append(r.Checks, c)
 		r.Checks = append(r.Checks, noopPlanCheck(n, g))
+		r.Checks = append(r.Checks, floorCheck(n, g, r.find(n, "floor")))
 	}
+}
+
+// floorBar is how much longer than the API server's floor gpuctl's full sync may take
+// (issue #18, bar 3: at N = 1,000 and 5,000).
+const floorBar = 1.2
+
+// floorCheck is gpuctl's full sync against the floor engine's bare POSTs, measured in the same
+// run on the same cluster.
+func floorCheck(n int, g, f *Result) Check {
+	c := Check{N: n, Name: "full gpuctl/floor", Bar: floorBar}
+	if g == nil || f == nil || g.Full == nil || f.Full == nil {
+		c.Absent, c.Text = true, "full gpuctl/floor n/a"
+		return c
+	}
+	c.Value = g.Full.Seconds / f.Full.Seconds
+	c.Pass = c.Value <= floorBar
+	c.Text = fmt.Sprintf("full gpuctl/floor %s (gpuctl %s, bare POSTs %s; bar ≤ %gx) %s",
+		fmtRatio(c.Value), fmtSecs(g.Full.Seconds), fmtSecs(f.Full.Seconds), floorBar, passFail(c.Pass))
+	return c
 }
 
 // noopPlanBar is the bar of gpuctl's no-op plan (issue #18, bar 4: `gpuctl diff` of 1,000

@@ -56,7 +56,7 @@ func DefaultOptions() Options {
 		InventoryName:      keys.InventoryName,
 		Prune:              true,
 		MaxPrune:           0.25,
-		Concurrency:        16,
+		Concurrency:        64,
 		RecreateTimeout:    2 * time.Minute,
 		ImpersonateTenants: true,
 	}
