@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,8 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/test/gittest"
 	"github.com/gpuctl/gpuctl/test/testcluster"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -20,7 +24,8 @@ import (
 // is a directory of its own (the Secrets' files written into theirs), the source is a Git
 // remote of the test, and nothing else is writable — $TMPDIR does not exist, as /tmp would not
 // on a read-only root without its emptyDir. It clones into --work-dir on the work emptyDir,
-// syncs, and a GitHub push webhook signed with the mounted secret brings the next commit.
+// syncs, and a GitHub push webhook signed with the mounted secret brings the next commit. With
+// --git-push, the API's writes are commits on the remote that the binary then applies.
 func TestGitSourceExampleRuns(t *testing.T) {
 	ctx := t.Context()
 	d := find(t, buildDeploy(t, "examples/git-source"), "Deployment", "gpuctl-reconciler")
@@ -71,7 +76,8 @@ func TestGitSourceExampleRuns(t *testing.T) {
 		}
 		args = append(args, flag+"="+value)
 	}
-	args = append(args, "--kubeconfig="+testcluster.Current().Kubeconfig, "--namespace="+ns)
+	// --git-push: the API's writes (commented out in the example, one line to enable).
+	args = append(args, "--kubeconfig="+testcluster.Current().Kubeconfig, "--namespace="+ns, "--git-push")
 	cmd := exec.CommandContext(ctx, buildReconciler(t), args...)
 	cmd.Env = append(os.Environ(), "POD_NAME=gpuctl-reconciler-0", "HOME="+t.TempDir(),
 		"TMPDIR="+filepath.Join(root, "no-tmp")) // os.MkdirTemp fails: the clone must go to --work-dir
@@ -114,4 +120,60 @@ func TestGitSourceExampleRuns(t *testing.T) {
 		t.Fatalf("POST /hooks/github: %d %v", code, err)
 	}
 	waitApplied(second)
+
+	// The API's writes against this binary (issue #17): a POST is a commit on the remote, made
+	// as the token's name, and its objects appear; a DELETE is a commit that removes the file,
+	// and they go.
+	api := func(method, path, body string) (int, map[string]any) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, "http://"+addr+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer api-s3cret")
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out := map[string]any{}
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatalf("%s %s: %d, not JSON: %v", method, path, resp.StatusCode, err)
+		}
+		return resp.StatusCode, out
+	}
+	kube := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
+	code, out := api("POST", "/api/v1/jobs", `{"yamlContent": "kind: compute\nversion: v0.1\njob: {name: api-web, namespace: default}\nenvironment: {image: nginx}\n", "path": "."}`)
+	created, _ := out["commit"].(string)
+	if code != http.StatusCreated || created == "" || out["jobId"] != "default.api-web" || out["path"] != "api-web.yaml" {
+		t.Fatalf("POST /api/v1/jobs: %d %v\nlog:\n%s", code, out, log.String())
+	}
+	remote.Git("pull", "-q", "origin", "main")
+	if head := remote.Git("log", "-1", "--format=%H %an %s"); head != created+" ops gpuctl: create compute api-web (ops)" {
+		t.Errorf("the remote's head after the POST: %q, want the commit %s by ops", head, created)
+	}
+	waitApplied(created)
+	if _, err := kube.AppsV1().Deployments("default").Get(ctx, "api-web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the POSTed job's Deployment: %v", err)
+	}
+	code, out = api("DELETE", "/api/v1/jobs/default.api-web", "")
+	deleted, _ := out["commit"].(string)
+	if code != http.StatusOK || deleted == "" {
+		t.Fatalf("DELETE /api/v1/jobs/default.api-web: %d %v", code, out)
+	}
+	remote.Git("pull", "-q", "origin", "main")
+	if _, err := os.Stat(filepath.Join(remote.Work, "api-web.yaml")); !os.IsNotExist(err) {
+		t.Errorf("api-web.yaml is still in the remote after the DELETE (%v)", err)
+	}
+	waitApplied(deleted)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		d, err := kube.AppsV1().Deployments("default").Get(ctx, "api-web", metav1.GetOptions{})
+		if apierrors.IsNotFound(err) || err == nil && d.DeletionTimestamp != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted job's Deployment is still there: %v", err)
+		}
+	}
 }
