@@ -176,4 +176,45 @@ func TestGitSourceExampleRuns(t *testing.T) {
 			t.Fatalf("the deleted job's Deployment is still there: %v", err)
 		}
 	}
+
+	// gpuctl create --push --wait from a clone: the CLI commits and pushes, the forge's webhook
+	// brings the commit to this binary, and the CLI returns once the binary has applied it,
+	// with the job's row.
+	for k, v := range map[string]string{"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+		"GIT_AUTHOR_NAME": "Ada Lovelace", "GIT_AUTHOR_EMAIL": "ada@example.com",
+		"GIT_COMMITTER_NAME": "Ada Lovelace", "GIT_COMMITTER_EMAIL": "ada@example.com"} {
+		t.Setenv(k, v) // for the git that gpuctl create runs
+	}
+	remote.Git("fetch", "-q", "origin")
+	remote.Git("branch", "-q", "--set-upstream-to=origin/main")
+	file := filepath.Join(t.TempDir(), "cli-web.yaml")
+	if err := os.WriteFile(file, []byte("kind: compute\nversion: v0.1\njob: {name: cli-web, namespace: default}\nenvironment: {image: nginx}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before := remote.Run(remote.Root, "--git-dir="+remote.Bare, "rev-parse", "main")
+	type result struct {
+		out, errOut string
+		code        int
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, errOut, code := gpuctl(t, "create", "-f", file, "--repo", remote.Work, "--path", ".", "--push", "--wait",
+			"--reconciler-namespace", ns, "--timeout", "60s")
+		done <- result{out, errOut, code}
+	}()
+	for deadline := time.Now().Add(30 * time.Second); remote.Run(remote.Root, "--git-dir="+remote.Bare, "rev-parse", "main") == before; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("gpuctl create --push pushed nothing in 30 s")
+		}
+	}
+	if code, err := gittest.PostGitHubPush(ctx, "http://"+addr+"/hooks/github", hookSecret, "refs/heads/main"); err != nil || code/100 != 2 {
+		t.Fatalf("POST /hooks/github: %d %v", code, err)
+	}
+	r := <-done
+	if r.code != 0 || !strings.Contains(r.errOut, "applied ") || !strings.Contains(r.out, "cli-web") {
+		t.Fatalf("gpuctl create --push --wait: exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.out, r.errOut)
+	}
+	if _, err := kube.AppsV1().Deployments("default").Get(ctx, "cli-web", metav1.GetOptions{}); err != nil {
+		t.Fatalf("after gpuctl create --wait returned, the job's Deployment: %v", err)
+	}
 }
