@@ -143,10 +143,10 @@ func TestScopedSharesPoolsAndNodes(t *testing.T) {
 // context ends.
 func TestScopedWatchOfAnotherNamespace(t *testing.T) {
 	alice := Scope(scopedFixture(t), []string{"alice"})
+	start := time.Now() // before the deadline is set: it may fire a little before 200 ms after a later start
 	wctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
 	defer cancel()
 	var lists []JobPodList
-	start := time.Now()
 	err := alice.WatchJobPods(wctx, JobPodFilter{Namespace: "bob"}, func(l JobPodList) error { lists = append(lists, l); return nil })
 	if err != nil || len(lists) != 1 || len(lists[0].Items) != 0 || time.Since(start) < 200*time.Millisecond {
 		t.Errorf("alice watches bob: %v after %s, %+v", err, time.Since(start), lists)
