@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -83,49 +82,16 @@ func benchRSS(b *testing.B, n int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	dir := b.TempDir()
-	bin := filepath.Join(dir, "gpuctl-reconciler")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "../../cmd/gpuctl-reconciler").CombinedOutput(); err != nil {
-		b.Fatalf("build: %v\n%s", err, out)
-	}
-	repo := filepath.Join(dir, "repo")
-	for j := 0; j < n; j++ {
-		sub := filepath.Join(repo, fmt.Sprintf("batch-%03d", j/100))
-		if err := os.MkdirAll(sub, 0o755); err != nil {
-			b.Fatal(err)
-		}
-		job := fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata: {name: rss-%05d, namespace: default, labels: {g8s.host/job-type: training}}
-spec:
-  suspend: true
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: train
-          image: registry.example.com/llama-factory:v0.8.0
-          command: [llamafactory-cli, train, --stage, sft, --seed, "%d"]
-          resources: {limits: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}, requests: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}}
-`, j, j)
-		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("job-%05d.yaml", j)), []byte(job), 0o644); err != nil {
-			b.Fatal(err)
-		}
-	}
-	cmd := exec.CommandContext(ctx, bin, "--source=dir:"+repo, "--kubeconfig", testcluster.Current().Kubeconfig,
-		"--namespace", "sys-rss", "--listen", "127.0.0.1:0", "--max-prune", "100%", "--log-format", "json")
-	logf, _ := os.Create(filepath.Join(dir, "log"))
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
+	bin := buildReconciler(ctx, b, dir)
+	repo := writeJobsRepo(b, dir, n, "default")
+	cmd := startReconciler(ctx, b, bin, repo, "sys-rss", filepath.Join(dir, "log"))
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	store := daemon.NewStore(kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig()), "sys-rss")
 	start := time.Now()
 	var st daemon.Status
 	for st.Result != daemon.ResultSucceeded {
 		if time.Since(start) > 12*time.Minute {
-			log, _ := os.ReadFile(logf.Name())
+			log, _ := os.ReadFile(filepath.Join(dir, "log"))
 			b.Fatalf("no sync of %d objects; status %+v\n%s", n, st, log)
 		}
 		time.Sleep(time.Second)
