@@ -34,7 +34,8 @@
 //
 // Dot-files and dot-directories (.git, .file.yaml.swp) and editors' backup and temporary files
 // (file.yaml~, #file.yaml#, file.yaml___jb_tmp___, file.yaml___jb_old___) are neither watched
-// nor hashed; so are devices, pipes and sockets.
+// nor hashed; so are devices, pipes and sockets. The one dot-file that is both is
+// .gpuctl.yaml, the configuration the render reads.
 //
 // A symlink to a file inside Root is hashed as its target's content. Symlinks that leave Root
 // (checked with filepath.EvalSymlinks), point to a hidden path or dangle are skipped, with one

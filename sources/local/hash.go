@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
 )
 
 // idBytes is how many bytes of the tree's sha256 make a revision ID (40 hex digits).
@@ -40,9 +42,11 @@ type digest struct {
 
 // ignored reports whether a file or directory name is left out of hashing and watching:
 // dot-files and dot-directories (.git, .file.yaml.swp) and editors' backup and temporary files
-// (file.yaml~, #file.yaml#, JetBrains' file.yaml___jb_tmp___ and file.yaml___jb_old___).
+// (file.yaml~, #file.yaml#, JetBrains' file.yaml___jb_tmp___ and file.yaml___jb_old___) — but
+// not .gpuctl.yaml, the configuration that the render reads (namespace rules, tenancy,
+// queueing): an edit of it is a new revision, synced at once.
 func ignored(name string) bool {
-	return strings.HasPrefix(name, ".") ||
+	return strings.HasPrefix(name, ".") && name != keys.ConfigFile ||
 		strings.HasSuffix(name, "~") ||
 		len(name) > 1 && strings.HasPrefix(name, "#") && strings.HasSuffix(name, "#") ||
 		strings.HasSuffix(name, "___jb_tmp___") ||

@@ -63,6 +63,29 @@ func TestEditSignalsAndFetch(t *testing.T) {
 	}
 }
 
+// TestConfigEditSignals: an edit of .gpuctl.yaml (namespace rules, tenancy, queueing) is a new
+// revision at once, though other dot-files are not; in a subdirectory too (a tenant's, which
+// the render reports as an error).
+func TestConfigEditSignals(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "a.yaml", "a: 1\n")
+	write(t, root, ".gpuctl.yaml", "version: v0.1\n")
+	src, _ := newSource(t, root)
+	before := fetch(t, src)
+
+	write(t, root, ".gpuctl.yaml", "version: v0.1\nqueueing: kueue\n")
+	mustSignal(t, src)
+	rev := fetch(t, src)
+	if rev.ID == before.ID || !slices.Equal(rev.Changed, []string{".gpuctl.yaml"}) {
+		t.Errorf("after an edit of .gpuctl.yaml: ID %s -> %s, Changed %q", before.ID, rev.ID, rev.Changed)
+	}
+	write(t, root, "teams/alice/.gpuctl.yaml", "version: v0.1\n")
+	mustSignal(t, src)
+	if rev2 := fetch(t, src); !slices.Equal(rev2.Changed, []string{"teams/alice/.gpuctl.yaml"}) {
+		t.Errorf("after a tenant's .gpuctl.yaml: Changed %q", rev2.Changed)
+	}
+}
+
 func TestSignalLatency(t *testing.T) {
 	root := t.TempDir()
 	src, err := New(Options{Root: root}) // the default debounce
@@ -308,6 +331,7 @@ func TestIgnored(t *testing.T) {
 		".git": true, ".file.yaml.swp": true, "file.yaml~": true, "#file.yaml#": true,
 		"file.yaml___jb_tmp___": true, "file.yaml___jb_old___": true,
 		"file.yaml": false, "4913": false, "#": false, "a#b": false, "kustomization.yaml": false,
+		".gpuctl.yaml": false, ".gpuctl.yaml.swp": true, ".gpuctl.yml": true,
 	} {
 		if got := ignored(name); got != want {
 			t.Errorf("ignored(%q) = %v, want %v", name, got, want)
