@@ -156,10 +156,23 @@ func TestGetAndDescribe(t *testing.T) {
 	crashLoop(t, kube, startedPods(t, kube, ns, "crashy", 1)[0])
 
 	var list cluster.JobPodList
-	waitUntil(t, "the jobs to settle", func(context.Context) bool {
+	var table string
+	defer func() {
+		if t.Failed() {
+			t.Logf("the last get jobs:\n%s", table)
+		}
+	}()
+	// 90 s: a crash loop and a pod that no node takes settle within seconds on an idle machine,
+	// but make test runs two packages at once on 2 cores, and kwok's restarts and the
+	// scheduler's retries then come later (this wait once ran out at 30 s).
+	waitUntilFor(t, "the jobs to settle", 90*time.Second, func(context.Context) bool {
 		out, _, code := gpuctl(t, "get", "jobs", "-n", ns, "-o", "json")
 		list = cluster.JobPodList{}
-		return code == 0 && json.Unmarshal([]byte(out), &list) == nil && settled(list)
+		ok := code == 0 && json.Unmarshal([]byte(out), &list) == nil && settled(list)
+		if !ok {
+			table, _, _ = gpuctl(t, "get", "jobs", "-n", ns, "-o", "wide")
+		}
+		return ok
 	})
 
 	for _, tc := range []struct{ golden, args string }{

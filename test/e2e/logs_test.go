@@ -105,7 +105,13 @@ func writeLog(t *testing.T, ns, pod string, lines ...string) {
 
 func waitUntil(t testing.TB, what string, cond func(context.Context) bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+	waitUntilFor(t, what, 30*time.Second, cond)
+}
+
+// waitUntilFor is waitUntil with another timeout.
+func waitUntilFor(t testing.TB, what string, timeout time.Duration, cond func(context.Context) bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		return cond(ctx), nil
 	})
 	if err != nil {
