@@ -273,7 +273,14 @@ func TestAPIWritesWithAGitSource(t *testing.T) {
 		"another team's job":            {"DELETE", "/api/v1/jobs/" + tm.bob + ".bob-sft", aliceToken, nil, 403},
 		"another team's job, bare":      {"POST", "/api/v1/jobs/bob-sft/pause", aliceToken, nil, 404},
 		"a name that exists":            {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{YAMLContent: training("sft", "")}, 409},
-		"an unknown job":                {"POST", "/api/v1/jobs/" + tm.alice + ".nope/pause", aliceToken, nil, 404},
+		// A team's own directory still holds only what its tenancy allows (render refuses it).
+		"a quota in its own directory": {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{
+			YAMLContent: "kind: quota\nversion: v0.1\nmetadata: {name: more}\nusers:\n  " + tm.alice + ": {cpu: 1000, memory: 1Ti, gpu: 64}\n"}, 400},
+		"a privileged pod": {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{FileName: "root.yaml",
+			YAMLContent: "apiVersion: v1\nkind: Pod\nmetadata: {name: root}\nspec:\n  hostPID: true\n  containers:\n    - name: c\n      image: busybox\n      securityContext: {privileged: true}\n"}, 400},
+		"a cluster-scoped object": {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{FileName: "crb.yaml",
+			YAMLContent: "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: mine}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}\nsubjects: [{kind: Group, name: system:authenticated, apiGroup: rbac.authorization.k8s.io}]\n"}, 400},
+		"an unknown job": {"POST", "/api/v1/jobs/" + tm.alice + ".nope/pause", aliceToken, nil, 404},
 	} {
 		if code, body := d.call(c.method, c.path, c.token, c.body, nil); code != c.code || strings.Contains(body, "s3cret") {
 			t.Errorf("%s: %d %s, want %d", name, code, body, c.code)
