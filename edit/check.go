@@ -20,7 +20,7 @@ func (r *Repo) check(base *render.Result, changes []Change, rename map[string]st
 	if err != nil {
 		return nil, nil, err
 	}
-	res, err := render.New(render.Options{Config: r.Config, Root: r.Root}).Render(mem, r.Root)
+	res, err := r.render(mem)
 	if res == nil {
 		return nil, nil, err
 	}

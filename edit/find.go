@@ -69,7 +69,7 @@ type found struct {
 // scan renders the repository as it is. Its documents are there even when some file has an
 // error (which the edits do not make worse: see check).
 func (r *Repo) scan() (*render.Result, error) {
-	res, err := render.New(render.Options{Config: r.Config, Root: r.Root}).Render(r.FS, r.Root)
+	res, err := r.render(r.FS)
 	var ve *render.ValidationError
 	if err != nil && !errors.As(err, &ve) {
 		return nil, err

@@ -1,12 +1,14 @@
 package edit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
@@ -27,6 +29,24 @@ type Repo struct {
 	// and scale find: a bare name resolves among them, and a job of another namespace is not
 	// found (the daemon's API sets a team token's namespaces). nil: every namespace.
 	Namespaces []string
+	// RenderTimeout bounds each render an edit makes of the tree (default DefaultRenderTimeout):
+	// a team's files may be written to make a render slow, and a write must still end.
+	RenderTimeout time.Duration
+}
+
+// DefaultRenderTimeout bounds a render of an edit when Repo.RenderTimeout is not set.
+const DefaultRenderTimeout = time.Minute
+
+// render renders the tree on fsys (the Repo's, or one with an edit's changes), within
+// RenderTimeout.
+func (r *Repo) render(fsys filesys.FileSystem) (*render.Result, error) {
+	timeout := r.RenderTimeout
+	if timeout <= 0 {
+		timeout = DefaultRenderTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	return render.New(render.Options{Config: r.Config, Root: r.Root}).RenderContext(ctx, fsys, r.Root)
 }
 
 // Open reads the configuration of the tree at root: root/.gpuctl.yaml, if there is one. A

@@ -237,6 +237,7 @@ func (d *Daemon) edit(fsys filesys.FileSystem, dir string, req WriteRequest) (*e
 	if d.opts.Render.Config != nil { // the administrator's settings, as the sync renders with
 		repo.Config = d.opts.Render.Config
 	}
+	repo.RenderTimeout = d.opts.RenderTimeout // the teams' files are rendered as a sync renders them
 	w := req.By
 	if !w.Admin && !w.AllNamespaces {
 		repo.Namespaces = w.Namespaces
