@@ -72,22 +72,24 @@ func Sync(ctx context.Context, dyn dynamic.Interface, fieldManager string, jobs 
 		namespaces = append(namespaces, ns)
 	}
 	sort.Strings(namespaces)
+	// One deadline for every namespace: teams' paused Jobs whose Workloads never come hold a
+	// sync up WaitForWorkload at most, not that much per team.
+	deadline := time.Now().Add(WaitForWorkload)
 	for _, ns := range namespaces {
-		if err := deactivate(ctx, wl.Namespace(ns), fieldManager, pausedIn[ns]); err != nil {
+		if err := deactivate(ctx, wl.Namespace(ns), fieldManager, pausedIn[ns], deadline); err != nil {
 			errs = append(errs, fmt.Errorf("Kueue Workloads of namespace %s: %w", ns, err))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// deactivate deactivates the Workloads of a namespace's paused Jobs, waiting for Kueue to
-// make those it has not made yet.
-func deactivate(ctx context.Context, ri dynamic.ResourceInterface, fieldManager string, jobs []string) error {
+// deactivate deactivates the Workloads of a namespace's paused Jobs, waiting until deadline for
+// Kueue to make those it has not made yet.
+func deactivate(ctx context.Context, ri dynamic.ResourceInterface, fieldManager string, jobs []string, deadline time.Time) error {
 	want := map[string]bool{}
 	for _, j := range jobs {
 		want[j] = true
 	}
-	deadline := time.Now().Add(WaitForWorkload)
 	for {
 		list, err := ri.List(ctx, metav1.ListOptions{})
 		if err != nil {

@@ -108,3 +108,25 @@ func fakeClient(objs ...*unstructured.Unstructured) *dynfake.FakeDynamicClient {
 	return dynfake.NewSimpleDynamicClientWithCustomListKinds(scheme,
 		map[schema.GroupVersionResource]string{kueuepause.WorkloadResource: "WorkloadList"}, list...)
 }
+
+// TestSyncWaitsOnceForEveryTeam: paused Jobs of many teams whose Workloads never come (a
+// team's files cannot stop Kueue from making them, but Kueue may be down) hold a sync up
+// WaitForWorkload in all, not that much per team.
+func TestSyncWaitsOnceForEveryTeam(t *testing.T) {
+	old := kueuepause.WaitForWorkload
+	kueuepause.WaitForWorkload = 300 * time.Millisecond
+	defer func() { kueuepause.WaitForWorkload = old }()
+	var jobs []*unstructured.Unstructured
+	for _, ns := range []string{"a", "b", "c", "d", "e"} {
+		j := job("sft", true)
+		j.SetNamespace(ns)
+		jobs = append(jobs, j)
+	}
+	start := time.Now()
+	if err := kueuepause.Sync(t.Context(), fakeClient(), keys.FieldManager, jobs); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 2*kueuepause.WaitForWorkload {
+		t.Errorf("5 teams' paused Jobs without Workloads held the sync %s, want about %s", took, kueuepause.WaitForWorkload)
+	}
+}
