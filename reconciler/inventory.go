@@ -88,13 +88,17 @@ func formatSet(set map[string]bool) string {
 // readInventory reads the parent ConfigMap; a missing one is an empty inventory.
 func (m *Manager) readInventory(ctx context.Context) (*inventory, error) {
 	inv := newInventory(m.opts.InventoryName, m.opts.Namespace)
-	u, err := m.dyn.Resource(configMapGVR).Namespace(inv.namespace).Get(ctx, inv.name, metav1.GetOptions{})
+	u, err := m.watchedInventory(inv)
+	if u == nil {
+		u, err = m.dyn.Resource(configMapGVR).Namespace(inv.namespace).Get(ctx, inv.name, metav1.GetOptions{})
+	}
 	if apierrors.IsNotFound(err) {
 		return inv, nil
 	}
 	if err != nil {
 		return nil, err
 	}
+	m.inventoryRV.Store(u.GetResourceVersion())
 	if err := inv.checkParent(u); err != nil {
 		return nil, err
 	}
@@ -164,11 +168,12 @@ func (m *Manager) writeInventory(ctx context.Context, inv *inventory, gks map[sc
 			return err
 		}
 	}
-	_, err := m.dyn.Resource(configMapGVR).Namespace(inv.namespace).Apply(ctx, inv.name, inv.parent(gks, namespaces),
+	u, err := m.dyn.Resource(configMapGVR).Namespace(inv.namespace).Apply(ctx, inv.name, inv.parent(gks, namespaces),
 		metav1.ApplyOptions{FieldManager: m.opts.FieldManager}) // no force: a conflict is an error, not a takeover
 	if err != nil {
 		return err
 	}
+	m.inventoryRV.Store(u.GetResourceVersion())
 	inv.exists, inv.groupKinds, inv.namespaces = true, gks, namespaces
 	return nil
 }

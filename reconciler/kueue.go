@@ -109,7 +109,11 @@ func (m *Manager) applied(desired, live *unstructured.Unstructured) (body *unstr
 // (see QueueManaged). live must carry its managedFields, as read from the API server.
 func (m *Manager) InSync(desired, live *unstructured.Unstructured) bool {
 	body, _ := m.applied(desired, live)
-	return object.Contains(body, live)
+	ok := object.Contains(body, live)
+	if h := desired.GetAnnotations()[keys.AppliedHash]; ok && h != "" && live.GetAnnotations()[keys.AppliedHash] == h {
+		m.verified.note(live, h) // a plan from the watches trusts it while it does not change
+	}
+	return ok
 }
 
 // maxRereads bounds how often an apply guarded by a resourceVersion reads the object again.
@@ -124,7 +128,10 @@ func (m *Manager) applyOver(ctx context.Context, ri dynamic.ResourceInterface, d
 		if guarded {
 			body = withResourceVersion(body, live.GetResourceVersion())
 		}
-		_, err := ri.Apply(ctx, desired.GetName(), body, opts)
+		res, err := ri.Apply(ctx, desired.GetName(), body, opts)
+		if err == nil {
+			m.upToDate(desired, res) // remembered when it is (InSync)
+		}
 		if !guarded || !isStale(err) || attempt == maxRereads {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -32,6 +33,15 @@ type Manager struct {
 	typed    map[schema.GroupVersion]*rest.RESTClient // protobuf clients of built-in kinds (typedClient)
 	// httpClient is the transport of the typed clients, made with the first.
 	httpClient *http.Client
+	// watched is the view of the inventory's members that Plan reads instead of listing
+	// (SetWatched); verified are the members it last found up to date.
+	watched  Watched
+	verified verified
+	// inventoryRV is the resourceVersion of the inventory's parent as the manager last read
+	// or wrote it: the watched copy is used only while it is that one.
+	inventoryRV atomic.Value
+	// requests counts every request of the manager's clients (Plan reports its own).
+	requests *atomic.Int64
 }
 
 // NewManager connects to the cluster of cfg. Client-side rate limiting is raised (QPS 500,
@@ -41,6 +51,8 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 	if c.QPS == 0 {
 		c.QPS, c.Burst = 500, 1000
 	}
+	requests := &atomic.Int64{}
+	c.Wrap(func(rt http.RoundTripper) http.RoundTripper { return requestCounter{next: rt, n: requests} })
 	dyn, err := dynamic.NewForConfig(c)
 	if err != nil {
 		return nil, err
@@ -59,6 +71,7 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 		mappings:    map[schema.GroupVersionKind]*meta.RESTMapping{},
 		tenants:     map[string]dynamic.Interface{},
 		typed:       map[schema.GroupVersion]*rest.RESTClient{},
+		requests:    requests,
 	}, nil
 }
 

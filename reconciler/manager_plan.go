@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
@@ -23,8 +24,14 @@ import (
 // it takes ownership of the desired objects (it labels and annotates them in place). Objects whose
 // applied-hash and values match the live object are decided locally; the others are decided
 // by a server-side dry-run apply.
-func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured) (*Plan, error) {
-	plan, err := m.newPlan(ctx)
+func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured) (plan *Plan, err error) {
+	requests, began := m.requests.Load(), time.Now()
+	defer func() {
+		if plan != nil {
+			plan.Stats.Requests, plan.Stats.Took = m.requests.Load()-requests, time.Since(began)
+		}
+	}()
+	plan, err = m.newPlan(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -45,7 +52,7 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	}
 	refuseSecondDeclarations(changes)
 	plan.desiredN = len(changes)
-	live, unlisted, err := m.listInventory(ctx, inv, changes)
+	live, unlisted, err := m.listInventory(ctx, inv, changes, &plan.Stats)
 	if err != nil {
 		return nil, err
 	}
@@ -135,13 +142,14 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 // looked up in their namespaces like objects outside the inventory (lookup), where a read
 // refused again fails (or, with limited credentials, leaves unchecked) that object alone. Any
 // other error fails the plan.
-func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*Change) (map[string]*unstructured.Unstructured, map[schema.GroupKind]bool, error) {
+func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*Change, stats *PlanStats) (map[string]*unstructured.Unstructured, map[schema.GroupKind]bool, error) {
 	desired := make(map[string]*Change, len(changes))
 	for _, c := range changes {
 		if c.Error == "" {
 			desired[c.Object.Key()] = c
 		}
 	}
+	m.verified.keepOnly(desired)
 	gks := map[schema.GroupKind]bool{}
 	for gk := range inv.groupKinds {
 		gks[gk] = true
@@ -157,6 +165,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 	for gk := range gks {
 		list = append(list, gk)
 	}
+	w := m.watchedView()
 	err := parallel(ctx, m.opts.Concurrency, list, func(ctx context.Context, gk schema.GroupKind) error {
 		rm, err := m.mapper.RESTMapping(gk)
 		if meta.IsNoMatchError(err) {
@@ -164,6 +173,29 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		}
 		if err != nil {
 			return err
+		}
+		if w != nil {
+			keep := func(u *unstructured.Unstructured) {
+				mu.Lock()
+				defer mu.Unlock()
+				key := object.RefOf(u).Key()
+				if c := desired[key]; c != nil && m.upToDate(c.Desired, u) {
+					c.Action, c.liveSeen = ActionUnchanged, true
+					return
+				}
+				trimLive(u)
+				live[key] = u
+			}
+			n, err := m.listWatched(ctx, w, inv, gk, rm, desired, keep)
+			if err != nil {
+				return err
+			}
+			if n >= 0 {
+				mu.Lock()
+				stats.Watched += n
+				mu.Unlock()
+				return nil
+			}
 		}
 		// Pages of 500, built-in kinds as protobuf without managedFields (listPage), each
 		// trimmed of status at once (trimLive): the plan needs neither, and they are most of
@@ -200,6 +232,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 				live[key] = u
 			}
 			listed += len(p.items)
+			stats.Listed += len(p.items)
 			progress(PhaseList, listed, max(listed, len(desired)))
 			mu.Unlock()
 			if opts.Continue = p.next; opts.Continue == "" {

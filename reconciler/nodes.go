@@ -41,13 +41,19 @@ func (m *Manager) planNodes(ctx context.Context, intents []*unstructured.Unstruc
 	if len(intents) == 0 && pools != nil && len(pools) == 0 {
 		return nil, nil
 	}
-	list, err := m.dyn.Resource(nodeGVR).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		return nil, err
-	}
 	live := map[string]*unstructured.Unstructured{}
-	for i := range list.Items {
-		live[list.Items[i].GetName()] = &list.Items[i]
+	if nodes, ok := m.watchedNodes(); ok {
+		for _, n := range nodes {
+			live[n.GetName()] = n
+		}
+	} else {
+		list, err := m.dyn.Resource(nodeGVR).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			live[list.Items[i].GetName()] = &list.Items[i]
+		}
 	}
 	var out []*Change
 	wanted := map[string]bool{}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
@@ -147,6 +148,9 @@ type Plan struct {
 	// read (the inventory and so prunes, nodes and so pool labels, objects left unchecked).
 	Notes []string `json:"notes,omitempty"`
 
+	// Stats say what planning cost (not part of the plan's JSON).
+	Stats PlanStats `json:"-"`
+
 	inventory *inventory
 	desiredN  int
 	// unlisted are the group-kinds the reconciler may not list: their members were not seen,
@@ -156,6 +160,17 @@ type Plan struct {
 	// limited: the inventory could not be read with these credentials (Options.LimitedCredentials);
 	// the plan has no prunes, and Apply neither prunes nor records the inventory.
 	limited bool
+}
+
+// PlanStats say what a plan cost.
+type PlanStats struct {
+	// Requests are the API requests the plan made.
+	Requests int64
+	// Listed are the members read by a LIST; Watched those decided from the watches
+	// (SetWatched), of which only the changed ones were read, one GET each.
+	Listed, Watched int
+	// Took is the time the plan took.
+	Took time.Duration
 }
 
 // SafetyError is why a plan is refused: an empty desired state, or more deletes than the

@@ -46,6 +46,7 @@ type harness struct {
 	store   *drift.Store
 	status  *daemon.Store
 	metrics *daemon.Metrics
+	engine  *reconciler.Manager
 }
 
 func newHarness(t testing.TB, name string, opts detector.Options, files map[string]string, namespaces ...string) *harness {
@@ -85,7 +86,9 @@ func newHarness(t testing.TB, name string, opts detector.Options, files map[stri
 	if h.det, err = detector.New(opts); err != nil {
 		t.Fatal(err)
 	}
+	engine.SetWatched(h.det)
 	h.status = daemon.NewStore(h.kube, h.ns)
+	h.engine = engine
 	h.d = daemon.New(daemon.Options{Source: src, Engine: engine, Store: h.status, Interval: time.Hour,
 		MinBackoff: 100 * time.Millisecond, Identity: name, Render: render.Options{}, DriftMode: opts.Mode,
 		Drift: h.det, DriftStore: h.store})

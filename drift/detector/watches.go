@@ -3,19 +3,20 @@ package detector
 import (
 	"context"
 	"fmt"
-	"hash/fnv"
 	"maps"
-	"slices"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
+	"github.com/gpuctl/gpuctl/reconciler"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/metadata/metadatainformer"
@@ -33,6 +34,8 @@ type watches struct {
 	partOf string
 
 	nodes cache.SharedIndexInformer
+	// inventory watches the engine's inventory parent (a ConfigMap), for the engine's plans.
+	inventory cache.SharedIndexInformer
 	// workloads are the informers of the kinds that may request GPUs, by kind.
 	workloads map[string]cache.SharedIndexInformer
 }
@@ -76,6 +79,13 @@ func (d *Detector) startWatches(ctx context.Context) (*watches, error) {
 		if !ok {
 			return nil, fmt.Errorf("drift: watch %v: the first list did not complete", typ)
 		}
+	}
+	if d.opts.Engine != nil {
+		eo := d.opts.Engine.Options()
+		fi := informers.NewSharedInformerFactoryWithOptions(d.opts.Kube, 0, informers.WithNamespace(eo.Namespace),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + eo.InventoryName }))
+		w.inventory = fi.Core().V1().ConfigMaps().Informer()
+		fi.Start(ctx.Done()) // not waited for: Inventory says false until it has listed
 	}
 	return w, nil
 }
@@ -165,16 +175,14 @@ func slimMetadata(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	h := fnv.New64a()
-	for _, kv := range []map[string]string{m.Labels, m.Annotations} {
-		for _, k := range slices.Sorted(maps.Keys(kv)) {
-			h.Write([]byte(k + "=" + kv[k] + "\n"))
-		}
-		h.Write([]byte{0})
+	if _, slimmed := m.Annotations[metaHashKey]; slimmed && len(m.Annotations) == 1 && len(m.Labels) == 0 {
+		// Slimmed already: the informer may transform an object again (a relist replaces
+		// its store with what it holds). Members always carry the inventory label.
+		return obj, nil
 	}
 	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace,
 		UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp,
-		Annotations: map[string]string{metaHashKey: strconv.FormatUint(h.Sum64(), 36)}}}, nil
+		Annotations: map[string]string{metaHashKey: object.MetaHash(m.Labels, m.Annotations)}}}, nil
 }
 
 // specOrMetaChanged tells an update worth evaluating: a new generation (the spec changed),
@@ -320,4 +328,98 @@ func slimMeta(m metav1.Object) metav1.ObjectMeta {
 		out.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: first.Manager, Operation: first.Operation, Time: first.Time}}
 	}
 	return out
+}
+
+// Members gives the engine the members of inventory id of group-kind gk that the metadata
+// watches hold (reconciler.Watched), and false when no synced watch of that inventory holds
+// gk: the engine then lists them.
+func (d *Detector) Members(id string, gk schema.GroupKind) ([]reconciler.Member, bool) {
+	d.mu.Lock()
+	w := d.w
+	d.mu.Unlock()
+	if w == nil {
+		return nil, false
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.partOf != id {
+		return nil, false
+	}
+	for _, mw := range w.meta {
+		if mw.gk != gk || !mw.informer.HasSynced() {
+			continue
+		}
+		objs := mw.informer.GetStore().List()
+		out := make([]reconciler.Member, 0, len(objs))
+		for _, obj := range objs {
+			m, ok := obj.(*metav1.PartialObjectMetadata)
+			if !ok {
+				return nil, false
+			}
+			out = append(out, reconciler.Member{Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+				Generation: m.Generation, MetaHash: m.Annotations[metaHashKey], Deleting: m.DeletionTimestamp != nil})
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// Inventory gives the engine its inventory's parent from the watch (reconciler.Watched).
+func (d *Detector) Inventory(namespace, name string) (*unstructured.Unstructured, bool) {
+	d.mu.Lock()
+	w := d.w
+	d.mu.Unlock()
+	if w == nil || w.inventory == nil || !w.inventory.HasSynced() {
+		return nil, false
+	}
+	obj, found, err := w.inventory.GetStore().GetByKey(namespace + "/" + name)
+	if err != nil {
+		return nil, false
+	}
+	if !found {
+		return nil, true
+	}
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return nil, false
+	}
+	u, err := toUnstructured(cm, "ConfigMap")
+	return u, err == nil
+}
+
+// Nodes gives the engine the nodes from the watch, with their metadata (reconciler.Watched).
+func (d *Detector) Nodes() ([]*unstructured.Unstructured, bool) {
+	d.mu.Lock()
+	w := d.w
+	d.mu.Unlock()
+	if w == nil || !w.nodes.HasSynced() {
+		return nil, false
+	}
+	objs := w.nodes.GetStore().List()
+	out := make([]*unstructured.Unstructured, 0, len(objs))
+	for _, obj := range objs {
+		n, ok := obj.(*corev1.Node)
+		if !ok {
+			return nil, false
+		}
+		u, err := toUnstructured(n, "Node")
+		if err != nil {
+			return nil, false
+		}
+		out = append(out, u)
+	}
+	return out, true
+}
+
+// toUnstructured converts a typed core/v1 object of the informers' cache (never changed: it
+// is shared) to an unstructured one of kind.
+func toUnstructured(obj runtime.Object, kind string) (*unstructured.Unstructured, error) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, err
+	}
+	u := &unstructured.Unstructured{Object: m}
+	u.SetAPIVersion("v1")
+	u.SetKind(kind)
+	return u, nil
 }

@@ -240,6 +240,9 @@ func (d *Daemon) log(st Status) {
 	if st.Summary != "" {
 		attrs = append(attrs, "summary", st.Summary)
 	}
+	if p := st.Plan; p != nil {
+		attrs = append(attrs, "plan", fmt.Sprintf("%s, %d requests, %d listed, %d from watches", p.Duration.Round(time.Millisecond), p.Requests, p.Listed, p.Watched))
+	}
 	if st.Result == ResultSucceeded {
 		d.opts.Log.Info("synced", attrs...)
 		return
@@ -295,6 +298,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		return
 	}
 	st.Summary, st.Counts = plan.Summary(), counts(plan)
+	st.Plan = &PlanCost{Requests: plan.Stats.Requests, Listed: plan.Stats.Listed, Watched: plan.Stats.Watched, Duration: plan.Stats.Took}
 	for _, w := range plan.Warnings {
 		st.Errors = appendBounded(st.Errors, "warning: "+w)
 	}

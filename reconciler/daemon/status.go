@@ -57,12 +57,23 @@ type Status struct {
 	TakenBack []string `json:"takenBack,omitempty"`
 	// Duration is how long the last attempt took.
 	Duration time.Duration `json:"duration,omitempty"`
+	// Plan is what planning the last attempt cost.
+	Plan *PlanCost `json:"plan,omitempty"`
 	// LastHandledRequest is the value of the last sync request annotation handled.
 	LastHandledRequest string `json:"lastHandledRequest,omitempty"`
 	// Leader is the identity of the replica that wrote this status.
 	Leader string `json:"leader,omitempty"`
 	// Mode is the drift mode.
 	Mode drift.Mode `json:"mode,omitempty"`
+}
+
+// PlanCost is what a sync's plan cost: its API requests, the members it read by LIST and
+// those it decided from the drift detector's watches, and its time.
+type PlanCost struct {
+	Requests int64         `json:"requests"`
+	Listed   int           `json:"listed"`
+	Watched  int           `json:"watched"`
+	Duration time.Duration `json:"duration"`
 }
 
 // Marshal encodes the status for the ConfigMap.

@@ -186,6 +186,7 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	engine.SetWatched(det) // a plan reads the members from the detector's watches, not by listing
 	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
 		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
 		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, Writes: o.Source.Writes, Metrics: metrics, Log: log.With("component", "sync")})
