@@ -34,7 +34,6 @@ func TestWatchedPlanIsNotStale(t *testing.T) {
 	}
 	h := newHarness(t, "watched-"+run, detector.Options{Mode: drift.ModeReport}, f)
 
-
 	// Once the watches hold the members (and the controllers have settled them), a requested
 	// sync decides them all from the watches, with no request at all.
 	var st daemon.Status
