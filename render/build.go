@@ -18,12 +18,12 @@ func (st *run) build() []*unstructured.Unstructured {
 	anyWorkload := false
 	for _, s := range st.sources {
 		ns, tenant := st.cfg.NamespaceFor(path.Dir(s.rel))
-		for _, doc := range s.docs {
+		for i, doc := range s.docs {
 			anyWorkload = anyWorkload || doc.Workload != nil
 			if s.kustom {
 				continue
 			}
-			for _, o := range st.renderDoc(doc, s) {
+			for _, o := range st.renderCached(s, i) {
 				if tenant {
 					st.tenantRendered(o, doc, ns)
 				}
@@ -84,6 +84,24 @@ func (st *run) add(objs []*unstructured.Unstructured, o *unstructured.Unstructur
 	}
 	st.objSrc[id] = where
 	return append(objs, o)
+}
+
+// renderCached is renderDoc of document i of s, from the cache when it holds it: the objects
+// of a gpuctl document are a function of the file, the configuration and whether the
+// document is queued (the teams come from other files). Plain manifests are not cached: they
+// are rendered as written, sharing their maps with the document.
+func (st *run) renderCached(s *source, i int) []*unstructured.Unstructured {
+	doc := s.docs[i]
+	if s.entry == nil || doc.Manifest != nil {
+		return st.renderDoc(doc, s)
+	}
+	queued := st.queued(doc)
+	if objs := st.cache.rendered(s.entry, i, queued); objs != nil {
+		return objs
+	}
+	objs := st.renderDoc(doc, s)
+	st.cache.remember(s.entry, i, queued, objs)
+	return objs
 }
 
 // renderDoc renders one valid document.

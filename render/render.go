@@ -25,6 +25,9 @@ type Options struct {
 	// Root is the directory that namespace rules and source annotations are relative to when
 	// Config is given (the directory of the configuration file); default: the rendered path.
 	Root string
+	// Cache, when set, keeps the per-file work of renders for the next ones (see Cache);
+	// nil renders every file every time.
+	Cache *Cache
 }
 
 // Renderer turns a tree of gpuctl files into Kubernetes objects. It is a pure function of the
@@ -67,6 +70,8 @@ type source struct {
 	// input: a kustomization names the file as a patch, generator file, configuration or
 	// plugin configuration, and not as a resource: kustomize reads it, the renderer does not.
 	input bool
+	// entry is the file's work in Options.Cache, or nil.
+	entry *cacheEntry
 }
 
 // run is the state of one Render call.
@@ -97,6 +102,10 @@ type run struct {
 	// kinputs and kresources are the absolute paths of files that kustomizations name as
 	// their inputs (patches, generator files, ...) and as resources.
 	kinputs, kresources map[string]bool
+
+	// cache is Options.Cache, and cfgDigest the hash of cfg that its keys include.
+	cache     *Cache
+	cfgDigest []byte
 }
 
 // doing records that the render does something until the returned function is called.
@@ -147,7 +156,8 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 		return nil, fmt.Errorf("render %s: %w", path, context.Cause(ctx))
 	}
 	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[object.Ref]string{},
-		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{}}
+		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{},
+		cache: r.opts.Cache}
 	type outcome struct {
 		res *Result
 		err error
@@ -184,6 +194,9 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 		if st.repo, err = filepath.Abs(r.opts.Root); err != nil {
 			return nil, err
 		}
+	}
+	if st.cache != nil {
+		st.cfgDigest = configDigest(st.cfg)
 	}
 	if err := st.collect(path, abs); err != nil {
 		return nil, err
@@ -381,7 +394,15 @@ func (st *run) parseAll() {
 			per[i].errorf(s.display, Pos{}, "", "cannot read: %v", err)
 			return
 		}
-		s.docs = parseFile(s.display, data, &per[i])
+		if st.cache == nil {
+			s.docs = parseFile(s.display, data, &per[i])
+			return
+		}
+		key := st.fileKey(s, data)
+		if s.entry = st.cache.get(key); s.entry == nil {
+			s.entry = st.cache.put(newEntry(key, s.display, data))
+		}
+		s.docs = s.entry.handOut(&per[i])
 	})
 	for i := range per {
 		st.ds.list = append(st.ds.list, per[i].list...)
