@@ -85,7 +85,8 @@ type cacheEntry struct {
 // renderedDoc is what renderDoc gave for a document.
 type renderedDoc struct {
 	queued bool
-	json   [][]byte
+	objs   [][]byte // encodeObject
+	size   int64
 }
 
 // configDigest is the hash of the configuration that every file's key includes.
@@ -210,29 +211,25 @@ func (c *Cache) rendered(e *cacheEntry, i int, queued bool) []*unstructured.Unst
 	if !ok || r.queued != queued {
 		return nil
 	}
-	out := make([]*unstructured.Unstructured, len(r.json))
-	for j, b := range r.json {
-		u := &unstructured.Unstructured{}
-		if err := u.UnmarshalJSON(b); err != nil {
-			return nil // cannot happen: the cache wrote it
-		}
-		out[j] = u
+	out := make([]*unstructured.Unstructured, len(r.objs))
+	for j, b := range r.objs {
+		out[j] = &unstructured.Unstructured{Object: decodeObject(b)}
 	}
 	return out
 }
 
 // remember stores the objects rendered from the entry's document i.
 func (c *Cache) remember(e *cacheEntry, i int, queued bool, objs []*unstructured.Unstructured) {
-	r := renderedDoc{queued: queued, json: make([][]byte, len(objs))}
-	var n int64
+	r := renderedDoc{queued: queued, objs: make([][]byte, len(objs))}
 	for j, o := range objs {
-		b, err := o.MarshalJSON()
-		if err != nil {
+		b, ok := encodeObject(nil, o.Object)
+		if !ok {
 			return
 		}
-		r.json[j] = b
-		n += int64(len(b))
+		r.objs[j] = b
+		r.size += int64(cap(b)) + 64
 	}
+	n := r.size
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e.evicted {
@@ -242,9 +239,7 @@ func (c *Cache) remember(e *cacheEntry, i int, queued bool, objs []*unstructured
 		e.objs = map[int]renderedDoc{}
 	}
 	if old, ok := e.objs[i]; ok {
-		for _, b := range old.json {
-			n -= int64(len(b))
-		}
+		n -= old.size
 	}
 	e.objs[i] = r
 	e.size += n

@@ -80,9 +80,9 @@ func TestCacheGolden(t *testing.T) {
 // kustomization.
 func cacheRepo() map[string]string {
 	return map[string]string{
-		".gpuctl.yaml": "namespaces: [{path: teams/*/**, namespace: $1}]\n",
-		"pools.yaml":   "kind: pool\nversion: v0.1\nmetadata: {name: training-pool}\nnodes: {node-1: {gpu-type: a100-80g}}\n",
-		"quota.yaml":   "kind: quota\nversion: v0.1\nmetadata: {name: q}\nusers: {team-a: {cpu: 100, memory: 100Gi, gpu: 8}}\n",
+		".gpuctl.yaml":            "namespaces: [{path: teams/*/**, namespace: $1}]\n",
+		"pools.yaml":              "kind: pool\nversion: v0.1\nmetadata: {name: training-pool}\nnodes: {node-1: {gpu-type: a100-80g}}\n",
+		"quota.yaml":              "kind: quota\nversion: v0.1\nmetadata: {name: q}\nusers: {team-a: {cpu: 100, memory: 100Gi, gpu: 8}}\n",
 		"teams/team-a/train.yaml": benchFile(0),
 		"teams/team-a/svc.yaml":   benchFile(4),
 		"teams/team-b/nb.yaml":    benchFile(7),
