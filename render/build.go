@@ -23,10 +23,11 @@ func (st *run) build() []*unstructured.Unstructured {
 			if s.kustom {
 				continue
 			}
-			for _, o := range st.renderCached(s, i) {
-				if tenant {
-					st.tenantRendered(o, doc, ns)
-				}
+			tenantNS := ""
+			if tenant {
+				tenantNS = ns
+			}
+			for _, o := range st.renderCached(s, i, tenantNS) {
 				objs = st.add(objs, o, doc.File, doc.Pos)
 				origins[o] = origin{s: s, doc: doc}
 			}
@@ -86,21 +87,30 @@ func (st *run) add(objs []*unstructured.Unstructured, o *unstructured.Unstructur
 	return append(objs, o)
 }
 
-// renderCached is renderDoc of document i of s, from the cache when it holds it: the objects
-// of a gpuctl document are a function of the file, the configuration and whether the
-// document is queued (the teams come from other files). Plain manifests are not cached: they
-// are rendered as written, sharing their maps with the document.
-func (st *run) renderCached(s *source, i int) []*unstructured.Unstructured {
+// renderCached is renderDoc of document i of s, with tenantRendered when tenant names the
+// namespace of a tenant directory, from the cache when it holds it: the objects of a gpuctl
+// document are a function of the file, the configuration and whether the document is queued
+// (the teams come from other files). Plain manifests are not cached: they are rendered as
+// written, sharing their maps with the document. Objects that break the pod policy are not
+// cached, so that every render reports them.
+func (st *run) renderCached(s *source, i int, tenant string) []*unstructured.Unstructured {
 	doc := s.docs[i]
-	if s.entry == nil || doc.Manifest != nil {
-		return st.renderDoc(doc, s)
-	}
-	queued := st.queued(doc)
-	if objs := st.cache.rendered(s.entry, i, queued); objs != nil {
-		return objs
+	v := renderVariant{queued: st.queued(doc), tenant: tenant}
+	if s.entry != nil && doc.Manifest == nil {
+		if objs := st.cache.rendered(s.entry, i, v); objs != nil {
+			return objs
+		}
 	}
 	objs := st.renderDoc(doc, s)
-	st.cache.remember(s.entry, i, queued, objs)
+	errs := len(st.ds.list)
+	if tenant != "" {
+		for _, o := range objs {
+			st.tenantRendered(o, doc, tenant)
+		}
+	}
+	if s.entry != nil && doc.Manifest == nil && len(st.ds.list) == errs {
+		st.cache.remember(s.entry, i, v, objs)
+	}
 	return objs
 }
 

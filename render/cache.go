@@ -68,7 +68,7 @@ type cacheKey [sha256.Size]byte
 // entryOverhead is the approximate heap of one parsed gpuctl document per byte of its file
 // (yaml nodes are dropped, the typed spec and the field positions stay), measured on the
 // files of BenchmarkRender10000FilesEdit.
-const entryOverhead = 4
+const entryOverhead = 7
 
 // cacheEntry is the work of one file. Nothing of it is handed out: a render gets copies.
 type cacheEntry struct {
@@ -82,11 +82,19 @@ type cacheEntry struct {
 	evicted bool
 }
 
-// renderedDoc is what renderDoc gave for a document.
+// renderedDoc is what renderCached gave for a document.
 type renderedDoc struct {
+	renderVariant
+	objs [][]byte // encodeObject
+	size int64
+}
+
+// renderVariant is what a document's objects depend on beyond its file and the
+// configuration: whether it is queued (a team's quota is in another file) and the tenant
+// namespace it is marked for ("" for none, or when it is built by kustomize).
+type renderVariant struct {
 	queued bool
-	objs   [][]byte // encodeObject
-	size   int64
+	tenant string
 }
 
 // configDigest is the hash of the configuration that every file's key includes.
@@ -203,12 +211,12 @@ func deepCopyJSON(m map[string]any) map[string]any {
 	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
 }
 
-// rendered returns the objects of the entry's document i rendered for queued, or nil.
-func (c *Cache) rendered(e *cacheEntry, i int, queued bool) []*unstructured.Unstructured {
+// rendered returns the objects of the entry's document i rendered as v, or nil.
+func (c *Cache) rendered(e *cacheEntry, i int, v renderVariant) []*unstructured.Unstructured {
 	c.mu.Lock()
 	r, ok := e.objs[i]
 	c.mu.Unlock()
-	if !ok || r.queued != queued {
+	if !ok || r.renderVariant != v {
 		return nil
 	}
 	out := make([]*unstructured.Unstructured, len(r.objs))
@@ -219,8 +227,8 @@ func (c *Cache) rendered(e *cacheEntry, i int, queued bool) []*unstructured.Unst
 }
 
 // remember stores the objects rendered from the entry's document i.
-func (c *Cache) remember(e *cacheEntry, i int, queued bool, objs []*unstructured.Unstructured) {
-	r := renderedDoc{queued: queued, objs: make([][]byte, len(objs))}
+func (c *Cache) remember(e *cacheEntry, i int, v renderVariant, objs []*unstructured.Unstructured) {
+	r := renderedDoc{renderVariant: v, objs: make([][]byte, len(objs))}
 	for j, o := range objs {
 		b, ok := encodeObject(nil, o.Object)
 		if !ok {

@@ -146,6 +146,11 @@ func TestCacheEdits(t *testing.T) {
 	files["teams/team-a/svc.yaml"] = benchFile(4)
 	check("error fixed")
 
+	files["teams/team-a/kustomization.yaml"] = "resources: [svc.yaml]\n"
+	check("kustomization added to a team directory")
+	delete(files, "teams/team-a/kustomization.yaml")
+	check("kustomization removed from a team directory")
+
 	delete(files, "teams/team-b/nb.yaml")
 	if got := check("file deleted"); strings.Contains(got.yaml, "job-0007") {
 		t.Error("the deleted file's objects are still rendered")

@@ -87,7 +87,7 @@ func (st *run) renderKustomized() map[string][]byte {
 		}
 		var buf bytes.Buffer
 		for i := range s.docs {
-			for _, o := range st.renderCached(s, i) {
+			for _, o := range st.renderCached(s, i, "") {
 				b, _ := sigsyaml.Marshal(o.Object) // cannot fail: maps of JSON values
 				buf.WriteString("---\n")
 				buf.Write(b)

@@ -1,11 +1,13 @@
 package render
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -463,13 +465,23 @@ func KindOrder(kind string) int {
 }
 
 func sortObjects(objs []*unstructured.Unstructured) {
-	sort.SliceStable(objs, func(i, j int) bool {
-		a, b := objs[i], objs[j]
-		if oa, ob := KindOrder(a.GetKind()), KindOrder(b.GetKind()); oa != ob {
-			return oa < ob
-		}
-		return object.Compare(object.RefOf(a), object.RefOf(b)) < 0
+	// The keys are read once: reading them from the maps in every comparison was a tenth of
+	// a render of 10,000 files.
+	type keyed struct {
+		order int
+		ref   object.Ref
+		o     *unstructured.Unstructured
+	}
+	ks := make([]keyed, len(objs))
+	for i, o := range objs {
+		ks[i] = keyed{KindOrder(o.GetKind()), object.RefOf(o), o}
+	}
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		return cmp.Or(cmp.Compare(a.order, b.order), object.Compare(a.ref, b.ref))
 	})
+	for i := range ks {
+		objs[i] = ks[i].o
+	}
 }
 
 // MemFS returns an in-memory filesystem holding files (slash-separated paths relative to
