@@ -68,7 +68,7 @@ type cacheKey [sha256.Size]byte
 // entryOverhead is the approximate heap of one parsed gpuctl document per byte of its file
 // (yaml nodes are dropped, the typed spec and the field positions stay), measured on the
 // files of BenchmarkRender10000FilesEdit.
-const entryOverhead = 7
+const entryOverhead = 8
 
 // cacheEntry is the work of one file. Nothing of it is handed out: a render gets copies.
 type cacheEntry struct {
