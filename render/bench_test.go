@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -122,4 +125,64 @@ func BenchmarkRender1000FilesDisk(b *testing.B) {
 	perRender := time.Since(start) / time.Duration(b.N)
 	b.ReportMetric(1000/perRender.Seconds(), "files/s")
 	b.ReportMetric(perRender.Seconds(), "s/1000files")
+}
+
+// BenchmarkRender10000FilesEdit is the incremental render of issue #18: a repository of
+// 10,000 workload files rendered once with a Cache, then one file edited and rendered again,
+// b.N times. It prints the cold render, the p50 of the edits' renders, the cache's heap (live
+// heap after GC, with and without the cache's contents) and PASS or FAIL against the
+// render's share of the 0.3 s edit→applied bar: 0.15 s p50.
+func BenchmarkRender10000FilesEdit(b *testing.B) {
+	const n, budget = 10000, 150 * time.Millisecond
+	fs := benchRepo(b, n)
+	heapBefore := liveHeap()
+	cache := render.NewCache(render.DefaultCacheBytes)
+	start := time.Now()
+	if _, err := render.New(render.Options{Cache: cache}).Render(fs, "/repo"); err != nil {
+		b.Fatal(err)
+	}
+	cold := time.Since(start)
+	heapCache := liveHeap() - heapBefore
+	r := render.New(render.Options{Cache: cache})
+	times := make([]time.Duration, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		f := i * 7 % n
+		path := fmt.Sprintf("/repo/teams/team-%02d/job-%04d.yaml", f%20, f)
+		content := strings.Replace(benchFile(f), "job: {name: ", fmt.Sprintf("# edit %d\njob: {name: ", i), 1)
+		if err := fs.WriteFile(path, []byte(content)); err != nil {
+			b.Fatal(err)
+		}
+		start := time.Now()
+		res, err := r.Render(fs, "/repo")
+		times = append(times, time.Since(start))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(res.Documents) != n {
+			b.Fatalf("rendered %d documents", len(res.Documents))
+		}
+	}
+	b.StopTimer()
+	slices.Sort(times)
+	p50 := times[len(times)/2]
+	verdict := "PASS"
+	if p50 > budget {
+		verdict = "FAIL"
+	}
+	s := cache.Stats()
+	b.Logf("render 10,000 files: cold %.3f s, edit p50 %.3f s (%d renders), %.1fx faster; cache heap %.1f MiB (%d entries, counted %.1f MiB); %s against %.2f s",
+		cold.Seconds(), p50.Seconds(), len(times), cold.Seconds()/p50.Seconds(), float64(heapCache)/(1<<20), s.Entries, float64(s.Bytes)/(1<<20), verdict, budget.Seconds())
+	b.ReportMetric(p50.Seconds(), "s/edit-p50")
+	b.ReportMetric(cold.Seconds(), "s/cold")
+	b.ReportMetric(float64(heapCache)/(1<<20), "MiB-cache")
+}
+
+// liveHeap is the heap in use after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
 }

@@ -18,15 +18,16 @@ func (st *run) build() []*unstructured.Unstructured {
 	anyWorkload := false
 	for _, s := range st.sources {
 		ns, tenant := st.cfg.NamespaceFor(path.Dir(s.rel))
-		for _, doc := range s.docs {
+		for i, doc := range s.docs {
 			anyWorkload = anyWorkload || doc.Workload != nil
 			if s.kustom {
 				continue
 			}
-			for _, o := range st.renderDoc(doc, s) {
-				if tenant {
-					st.tenantRendered(o, doc, ns)
-				}
+			tenantNS := ""
+			if tenant {
+				tenantNS = ns
+			}
+			for _, o := range st.renderCached(s, i, tenantNS) {
 				objs = st.add(objs, o, doc.File, doc.Pos)
 				origins[o] = origin{s: s, doc: doc}
 			}
@@ -84,6 +85,33 @@ func (st *run) add(objs []*unstructured.Unstructured, o *unstructured.Unstructur
 	}
 	st.objSrc[id] = where
 	return append(objs, o)
+}
+
+// renderCached is renderDoc of document i of s, with tenantRendered when tenant names the
+// namespace of a tenant directory, from the cache when it holds it: the objects of a gpuctl
+// document are a function of the file, the configuration and whether the document is queued
+// (the teams come from other files). Plain manifests are not cached: they are rendered as
+// written, sharing their maps with the document. Objects that break the pod policy are not
+// cached, so that every render reports them.
+func (st *run) renderCached(s *source, i int, tenant string) []*unstructured.Unstructured {
+	doc := s.docs[i]
+	v := renderVariant{queued: st.queued(doc), tenant: tenant}
+	if s.entry != nil && doc.Manifest == nil {
+		if objs := st.cache.rendered(s.entry, i, v); objs != nil {
+			return objs
+		}
+	}
+	objs := st.renderDoc(doc, s)
+	errs := len(st.ds.list)
+	if tenant != "" {
+		for _, o := range objs {
+			st.tenantRendered(o, doc, tenant)
+		}
+	}
+	if s.entry != nil && doc.Manifest == nil && len(st.ds.list) == errs {
+		st.cache.remember(s.entry, i, v, objs)
+	}
+	return objs
 }
 
 // renderDoc renders one valid document.

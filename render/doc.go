@@ -24,5 +24,8 @@
 //	}
 //	out, _ := render.MarshalYAML(res.Objects) // ready for kubectl apply -f -
 //
+// A Cache in Options.Cache keeps each file's parsed documents and rendered objects for the
+// next render, which then parses and renders only the files that changed (the daemon keeps one).
+//
 // See docs/format.md for the format reference.
 package render

@@ -86,8 +86,8 @@ func (st *run) renderKustomized() map[string][]byte {
 			continue
 		}
 		var buf bytes.Buffer
-		for _, doc := range s.docs {
-			for _, o := range st.renderDoc(doc, s) {
+		for i := range s.docs {
+			for _, o := range st.renderCached(s, i, "") {
 				b, _ := sigsyaml.Marshal(o.Object) // cannot fail: maps of JSON values
 				buf.WriteString("---\n")
 				buf.Write(b)

@@ -48,6 +48,10 @@ type Options struct {
 	RenderTimeout time.Duration
 	// SyncTimeout bounds one sync: fetch, render, plan and apply (default DefaultSyncTimeout).
 	SyncTimeout time.Duration
+	// RenderCacheBytes bounds the render cache that keeps each file's work from one sync to
+	// the next, so that a revision re-renders only the files it changed (default
+	// render.DefaultCacheBytes; negative: no cache).
+	RenderCacheBytes int64
 	// FS is the filesystem revisions are read through (default: the disk).
 	FS filesys.FileSystem
 	// ProgressEvery is how often a sync that lasts longer logs its progress (default
@@ -85,6 +89,8 @@ type Daemon struct {
 
 	running atomic.Bool // Run has started (this replica leads)
 	synced  atomic.Bool // and has finished its first sync
+
+	renderCache *render.Cache // nil: every render reads every file anew
 }
 
 // Ready reports whether the replica can serve: a standby always can (status and sync
@@ -125,7 +131,11 @@ func New(opts Options) *Daemon {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Daemon{opts: opts, requests: make(chan string, 16)}
+	d := &Daemon{opts: opts, requests: make(chan string, 16)}
+	if opts.RenderCacheBytes >= 0 {
+		d.renderCache = render.NewCache(opts.RenderCacheBytes)
+	}
+	return d
 }
 
 // Run syncs on every source change, interval, webhook and sync request until ctx ends. Only
@@ -385,6 +395,9 @@ func (d *Daemon) render(ctx context.Context, rev sources.Revision) (*render.Resu
 	opts := d.opts.Render
 	if opts.Config != nil {
 		opts.Root = rev.Dir
+	}
+	if opts.Cache == nil {
+		opts.Cache = d.renderCache
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.RenderTimeout)
 	defer cancel()

@@ -1,0 +1,256 @@
+package render
+
+import (
+	"container/list"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// DefaultCacheBytes is a bound for NewCache that holds a repository of about 10,000 gpuctl
+// files (bench/README.md, "Render cache", measures what a file costs).
+const DefaultCacheBytes = 64 << 20
+
+// Cache remembers the per-file work of renders (the parsed documents of a file, their
+// diagnostics and the objects rendered from each gpuctl document), so that a render of a
+// revision in which few files changed parses and renders only those. It is safe for
+// concurrent use, and renders of different trees may share it.
+//
+// An entry is keyed by a hash of everything the file's work depends on: its content, its
+// path (as displayed and relative to the root) and the configuration (the .gpuctl.yaml in
+// effect or Options.Config); a changed configuration therefore re-renders every file. The
+// objects of a document are also keyed by the one input that comes from other files (whether
+// its namespace is a team's Kueue queue). The checks that span files run on every render,
+// and kustomizations are always built again. Entries are evicted least recently used first
+// once their approximate size passes the bound.
+type Cache struct {
+	mu      sync.Mutex
+	max     int64
+	size    int64
+	lru     *list.List // of *cacheEntry, most recently used first
+	entries map[cacheKey]*list.Element
+	stats   CacheStats
+}
+
+// CacheStats count what a Cache did.
+type CacheStats struct {
+	// Hits and Misses count the files looked up.
+	Hits, Misses int64
+	// Evictions counts the entries dropped for the bound.
+	Evictions int64
+	// Entries and Bytes are what the cache holds now (Bytes is the approximate size that the
+	// bound counts).
+	Entries int
+	Bytes   int64
+}
+
+// NewCache returns a Cache that holds about maxBytes (DefaultCacheBytes when maxBytes ≤ 0).
+func NewCache(maxBytes int64) *Cache {
+	if maxBytes <= 0 {
+		maxBytes = DefaultCacheBytes
+	}
+	return &Cache{max: maxBytes, lru: list.New(), entries: map[cacheKey]*list.Element{}}
+}
+
+// Stats returns what the cache did and holds.
+func (c *Cache) Stats() CacheStats {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s := c.stats
+	s.Entries, s.Bytes = c.lru.Len(), c.size
+	return s
+}
+
+type cacheKey [sha256.Size]byte
+
+// entryOverhead is the approximate heap of one parsed gpuctl document per byte of its file
+// (yaml nodes are dropped, the typed spec and the field positions stay), measured on the
+// files of BenchmarkRender10000FilesEdit.
+const entryOverhead = 8
+
+// cacheEntry is the work of one file. Nothing of it is handed out: a render gets copies.
+type cacheEntry struct {
+	key   cacheKey
+	size  int64
+	docs  []*Document
+	diags []Diagnostic
+	// objs are the objects rendered from each document (by its position in docs), as JSON,
+	// for one value of queued.
+	objs    map[int]renderedDoc
+	evicted bool
+}
+
+// renderedDoc is what renderCached gave for a document.
+type renderedDoc struct {
+	renderVariant
+	objs [][]byte // encodeObject
+	size int64
+}
+
+// renderVariant is what a document's objects depend on beyond its file and the
+// configuration: whether it is queued (a team's quota is in another file) and the tenant
+// namespace it is marked for ("" for none, or when it is built by kustomize).
+type renderVariant struct {
+	queued bool
+	tenant string
+}
+
+// configDigest is the hash of the configuration that every file's key includes.
+func configDigest(cfg *Config) []byte {
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		panic("render: configuration has no JSON form: " + err.Error()) // plain strings and lists
+	}
+	h := sha256.Sum256(b)
+	return h[:]
+}
+
+// fileKey is the key of a source file's entry.
+func (st *run) fileKey(s *source, data []byte) cacheKey {
+	h := sha256.New()
+	h.Write(st.cfgDigest)
+	h.Write([]byte(s.display))
+	h.Write([]byte{0})
+	h.Write([]byte(s.rel))
+	h.Write([]byte{0})
+	h.Write(data)
+	var k cacheKey
+	h.Sum(k[:0])
+	return k
+}
+
+// get returns the entry of key, or nil, and makes it the most recently used.
+func (c *Cache) get(key cacheKey) *cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	el, ok := c.entries[key]
+	if !ok {
+		c.stats.Misses++
+		return nil
+	}
+	c.stats.Hits++
+	c.lru.MoveToFront(el)
+	return el.Value.(*cacheEntry)
+}
+
+// put adds an entry (unless one of its key is already there) and returns the one kept.
+func (c *Cache) put(e *cacheEntry) *cacheEntry {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.entries[e.key]; ok {
+		return el.Value.(*cacheEntry)
+	}
+	c.entries[e.key] = c.lru.PushFront(e)
+	c.size += e.size
+	c.evict()
+	return e
+}
+
+// evict drops the least recently used entries until the cache is within its bound; the
+// newest entry stays even when it alone is larger.
+func (c *Cache) evict() {
+	for c.size > c.max && c.lru.Len() > 1 {
+		el := c.lru.Back()
+		e := el.Value.(*cacheEntry)
+		c.lru.Remove(el)
+		delete(c.entries, e.key)
+		c.size -= e.size
+		e.evicted = true
+		c.stats.Evictions++
+	}
+}
+
+// newEntry parses a file for the cache.
+func newEntry(key cacheKey, name string, data []byte) *cacheEntry {
+	ds := &diagnostics{}
+	e := &cacheEntry{key: key, docs: parseFile(name, data, ds), size: int64(len(name)+len(data))*entryOverhead + 256}
+	for _, d := range ds.list {
+		e.diags = append(e.diags, *d)
+	}
+	return e
+}
+
+// handOut gives a render its own copy of the entry's documents and diagnostics: a render
+// sets Namespace on documents and writes into the maps of plain manifests. The typed specs
+// (Workload, Pool, Quota) and field positions are only read after parsing, and are shared.
+func (e *cacheEntry) handOut(ds *diagnostics) []*Document {
+	for i := range e.diags {
+		d := e.diags[i]
+		ds.add(&d)
+	}
+	if e.docs == nil {
+		return nil
+	}
+	docs := make([]*Document, len(e.docs))
+	for i, d := range e.docs {
+		c := *d
+		if d.Workload != nil {
+			w := *d.Workload
+			c.Workload = &w
+		}
+		if d.Pool != nil {
+			p := *d.Pool
+			c.Pool = &p
+		}
+		if d.Quota != nil {
+			q := *d.Quota
+			c.Quota = &q
+		}
+		if d.Manifest != nil {
+			c.Manifest = deepCopyJSON(d.Manifest)
+		}
+		docs[i] = &c
+	}
+	return docs
+}
+
+// deepCopyJSON copies a map of JSON values (as parseManifest and the converter make them).
+func deepCopyJSON(m map[string]any) map[string]any {
+	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+}
+
+// rendered returns the objects of the entry's document i rendered as v, or nil.
+func (c *Cache) rendered(e *cacheEntry, i int, v renderVariant) []*unstructured.Unstructured {
+	c.mu.Lock()
+	r, ok := e.objs[i]
+	c.mu.Unlock()
+	if !ok || r.renderVariant != v {
+		return nil
+	}
+	out := make([]*unstructured.Unstructured, len(r.objs))
+	for j, b := range r.objs {
+		out[j] = &unstructured.Unstructured{Object: decodeObject(b)}
+	}
+	return out
+}
+
+// remember stores the objects rendered from the entry's document i.
+func (c *Cache) remember(e *cacheEntry, i int, v renderVariant, objs []*unstructured.Unstructured) {
+	r := renderedDoc{renderVariant: v, objs: make([][]byte, len(objs))}
+	for j, o := range objs {
+		b, ok := encodeObject(nil, o.Object)
+		if !ok {
+			return
+		}
+		r.objs[j] = b
+		r.size += int64(cap(b)) + 64
+	}
+	n := r.size
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.evicted {
+		return
+	}
+	if e.objs == nil {
+		e.objs = map[int]renderedDoc{}
+	}
+	if old, ok := e.objs[i]; ok {
+		n -= old.size
+	}
+	e.objs[i] = r
+	e.size += n
+	c.size += n
+	c.evict()
+}

@@ -1,0 +1,253 @@
+package render_test
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/render"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// rendering is what a render gave, in comparable form.
+type rendering struct {
+	yaml    string
+	diags   []string
+	objects []map[string]any
+	docs    int
+}
+
+func renderWith(t *testing.T, fs filesys.FileSystem, dir string, opts render.Options) rendering {
+	t.Helper()
+	res, err := render.New(opts).Render(fs, dir)
+	var ve *render.ValidationError
+	if err != nil && !errors.As(err, &ve) {
+		t.Fatalf("render %s: %v", dir, err)
+	}
+	out, err := render.MarshalYAML(res.Objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rendering{yaml: string(out), docs: len(res.Documents)}
+	for _, d := range res.Diagnostics {
+		r.diags = append(r.diags, d.Error())
+	}
+	for _, o := range res.Objects {
+		r.objects = append(r.objects, o.DeepCopy().Object)
+	}
+	return r
+}
+
+func sameRendering(t *testing.T, what string, want, got rendering) {
+	t.Helper()
+	if want.yaml != got.yaml {
+		t.Errorf("%s: objects differ from a render without the cache:\n%s", what, firstDiff([]byte(want.yaml), []byte(got.yaml)))
+	}
+	if !reflect.DeepEqual(want.objects, got.objects) {
+		t.Errorf("%s: objects hold other Go values than a render without the cache", what)
+	}
+	if !reflect.DeepEqual(want.diags, got.diags) {
+		t.Errorf("%s: diagnostics differ:\nwant %q\ngot  %q", what, want.diags, got.diags)
+	}
+	if want.docs != got.docs {
+		t.Errorf("%s: %d documents, want %d", what, got.docs, want.docs)
+	}
+}
+
+// TestCacheGolden renders every golden case with a fresh cache twice (cold, then from the
+// cache): both give exactly what a render without the cache gives.
+func TestCacheGolden(t *testing.T) {
+	for name, dir := range goldenCases(t) {
+		t.Run(name, func(t *testing.T) {
+			opts := goldenOptions(t, name)
+			want := renderWith(t, diskFS(), dir, opts)
+			opts.Cache = render.NewCache(0)
+			sameRendering(t, "cold", want, renderWith(t, diskFS(), dir, opts))
+			sameRendering(t, "cached", want, renderWith(t, diskFS(), dir, opts))
+			if s := opts.Cache.Stats(); s.Hits == 0 {
+				t.Errorf("the second render hit nothing: %+v", s)
+			}
+		})
+	}
+}
+
+// cacheRepo is a small repository with team directories, a pool, a quota and a
+// kustomization.
+func cacheRepo() map[string]string {
+	return map[string]string{
+		".gpuctl.yaml":            "namespaces: [{path: teams/*/**, namespace: $1}]\n",
+		"pools.yaml":              "kind: pool\nversion: v0.1\nmetadata: {name: training-pool}\nnodes: {node-1: {gpu-type: a100-80g}}\n",
+		"quota.yaml":              "kind: quota\nversion: v0.1\nmetadata: {name: q}\nusers: {team-a: {cpu: 100, memory: 100Gi, gpu: 8}}\n",
+		"teams/team-a/train.yaml": benchFile(0),
+		"teams/team-a/svc.yaml":   benchFile(4),
+		"teams/team-b/nb.yaml":    benchFile(7),
+		"teams/team-b/cm.yaml":    "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n",
+		"apps/kustomization.yaml": "resources: [web.yaml]\ncommonLabels: {app: web}\n",
+		"apps/web.yaml":           benchFile(9),
+	}
+}
+
+// TestCacheEdits renders a sequence of edits with one cache: each render equals a render of
+// the same tree without it.
+func TestCacheEdits(t *testing.T) {
+	files := cacheRepo()
+	cache := render.NewCache(0)
+	check := func(what string) rendering {
+		t.Helper()
+		fs, err := render.MemFS("/repo", files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := renderWith(t, fs, "/repo", render.Options{})
+		got := renderWith(t, fs, "/repo", render.Options{Cache: cache})
+		sameRendering(t, what, want, got)
+		return got
+	}
+	first := check("first render")
+	check("unchanged")
+
+	files["teams/team-a/train.yaml"] = strings.Replace(files["teams/team-a/train.yaml"], "gpu: 8", "gpu: 4", 1)
+	if got := check("one file edited"); got.yaml == first.yaml {
+		t.Error("the edit changed nothing")
+	}
+
+	files[".gpuctl.yaml"] = "namespaces: [{path: teams/*/**, namespace: ml-$1}]\n"
+	if got := check("namespace rule changed"); !strings.Contains(got.yaml, "namespace: ml-team-b") {
+		t.Errorf("the unedited files of team-b are not in ml-team-b:\n%s", got.yaml)
+	}
+	files[".gpuctl.yaml"] = "namespaces: [{path: teams/*/**, namespace: $1}]\n"
+	check("namespace rule changed back")
+
+	files["teams/team-b/train.yaml"] = files["teams/team-a/train.yaml"]
+	delete(files, "teams/team-a/train.yaml")
+	if got := check("file moved"); !strings.Contains(got.yaml, keys.Source+": teams/team-b/train.yaml") {
+		t.Errorf("the moved file is not rendered from its new place:\n%s", got.yaml)
+	}
+
+	files["apps/web.yaml"] = strings.Replace(files["apps/web.yaml"], "nginx:1.27", "nginx:1.28", 1)
+	if got := check("kustomization input edited"); !strings.Contains(got.yaml, "nginx:1.28") {
+		t.Error("the kustomization's output does not hold the edit")
+	}
+	files["apps/kustomization.yaml"] = "resources: [web.yaml]\ncommonLabels: {app: site}\n"
+	if got := check("kustomization edited"); !strings.Contains(got.yaml, "app: site") {
+		t.Error("the kustomization's output does not hold the edit")
+	}
+
+	files["teams/team-a/svc.yaml"] = strings.Replace(files["teams/team-a/svc.yaml"], "gpu: 1", "gpu: many", 1)
+	got := check("error in one file")
+	if !slices.Contains(got.diags, `/repo/teams/team-a/svc.yaml:6:40: resources.gpu: expected an integer, got "many"`) || got.yaml != "" {
+		t.Errorf("the error is not reported with its file and line: %q", got.diags)
+	}
+	files["teams/team-a/svc.yaml"] = benchFile(4)
+	check("error fixed")
+
+	files["teams/team-a/kustomization.yaml"] = "resources: [svc.yaml]\n"
+	check("kustomization added to a team directory")
+	delete(files, "teams/team-a/kustomization.yaml")
+	check("kustomization removed from a team directory")
+
+	delete(files, "teams/team-b/nb.yaml")
+	if got := check("file deleted"); strings.Contains(got.yaml, "job-0007") {
+		t.Error("the deleted file's objects are still rendered")
+	}
+
+	delete(files, "quota.yaml") // team-a is no longer a team: its jobs are not queued
+	check("quota deleted")
+}
+
+// TestCacheKueueQueued: whether a workload is queued comes from another file (the quota that
+// makes its namespace a team's); the cached objects follow it.
+func TestCacheKueueQueued(t *testing.T) {
+	files := cacheRepo()
+	files[".gpuctl.yaml"] = "namespaces: [{path: teams/*/**, namespace: $1}]\nqueueing: kueue\n"
+	cache := render.NewCache(0)
+	for _, users := range []string{"team-a", "team-b", "team-a"} {
+		files["quota.yaml"] = "kind: quota\nversion: v0.1\nmetadata: {name: q}\nusers: {" + users + ": {cpu: 100, memory: 100Gi, gpu: 8}}\n"
+		fs, err := render.MemFS("/repo", files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := renderWith(t, fs, "/repo", render.Options{})
+		sameRendering(t, "quota for "+users, want, renderWith(t, fs, "/repo", render.Options{Cache: cache}))
+	}
+}
+
+// TestCacheHandsOutCopies: a caller may change the objects and documents of a render; the
+// next render from the cache does not see it.
+func TestCacheHandsOutCopies(t *testing.T) {
+	fs, err := render.MemFS("/repo", cacheRepo())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := renderWith(t, fs, "/repo", render.Options{})
+	cache := render.NewCache(0)
+	for i := 0; i < 3; i++ {
+		res, err := render.New(render.Options{Cache: cache}).Render(fs, "/repo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range res.Objects {
+			o.SetLabels(map[string]string{"changed": "by the caller"})
+			o.SetAnnotations(nil)
+			delete(o.Object, "spec")
+		}
+		for _, d := range res.Documents {
+			d.Namespace = "changed"
+			if d.Manifest != nil {
+				d.Manifest["data"] = "changed"
+			}
+		}
+		sameRendering(t, fmt.Sprintf("render %d after changes", i+2), want, renderWith(t, fs, "/repo", render.Options{Cache: cache}))
+	}
+}
+
+// TestCacheBound: a cache far smaller than the tree evicts, and renders stay right.
+func TestCacheBound(t *testing.T) {
+	files := cacheRepo()
+	cache := render.NewCache(4 << 10)
+	for i := 0; i < 3; i++ {
+		files["teams/team-a/train.yaml"] = benchFile(10 * i)
+		fs, err := render.MemFS("/repo", files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := renderWith(t, fs, "/repo", render.Options{})
+		sameRendering(t, fmt.Sprintf("render %d", i), want, renderWith(t, fs, "/repo", render.Options{Cache: cache}))
+	}
+	s := cache.Stats()
+	if s.Evictions == 0 || s.Bytes > 4<<10+16<<10 {
+		t.Errorf("the bound does not hold: %+v", s)
+	}
+}
+
+// TestCacheConcurrent renders one tree from several goroutines with one cache (run with -race).
+func TestCacheConcurrent(t *testing.T) {
+	files := cacheRepo()
+	files[".gpuctl.yaml"] = "namespaces: [{path: teams/*/**, namespace: $1}]\nqueueing: kueue\n"
+	fs, err := render.MemFS("/repo", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := renderWith(t, fs, "/repo", render.Options{})
+	cache := render.NewCache(0)
+	var wg sync.WaitGroup
+	got := make([]rendering, 4)
+	for i := range got {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 3; j++ {
+				got[i] = renderWith(t, fs, "/repo", render.Options{Cache: cache})
+			}
+		}()
+	}
+	wg.Wait()
+	for i := range got {
+		sameRendering(t, fmt.Sprintf("goroutine %d", i), want, got[i])
+	}
+}
