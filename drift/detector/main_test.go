@@ -138,7 +138,7 @@ func (h *harness) waitReport(what string, ok func(drift.Report) bool) (drift.Rep
 
 func (h *harness) poll(what string, cond func() (bool, string)) {
 	h.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
+	deadline := time.Now().Add(pollFor)
 	for {
 		ok, state := cond()
 		if ok {
@@ -222,3 +222,6 @@ func files(ns, pool, node string) map[string]string {
 		"pool.yaml":  "kind: pool\nversion: v0.1\nmetadata: {name: " + pool + "}\nnodes:\n  " + node + ": {}\n",
 	}
 }
+
+// pollFor is how long poll waits.
+var pollFor = 30 * time.Second

@@ -2,6 +2,7 @@ package detector_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,8 +23,9 @@ func (h *harness) sync(id string) daemon.Status {
 }
 
 // TestWatchedPlanIsNotStale: with the detector's watches, a no-op sync lists nothing and reads
-// no member; yet an object deleted or changed out of band is seen by the next sync, and a
-// status update (controllers at work) costs no read.
+// no member (a sync of the same revision renders nothing either); yet an object deleted or
+// changed out of band is seen by the next sync, and a status update (controllers at work)
+// costs no read.
 func TestWatchedPlanIsNotStale(t *testing.T) {
 	run := uniq()
 	ns := "drift-watched-" + run
@@ -59,6 +61,10 @@ func TestWatchedPlanIsNotStale(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // the watch event
 	if st = h.sync("status-" + uniq()); st.Plan.Listed != 0 || st.Plan.Requests != 0 || st.Summary != noop {
 		t.Fatalf("after a status update: plan %+v (want 0 requests), summary %q", *st.Plan, st.Summary)
+	}
+	// The same revision again, nothing changed: answered from the watches without a render.
+	if !strings.Contains(st.Message, "nothing changed since") {
+		t.Fatalf("a sync of the same revision with nothing changed was rendered and planned: %q", st.Message)
 	}
 
 	// Deleted out of band: the next sync creates it again.

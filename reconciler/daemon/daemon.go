@@ -91,6 +91,9 @@ type Daemon struct {
 	synced  atomic.Bool // and has finished its first sync
 
 	renderCache *render.Cache // nil: every render reads every file anew
+	// snapshot is what the last sync left as it found it (it had nothing to do), for a sync of
+	// the same revision to check from the watches alone.
+	snapshot atomic.Pointer[reconciler.Snapshot]
 }
 
 // Ready reports whether the replica can serve: a standby always can (status and sync
@@ -273,7 +276,12 @@ const maxErrors = 50
 // sync does the work of SyncOnce and fills st. prev is the status before; requested tells a
 // sync that someone asked for.
 func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bool) {
-	rev, res, err, renderErr := d.read(ctx)
+	snapshot := d.snapshot.Swap(nil) // set again by a sync that leaves nothing to do
+	rev, res, err, renderErr := d.read(ctx, func(rev sources.Revision) bool { return d.unchanged(ctx, rev, prev, snapshot, st) })
+	if err == nil && res == nil && renderErr == nil { // unchanged: nothing rendered, planned nor applied
+		d.snapshot.Store(snapshot)
+		return
+	}
 	if err != nil {
 		st.Result, st.Message = ResultFetchFailed, err.Error()
 		if st.AppliedRevision != "" {
@@ -328,6 +336,9 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		if d.opts.Drift != nil {
 			d.opts.Drift.EndSync(rev.ID, objects, pendingOf(plan, false))
 		}
+		if !plan.HasChanges() {
+			d.snapshot.Store(reconciler.SnapshotOf(plan, objects))
+		}
 		return
 	}
 	if d.opts.DriftMode != drift.ModeCorrect && !requested && plan.LeaveDrift() > 0 {
@@ -340,6 +351,9 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	applied := time.Now()
 	cs, err := d.opts.Engine.Apply(ctx, plan, prog.apply)
+	if err == nil && !plan.HasChanges() {
+		d.snapshot.Store(reconciler.SnapshotOf(plan, objects))
+	}
 	taken := takenBack(plan, cs, rev.ID)
 	for _, it := range taken {
 		st.TakenBack = appendBounded(st.TakenBack, it.Object.String()+": "+it.Message)
@@ -377,7 +391,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 
 // read fetches the newest revision and renders it, while no write changes the tree; a fetch
 // error is err, a render error renderErr.
-func (d *Daemon) read(ctx context.Context) (rev sources.Revision, res *render.Result, err, renderErr error) {
+func (d *Daemon) read(ctx context.Context, unchanged func(sources.Revision) bool) (rev sources.Revision, res *render.Result, err, renderErr error) {
 	d.tree.RLock()
 	defer d.tree.RUnlock()
 	if rev, err = d.opts.Source.Fetch(ctx); err != nil {
@@ -386,8 +400,31 @@ func (d *Daemon) read(ctx context.Context) (rev sources.Revision, res *render.Re
 	d.mu.Lock()
 	d.lastRev = rev
 	d.mu.Unlock()
+	if unchanged != nil && unchanged(rev) {
+		return rev, nil, nil, nil
+	}
 	res, renderErr = d.render(ctx, rev)
 	return rev, res, nil, renderErr
+}
+
+// unchanged answers a sync of the revision the last sync left nothing to do for from the
+// engine's watches alone (reconciler.Snapshot): when every object is still as that sync found
+// it, nothing is rendered, listed or written. It fills st and reports true; false leaves st as
+// it was.
+func (d *Daemon) unchanged(ctx context.Context, rev sources.Revision, prev Status, s *reconciler.Snapshot, st *Status) bool {
+	if s == nil || prev.Result != ResultSucceeded || prev.AppliedRevision != rev.ID {
+		return false
+	}
+	plan, ok := d.opts.Engine.Unchanged(ctx, s)
+	if !ok {
+		return false
+	}
+	st.Revision, st.RevisionMessage = rev.ID, rev.Message
+	st.Summary, st.Counts = plan.Summary(), counts(plan)
+	st.Plan = &PlanCost{Requests: plan.Stats.Requests, Watched: plan.Stats.Watched, Duration: plan.Stats.Took}
+	st.Result, st.AppliedRevision, st.LastSuccess = ResultSucceeded, rev.ID, time.Now()
+	st.Message = "revision " + humanize.Revision(rev.ID) + " is applied; nothing changed since (no file, no object)"
+	return true
 }
 
 // render renders a revision within the render timeout (and ctx).
