@@ -76,6 +76,9 @@ type cacheEntry struct {
 	size  int64
 	docs  []*Document
 	diags []Diagnostic
+	// manifests are the plain manifests of docs (by position) in encodeObject's form: a
+	// quarter of the heap of their maps, decoded for each render (which writes into them).
+	manifests map[int][]byte
 	// objs are the objects rendered from each document (by its position in docs), as JSON,
 	// for one value of queued.
 	objs    map[int]renderedDoc
@@ -169,6 +172,22 @@ func newEntry(key cacheKey, name string, data []byte) *cacheEntry {
 	for _, d := range ds.list {
 		e.diags = append(e.diags, *d)
 	}
+	for i, d := range e.docs {
+		if d.Manifest == nil {
+			continue
+		}
+		b, ok := encodeObject(nil, d.Manifest)
+		if !ok {
+			continue // kept as a map
+		}
+		if e.manifests == nil {
+			e.manifests = map[int][]byte{}
+		}
+		e.manifests[i] = b
+		c := *d
+		c.Manifest = nil
+		e.docs[i] = &c
+	}
 	return e
 }
 
@@ -198,7 +217,9 @@ func (e *cacheEntry) handOut(ds *diagnostics) []*Document {
 			q := *d.Quota
 			c.Quota = &q
 		}
-		if d.Manifest != nil {
+		if b, ok := e.manifests[i]; ok {
+			c.Manifest = decodeObject(b)
+		} else if d.Manifest != nil {
 			c.Manifest = deepCopyJSON(d.Manifest)
 		}
 		docs[i] = &c

@@ -100,6 +100,29 @@ func buildReconciler(ctx context.Context, b *testing.B, dir string) string {
 	return bin
 }
 
+// jobManifest is Job j of writeJobsRepo, with label g8s.test/edit: edit when edit is set.
+func jobManifest(ns string, j int, edit string) string {
+	labels := "g8s.host/job-type: training"
+	if edit != "" {
+		labels += ", g8s.test/edit: " + strconv.Quote(edit)
+	}
+	return fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: %s-%05d, namespace: %s, labels: {%s}}
+spec:
+  suspend: true
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: registry.example.com/llama-factory:v0.8.0
+          command: [llamafactory-cli, train, --stage, sft, --seed, "%d"]
+          resources: {limits: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}, requests: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}}
+`, ns, j, ns, labels, j)
+}
+
 // writeJobsRepo writes a directory of n plain suspended Job manifests of namespace ns named
 // <ns>-NNNNN, a hundred a directory (and the Namespace, unless it is default), and returns it.
 func writeJobsRepo(b *testing.B, dir string, n int, ns string) string {
@@ -117,21 +140,7 @@ func writeJobsRepo(b *testing.B, dir string, n int, ns string) string {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		job := fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata: {name: %s-%05d, namespace: %s, labels: {g8s.host/job-type: training}}
-spec:
-  suspend: true
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: train
-          image: registry.example.com/llama-factory:v0.8.0
-          command: [llamafactory-cli, train, --stage, sft, --seed, "%d"]
-          resources: {limits: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}, requests: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}}
-`, ns, j, ns, j)
+		job := jobManifest(ns, j, "")
 		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("job-%05d.yaml", j)), []byte(job), 0o644); err != nil {
 			b.Fatal(err)
 		}
@@ -142,8 +151,11 @@ spec:
 // startReconciler starts gpuctl-reconciler over the directory repo with its status in ns,
 // logging to logFile.
 func startReconciler(ctx context.Context, b *testing.B, bin, repo, ns, logFile string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, bin, "--source=dir:"+repo, "--kubeconfig", testcluster.Current().Kubeconfig,
-		"--namespace", ns, "--listen", "127.0.0.1:0", "--max-prune", "100%", "--log-format", "json")
+	args := []string{"--source=dir:" + repo, "--kubeconfig", testcluster.Current().Kubeconfig,
+		"--namespace", ns, "--listen", "127.0.0.1:0", "--max-prune", "100%", "--log-format", "json"}
+	// GPUCTL_BENCH_RECONCILER_ARGS adds flags, e.g. --profiling-listen=127.0.0.1:6060 to profile it.
+	args = append(args, strings.Fields(os.Getenv("GPUCTL_BENCH_RECONCILER_ARGS"))...)
+	cmd := exec.CommandContext(ctx, bin, args...)
 	logf, err := os.Create(logFile)
 	if err != nil {
 		b.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"runtime/debug"
 	"time"
@@ -56,6 +57,8 @@ type Options struct {
 	DriftHistory  int
 	DriftIgnore   []string
 	MemoryLimit   string
+	// ProfilingListen serves the Go runtime's profiles (net/http/pprof) on a second address.
+	ProfilingListen string
 	RenderCache   string
 	RenderTimeout time.Duration
 	SyncTimeout   time.Duration
@@ -86,6 +89,7 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	fs.DurationVar(&o.RenderTimeout, "render-timeout", daemon.DefaultRenderTimeout, "give up a render that takes longer (the sync fails; the last good revision stays applied)")
 	fs.StringVar(&o.RenderCache, "render-cache-size", "64Mi", "memory kept for the render cache, which re-renders only the files a revision changed (64Mi holds about 10,000 files); 0 disables it")
 	fs.DurationVar(&o.SyncTimeout, "sync-timeout", daemon.DefaultSyncTimeout, "give up a sync (fetch, render, plan, apply) that takes longer")
+	fs.StringVar(&o.ProfilingListen, "profiling-listen", "", "serve the Go runtime's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (off by default; no authentication: keep it on localhost)")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", "200Mi", "soft memory limit of the Go runtime (GOMEMLIMIT): the garbage collector works harder near it; 0 disables")
 }
 
@@ -200,6 +204,9 @@ func run(ctx context.Context, o *Options) error {
 	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
 		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
 		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, RenderCacheBytes: renderCacheBytes, Writes: o.Source.Writes, Metrics: metrics, Log: log.With("component", "sync")})
+	if o.ProfilingListen != "" {
+		go serveProfiles(ctx, o.ProfilingListen, log)
+	}
 	srv, err := o.serve(ctx, log, kube, dyn, reg, d, src)
 	if err != nil {
 		return err
@@ -270,4 +277,16 @@ func setMemoryLimit(s string) error {
 		debug.SetMemoryLimit(q.Value())
 	}
 	return nil
+}
+
+// serveProfiles serves net/http/pprof on addr until ctx ends.
+func serveProfiles(ctx context.Context, addr string, log *slog.Logger) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { <-ctx.Done(); _ = srv.Close() }()
+	if err := srv.ListenAndServe(); err != nil && ctx.Err() == nil {
+		log.Warn("profiling server stopped", "addr", addr, "err", err)
+	}
 }
