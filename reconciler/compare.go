@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash"
 	"sort"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -23,14 +24,29 @@ func appliedHash(u *unstructured.Unstructured) string {
 	return hashOf(c)
 }
 
-// hashOf hashes an object as it is.
+// hashOf hashes an object as it is: the SHA-256 of its JSON (map keys sorted: the same
+// object gives the same bytes), streamed into the hash from the encoder's pooled buffer
+// rather than copied out of it as json.Marshal does (a plan hashes every desired object).
 func hashOf(u *unstructured.Unstructured) string {
-	b, err := json.Marshal(u.Object) // map keys are sorted: the same object gives the same bytes
-	if err != nil {
+	w := hashWriter{h: sha256.New()}
+	if err := json.NewEncoder(&w).Encode(u.Object); err != nil {
 		panic(fmt.Sprintf("reconciler: hash %s: %v", object.RefOf(u), err)) // unstructured objects always marshal
 	}
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
+	return hex.EncodeToString(w.h.Sum(nil)[:16])
+}
+
+// hashWriter hashes what a json.Encoder writes, without the newline that ends each value:
+// the hash is that of json.Marshal's bytes, as it always was (the applied-hash annotations
+// of live objects keep matching).
+type hashWriter struct{ h hash.Hash }
+
+func (w *hashWriter) Write(b []byte) (int, error) {
+	if n := len(b); n > 0 && b[n-1] == '\n' {
+		w.h.Write(b[:n-1])
+	} else {
+		w.h.Write(b)
+	}
+	return len(b), nil
 }
 
 // upToDate decides locally, without a request, that a live object needs no apply: the

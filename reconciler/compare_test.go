@@ -1,6 +1,9 @@
 package reconciler
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -80,5 +83,25 @@ func TestAppliedHashIgnoresItself(t *testing.T) {
 	a.SetLabels(map[string]string{"x": "y"})
 	if appliedHash(a) == h {
 		t.Fatal("a new label does not change the hash")
+	}
+}
+
+// TestHashIsThatOfMarshal: the applied-hash is the SHA-256 of json.Marshal's bytes, whatever
+// the encoder that computes it (live objects carry hashes made by earlier versions).
+func TestHashIsThatOfMarshal(t *testing.T) {
+	for _, obj := range []map[string]any{
+		{"apiVersion": "v1", "kind": "ConfigMap", "metadata": map[string]any{"name": "a", "annotations": map[string]any{"x": "<&>"}},
+			"data": map[string]any{"k": "line\nnext", "z": "ü"}},
+		{"apiVersion": "batch/v1", "kind": "Job", "metadata": map[string]any{"name": "j"}, "spec": map[string]any{"parallelism": int64(3),
+			"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "c", "args": []any{"a", 1.5, true, nil}}}}}}},
+	} {
+		b, err := json.Marshal(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		if got, want := hashOf(&unstructured.Unstructured{Object: obj}), hex.EncodeToString(sum[:16]); got != want {
+			t.Errorf("%v: hash %s, want %s (json.Marshal's)", obj["kind"], got, want)
+		}
 	}
 }

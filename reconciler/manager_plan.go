@@ -110,21 +110,7 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 	case !namespaced:
 		u.SetNamespace("")
 	}
-	labels := u.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[keys.ApplySetPartOf] = inventoryID
-	labels[keys.ManagedBy] = keys.ManagedByValue
-	u.SetLabels(labels)
-	object.DropAppliedHash(u)
-	h := hashOf(u)
-	ann := u.GetAnnotations()
-	if ann == nil {
-		ann = map[string]string{}
-	}
-	ann[keys.AppliedHash] = h
-	u.SetAnnotations(ann)
+	markMember(u, inventoryID)
 	c.Object, c.resource, c.namespaced, c.stage = object.RefOf(u), rm.Resource, namespaced, render.KindOrder(u.GetKind())
 	if c.tenant != "" {
 		c.stage += tenantStageOffset
@@ -133,6 +119,45 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 		c.fail("%s", msg)
 	}
 	return c, nil
+}
+
+// markMember labels a desired object as a member of the inventory and annotates it with the
+// hash of what is applied. The object's metadata maps are changed in place (GetLabels and
+// SetLabels would copy them: a plan prepares every desired object).
+func markMember(u *unstructured.Unstructured, inventoryID string) {
+	md, _ := u.Object["metadata"].(map[string]any)
+	if md == nil {
+		md = map[string]any{}
+		u.Object["metadata"] = md
+	}
+	labels, ok := md["labels"].(map[string]any)
+	if !ok || labels == nil {
+		labels = map[string]any{}
+		for k, v := range u.GetLabels() { // absent, or not a map of strings: as SetLabels would
+			labels[k] = v
+		}
+		md["labels"] = labels
+	}
+	labels[keys.ApplySetPartOf] = inventoryID
+	labels[keys.ManagedBy] = keys.ManagedByValue
+	if ann, ok := md["annotations"].(map[string]any); ok {
+		delete(ann, keys.AppliedHash)
+		if len(ann) == 0 {
+			delete(md, "annotations")
+		}
+	} else {
+		object.DropAppliedHash(u)
+	}
+	h := hashOf(u)
+	ann, ok := md["annotations"].(map[string]any)
+	if !ok || ann == nil {
+		ann = map[string]any{}
+		for k, v := range u.GetAnnotations() {
+			ann[k] = v
+		}
+		md["annotations"] = ann
+	}
+	ann[keys.AppliedHash] = h
 }
 
 // listInventory lists the members of the inventory, one list per group-kind across all

@@ -55,8 +55,12 @@ func benchRestart(b *testing.B, n int) {
 	idle := float64(cpuTicks(b, second.Process.Pid)-t0) / clockTicks / idleFor.Seconds() // cores
 	b.ReportMetric(firstSync.Seconds(), "first-sync-s")
 	b.ReportMetric(idle*100, "idle-%core")
-	fmt.Printf("gpuctl-reconciler restarted over %d objects (the cluster quiet after %s): first sync %s after the start (the sync itself %s; %s): %s (bar 3 s, 0 writes); idle %.2f %% of a core over %s: %s (bar 1 %%)\n",
-		n, quiet.Round(time.Second), firstSync.Round(10*time.Millisecond), st.Duration.Round(10*time.Millisecond), st.Summary,
+	plan := "no plan"
+	if p := st.Plan; p != nil {
+		plan = fmt.Sprintf("its plan %s with %d requests, %d listed, %d from watches", p.Duration.Round(10*time.Millisecond), p.Requests, p.Listed, p.Watched)
+	}
+	fmt.Printf("gpuctl-reconciler restarted over %d objects (the cluster quiet after %s): first sync %s after the start (the sync itself %s, %s; %s): %s (bar 3 s, 0 writes); idle %.2f %% of a core over %s: %s (bar 1 %%)\n",
+		n, quiet.Round(time.Second), firstSync.Round(10*time.Millisecond), st.Duration.Round(10*time.Millisecond), plan, st.Summary,
 		passFail(firstSync <= 3*time.Second && noWrites), idle*100, idleFor, passFail(idle <= 0.01))
 }
 
