@@ -1,0 +1,20 @@
+package app
+
+import "testing"
+
+// TestMemoryLimit: auto is 80 % of the container's limit, or 400Mi without one; a size is
+// taken as it is; 0 disables; a bad value names the flag.
+func TestMemoryLimit(t *testing.T) {
+	for _, c := range []struct {
+		flag      string
+		container int64
+		want      int64
+	}{{"auto", 512 << 20, 512 << 20 / 5 * 4}, {"auto", 0, 400 << 20}, {"300Mi", 512 << 20, 300 << 20}, {"0", 512 << 20, 0}} {
+		if got, err := memoryLimit(c.flag, c.container); err != nil || got != c.want {
+			t.Errorf("memoryLimit(%q, %d) = %d, %v; want %d", c.flag, c.container, got, err, c.want)
+		}
+	}
+	if _, err := memoryLimit("lots", 0); err == nil || err.Error()[:15] != "--memory-limit " {
+		t.Errorf("a bad value: %v", err)
+	}
+}
