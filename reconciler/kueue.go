@@ -110,6 +110,9 @@ func (m *Manager) applied(desired, live *unstructured.Unstructured) (body *unstr
 func (m *Manager) InSync(desired, live *unstructured.Unstructured) bool {
 	body, _ := m.applied(desired, live)
 	ok := object.Contains(body, live)
+	if !m.noting.Load() {
+		return ok // no watched view (the CLI): nothing reads what was found up to date
+	}
 	if h := desired.GetAnnotations()[keys.AppliedHash]; ok && h != "" && live.GetAnnotations()[keys.AppliedHash] == h {
 		m.verified.note(live, h) // a plan from the watches trusts it while it does not change
 	}
@@ -129,7 +132,7 @@ func (m *Manager) applyOver(ctx context.Context, ri dynamic.ResourceInterface, d
 			body = withResourceVersion(body, live.GetResourceVersion())
 		}
 		res, err := ri.Apply(ctx, desired.GetName(), body, opts)
-		if err == nil {
+		if err == nil && m.noting.Load() {
 			m.upToDate(desired, res) // remembered when it is (InSync)
 		}
 		if !guarded || !isStale(err) || attempt == maxRereads {

@@ -85,26 +85,53 @@ func typedPage(list runtime.Object, gvk schema.GroupVersionKind) (*livePage, err
 	p := &livePage{items: make([]*unstructured.Unstructured, len(items)), fields: make([][]metav1.ManagedFieldsEntry, len(items)),
 		next: lm.GetContinue()}
 	// The conversion is most of a no-op plan's time: it runs on every core, a share each.
-	workers := min(goruntime.GOMAXPROCS(0), max(1, len(items)/minConvertShare))
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < len(items); i += workers {
-				if errs[w] = p.convert(i, items[i], gvk); errs[w] != nil {
-					return
-				}
-			}
-		})
-	}
-	wg.Wait()
+	var mu sync.Mutex
+	var errs []error
+	eachIndex(len(items), func(i int) {
+		if err := p.convert(i, items[i], gvk); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+		}
+	})
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// minConvertShare is the fewest objects worth a goroutine of their own in typedPage.
+// eachIndex calls fn for 0 ≤ i < n on every core, a share each (one goroutine for fewer than
+// minConvertShare items a core).
+func eachIndex(n int, fn func(i int)) {
+	workers := min(goruntime.GOMAXPROCS(0), max(1, n/minConvertShare))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := w; i < n; i += workers {
+				fn(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// pageResult is a page of a list, or why it could not be read.
+type pageResult struct {
+	page *livePage
+	err  error
+}
+
+// fetchPage lists one page (listPage) in the background.
+func (m *Manager) fetchPage(ctx context.Context, rm *meta.RESTMapping, opts metav1.ListOptions) <-chan pageResult {
+	ch := make(chan pageResult, 1)
+	go func() {
+		p, err := m.listPage(ctx, rm, opts)
+		ch <- pageResult{p, err}
+	}()
+	return ch
+}
+
+// minConvertShare is the fewest objects worth a goroutine of their own (eachIndex).
 const minConvertShare = 64
 
 // convert sets item i of the page from the typed object it, its managedFields kept aside.

@@ -37,6 +37,7 @@ type Manager struct {
 	// (SetWatched); verified are the members it last found up to date.
 	watched  Watched
 	verified verified
+	noting   atomic.Bool // remember what InSync finds up to date: a Watched view reads it
 	// inventoryRV is the resourceVersion of the inventory's parent as the manager last read
 	// or wrote it: the watched copy is used only while it is that one.
 	inventoryRV atomic.Value

@@ -36,19 +36,23 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 		return nil, err
 	}
 	inv := plan.inventory
-	var nodes []*unstructured.Unstructured
-	var changes []*Change
+	var nodes, objects []*unstructured.Unstructured
 	for _, d := range desired {
 		if d.GetKind() == "Node" && d.GroupVersionKind().Group == "" {
 			nodes = append(nodes, d)
-			continue
+		} else {
+			objects = append(objects, d)
 		}
-		c, err := m.prepare(d, inv.id)
-		if err != nil {
-			return nil, err
+	}
+	// Each object is prepared on its own (hashing it is most of the work): on every core.
+	changes := make([]*Change, len(objects))
+	errs := make([]error, len(objects))
+	eachIndex(len(objects), func(i int) { changes[i], errs[i] = m.prepare(objects[i], inv.id) })
+	for i, c := range changes {
+		if errs[i] != nil {
+			return nil, errs[i]
 		}
 		c.limited = plan.limited
-		changes = append(changes, c)
 	}
 	refuseSecondDeclarations(changes)
 	plan.desiredN = len(changes)
@@ -225,9 +229,12 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		// Pages of 500, built-in kinds as protobuf without managedFields (listPage), each
 		// trimmed of status at once (trimLive): the plan needs neither, and they are most of
 		// an object's size.
+		// The next page is asked for while this one is decided.
 		opts := metav1.ListOptions{LabelSelector: keys.ApplySetPartOf + "=" + inv.id, Limit: 500}
-		for {
-			p, err := m.listPage(ctx, rm, opts)
+		pending := m.fetchPage(ctx, rm, opts)
+		for pending != nil {
+			r := <-pending
+			p, err := r.page, r.err
 			if readRefused(err) {
 				mu.Lock()
 				unlisted[gk] = true
@@ -237,32 +244,39 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 			if err != nil {
 				return fmt.Errorf("list %s: %w", gk, err)
 			}
-			mu.Lock()
-			for i, u := range p.items {
-				key := object.RefOf(u).Key()
-				// An up-to-date member is decided here and not kept: a no-op sync of a
-				// large inventory then holds one copy of each object, not two.
-				if c := desired[key]; c != nil {
+			pending = nil
+			if opts.Continue = p.next; opts.Continue != "" {
+				pending = m.fetchPage(ctx, rm, opts)
+			}
+			// An up-to-date member is decided here and not kept: a no-op sync of a large
+			// inventory then holds one copy of each object, not two. Each item is its own
+			// desired change's: they are decided on every core.
+			kept := make([]bool, len(p.items))
+			eachIndex(len(p.items), func(i int) {
+				u := p.items[i]
+				if c := desired[object.RefOf(u).Key()]; c != nil {
 					if needsManagedFields(c.Desired, u) {
 						u = p.withManagedFields(i)
 					}
 					if m.upToDate(c.Desired, u) {
-						c.Action = ActionUnchanged
-						c.liveSeen = true
-						continue
+						c.Action, c.liveSeen = ActionUnchanged, true
+						return
 					}
 				}
 				u = p.withManagedFields(i)
 				trimLive(u)
-				live[key] = u
+				p.items[i], kept[i] = u, true
+			})
+			mu.Lock()
+			for i, u := range p.items {
+				if kept[i] {
+					live[object.RefOf(u).Key()] = u
+				}
 			}
 			listed += len(p.items)
 			stats.Listed += len(p.items)
 			progress(PhaseList, listed, max(listed, len(desired)))
 			mu.Unlock()
-			if opts.Continue = p.next; opts.Continue == "" {
-				break
-			}
 		}
 		return nil
 	})

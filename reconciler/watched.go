@@ -81,6 +81,7 @@ func (m *Manager) SetWatched(w Watched) {
 	m.mu.Lock()
 	m.watched = w
 	m.mu.Unlock()
+	m.noting.Store(w != nil)
 }
 
 func (m *Manager) watchedView() Watched {

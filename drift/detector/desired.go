@@ -3,8 +3,11 @@ package detector
 import (
 	"bytes"
 	"compress/flate"
+	"errors"
 	"fmt"
 	"io"
+	"runtime"
+	"sync"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
@@ -64,6 +67,31 @@ func (c *compressor) compress(u *unstructured.Unstructured) ([]byte, error) {
 	return bytes.Clone(c.buf.Bytes()), nil
 }
 
+// compressAll compresses the objects that are not node intents (nil for those), on every
+// core: it is most of indexing a revision, and the sync that applied it waits for it.
+func compressAll(objects []*unstructured.Unstructured) ([][]byte, error) {
+	raws := make([][]byte, len(objects))
+	workers := min(runtime.GOMAXPROCS(0), max(1, len(objects)/64))
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			var c compressor
+			for i := w; i < len(objects); i += workers {
+				u := objects[i]
+				if u.GetKind() == "Node" && u.GroupVersionKind().Group == "" {
+					continue
+				}
+				if raws[i], errs[w] = c.compress(u); errs[w] != nil {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return raws, errors.Join(errs...)
+}
+
 // nodeIntent is what the pools ask of one node.
 type nodeIntent struct {
 	pool   string
@@ -90,8 +118,11 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 	ds := &desiredState{revision: revision, digest: digest, objects: map[string]*desiredObject{},
 		gvrs: map[schema.GroupVersionResource]schema.GroupKind{}, nodes: map[string]nodeIntent{}, namespaces: map[string]bool{}}
 	poolSource := map[string]string{}
-	var c compressor
-	for _, u := range objects {
+	raws, err := compressAll(objects)
+	if err != nil {
+		return nil, err
+	}
+	for i, u := range objects {
 		gvk := u.GroupVersionKind()
 		if gvk.Kind == "Node" && gvk.Group == "" {
 			ds.nodes[u.GetName()] = nodeIntent{pool: u.GetLabels()[keys.Pool], labels: u.GetLabels()}
@@ -101,12 +132,8 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 		if err != nil {
 			return nil, err
 		}
-		raw, err := c.compress(u)
-		if err != nil {
-			return nil, err
-		}
 		ann := u.GetAnnotations()
-		o := &desiredObject{ref: object.RefOf(u), gvr: gvr, source: ann[keys.Source], raw: raw}
+		o := &desiredObject{ref: object.RefOf(u), gvr: gvr, source: ann[keys.Source], raw: raws[i]}
 		ds.objects[o.ref.Key()] = o
 		ds.gvrs[gvr] = gvk.GroupKind()
 		if ns := u.GetNamespace(); ns != "" {
