@@ -23,12 +23,13 @@ type GPUDelta struct {
 func gpuDeltas(changes []*Change) []GPUDelta {
 	type key struct{ ns, pool string }
 	sums := map[key]*GPUDelta{}
-	add := func(u *unstructured.Unstructured, after bool) {
+	// add counts u's GPUs before, after, or both (an object found up to date is both).
+	add := func(u *unstructured.Unstructured, before, after bool) {
 		g := object.GPUs(u)
 		if g == 0 {
 			return
 		}
-		pool := u.GetLabels()[keys.Pool]
+		pool := object.LabelOf(u, keys.Pool)
 		if pool == "" {
 			pool = keys.DefaultPool
 		}
@@ -40,7 +41,8 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 		}
 		if after {
 			d.After += g
-		} else {
+		}
+		if before {
 			d.Before += g
 		}
 	}
@@ -49,16 +51,22 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 		if c.liveSeen {
 			before = c.Desired // found up to date, not kept: same labels and requests
 		}
-		add(before, false)
-		if c.Action != ActionDelete {
-			after := c.Desired
-			switch {
-			case c.Error != "" || c.unchecked || c.Desired == nil: // not applied or not read, or a prune skipped: stays as it is
-				after = before
-			case c.Predicted != nil:
-				after = c.Predicted
-			}
-			add(after, true)
+		if c.Action == ActionDelete {
+			add(before, true, false)
+			continue
+		}
+		after := c.Desired
+		switch {
+		case c.Error != "" || c.unchecked || c.Desired == nil: // not applied or not read, or a prune skipped: stays as it is
+			after = before
+		case c.Predicted != nil:
+			after = c.Predicted
+		}
+		if after == before {
+			add(before, true, true)
+		} else {
+			add(before, true, false)
+			add(after, false, true)
 		}
 	}
 	out := make([]GPUDelta, 0, len(sums))

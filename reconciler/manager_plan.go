@@ -98,7 +98,7 @@ func inventorySize(live map[string]*unstructured.Unstructured, changes []*Change
 // serve and a tenant object outside its namespace make a failed change; only a failure of
 // discovery itself is an error.
 func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Change, error) {
-	c := &Change{Object: object.RefOf(u), Desired: u, Source: u.GetAnnotations()[keys.Source], tenant: tenantOf(u)}
+	c := &Change{Object: object.RefOf(u), Desired: u, Source: object.AnnotationOf(u, keys.Source), tenant: tenantOf(u)}
 	rm, err := m.mapping(u.GroupVersionKind())
 	if meta.IsNoMatchError(err) {
 		c.fail("%v", err)

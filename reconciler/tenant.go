@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -34,7 +35,7 @@ func TenantUser(namespace string) string {
 }
 
 // tenantOf returns the tenant namespace of an object: "" for admin objects.
-func tenantOf(u *unstructured.Unstructured) string { return u.GetAnnotations()[keys.Tenant] }
+func tenantOf(u *unstructured.Unstructured) string { return object.AnnotationOf(u, keys.Tenant) }
 
 // checkTenantScope is the plan-time scope rule of tenant objects. Tests switch it off to show
 // that the second layer (the tenant's identity) holds on its own.

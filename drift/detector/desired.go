@@ -24,6 +24,7 @@ type desiredObject struct {
 	ref    object.Ref
 	gvr    schema.GroupVersionResource
 	source string
+	hash   string // the applied-hash: equal hashes, equal JSON
 	raw    []byte // flate-compressed JSON
 }
 
@@ -68,8 +69,9 @@ func (c *compressor) compress(u *unstructured.Unstructured) ([]byte, error) {
 }
 
 // compressAll compresses the objects that are not node intents (nil for those), on every
-// core: it is most of indexing a revision, and the sync that applied it waits for it.
-func compressAll(objects []*unstructured.Unstructured) ([][]byte, error) {
+// core: it is most of indexing a revision, and the sync that applied it waits for it. An
+// object that prev holds with the same applied-hash is not compressed again.
+func compressAll(objects []*unstructured.Unstructured, prev *desiredState) ([][]byte, error) {
 	raws := make([][]byte, len(objects))
 	workers := min(runtime.GOMAXPROCS(0), max(1, len(objects)/64))
 	errs := make([]error, workers)
@@ -81,6 +83,14 @@ func compressAll(objects []*unstructured.Unstructured) ([][]byte, error) {
 				u := objects[i]
 				if u.GetKind() == "Node" && u.GroupVersionKind().Group == "" {
 					continue
+				}
+				if prev != nil {
+					if h := object.AnnotationOf(u, keys.AppliedHash); h != "" {
+						if o := prev.objects[object.RefOf(u).Key()]; o != nil && o.hash == h {
+							raws[i] = o.raw // compressed data is never changed: shared
+							continue
+						}
+					}
 				}
 				if raws[i], errs[w] = c.compress(u); errs[w] != nil {
 					return
@@ -113,12 +123,13 @@ type desiredState struct {
 }
 
 // newDesiredState indexes the objects of an applied revision (as Plan prepared them), whose
-// reconciler.Digest is digest.
-func newDesiredState(revision, digest string, objects []*unstructured.Unstructured, engine *reconciler.Manager) (*desiredState, error) {
+// reconciler.Digest is digest; the objects that prev (the revision before, or nil) holds
+// with the same applied-hash keep their compressed form (an edit of one file compresses one).
+func newDesiredState(revision, digest string, objects []*unstructured.Unstructured, prev *desiredState, engine *reconciler.Manager) (*desiredState, error) {
 	ds := &desiredState{revision: revision, digest: digest, objects: map[string]*desiredObject{},
 		gvrs: map[schema.GroupVersionResource]schema.GroupKind{}, nodes: map[string]nodeIntent{}, namespaces: map[string]bool{}}
 	poolSource := map[string]string{}
-	raws, err := compressAll(objects)
+	raws, err := compressAll(objects, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +144,7 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 			return nil, err
 		}
 		ann := u.GetAnnotations()
-		o := &desiredObject{ref: object.RefOf(u), gvr: gvr, source: ann[keys.Source], raw: raws[i]}
+		o := &desiredObject{ref: object.RefOf(u), gvr: gvr, source: ann[keys.Source], hash: ann[keys.AppliedHash], raw: raws[i]}
 		ds.objects[o.ref.Key()] = o
 		ds.gvrs[gvr] = gvk.GroupKind()
 		if ns := u.GetNamespace(); ns != "" {

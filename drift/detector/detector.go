@@ -178,6 +178,7 @@ func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured
 	}
 	d.mu.Lock()
 	same := d.desired != nil && desired != nil && d.desired.digest == digest
+	prev := d.desired
 	if same { // the same objects (a sync of an unchanged revision): keep the index
 		copied := *d.desired
 		copied.revision = revision
@@ -186,7 +187,7 @@ func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured
 	d.mu.Unlock()
 	if desired != nil && !same {
 		var err error
-		if ds, err = newDesiredState(revision, digest, desired, d.opts.Engine); err != nil {
+		if ds, err = newDesiredState(revision, digest, desired, prev, d.opts.Engine); err != nil {
 			d.opts.Log.Error("drift: index the applied objects", "err", err)
 			ds = nil
 		}

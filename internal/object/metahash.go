@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // MetaHash is a short hash of an object's labels and annotations: enough to tell that either
@@ -19,4 +21,21 @@ func MetaHash(labels, annotations map[string]string) string {
 		h.Write([]byte{0})
 	}
 	return strconv.FormatUint(h.Sum64(), 36)
+}
+
+// AnnotationOf is u's annotation key, read without copying the annotations (GetAnnotations
+// copies them all, for one value).
+func AnnotationOf(u *unstructured.Unstructured, key string) string {
+	md, _ := u.Object["metadata"].(map[string]any)
+	ann, _ := md["annotations"].(map[string]any)
+	s, _ := ann[key].(string)
+	return s
+}
+
+// LabelOf is u's label key, read without copying the labels.
+func LabelOf(u *unstructured.Unstructured, key string) string {
+	md, _ := u.Object["metadata"].(map[string]any)
+	labels, _ := md["labels"].(map[string]any)
+	s, _ := labels[key].(string)
+	return s
 }
