@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -59,6 +60,12 @@ func Main(m *testing.M, opts Options) int {
 		opts.BinDir = bin
 	}
 	c, err := Start(ctx, opts)
+	for attempt := 1; err != nil && portTaken(err) && attempt < 3 && ctx.Err() == nil && opts.Dir == ""; attempt++ {
+		// A free port was taken by another process (a client's ephemeral port: packages run
+		// side by side) between freePorts and the component's bind: start again, on new ports.
+		fmt.Fprintf(os.Stderr, "testcluster: a port was taken before a component bound it; starting again: %v\n", err)
+		c, err = Start(ctx, opts)
+	}
 	if err != nil {
 		return failMain(err)
 	}
@@ -86,4 +93,9 @@ func stopOnSignal(sigs <-chan os.Signal, cancelStart context.CancelFunc) {
 func failMain(err error) int {
 	fmt.Fprintf(os.Stderr, "FAIL: testcluster: the local Kubernetes cluster did not start, so no test ran:\n%v\n", err)
 	return 1
+}
+
+// portTaken tells a start that failed because a component could not bind its port.
+func portTaken(err error) bool {
+	return strings.Contains(err.Error(), "address already in use")
 }
