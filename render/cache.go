@@ -32,6 +32,10 @@ type Cache struct {
 	lru     *list.List // of *cacheEntry, most recently used first
 	entries map[cacheKey]*list.Element
 	stats   CacheStats
+	// render counts the renders begun: an entry used by the newest one is never evicted for
+	// another (evict), so that a repository larger than the bound keeps what fits instead of
+	// evicting every entry before its next use (a render reads the files in the same order).
+	render uint64
 }
 
 // CacheStats count what a Cache did.
@@ -83,6 +87,7 @@ type cacheEntry struct {
 	// for one value of queued.
 	objs    map[int]renderedDoc
 	evicted bool
+	used    uint64 // the render that used it last (Cache.render)
 }
 
 // renderedDoc is what renderCached gave for a document.
@@ -135,7 +140,16 @@ func (c *Cache) get(key cacheKey) *cacheEntry {
 	}
 	c.stats.Hits++
 	c.lru.MoveToFront(el)
-	return el.Value.(*cacheEntry)
+	e := el.Value.(*cacheEntry)
+	e.used = c.render
+	return e
+}
+
+// beginRender starts a render: the entries it uses are kept from then on (evict).
+func (c *Cache) beginRender() {
+	c.mu.Lock()
+	c.render++
+	c.mu.Unlock()
 }
 
 // put adds an entry (unless one of its key is already there) and returns the one kept.
@@ -145,24 +159,38 @@ func (c *Cache) put(e *cacheEntry) *cacheEntry {
 	if el, ok := c.entries[e.key]; ok {
 		return el.Value.(*cacheEntry)
 	}
+	e.used = c.render
 	c.entries[e.key] = c.lru.PushFront(e)
 	c.size += e.size
-	c.evict()
+	if !c.evict() { // full of what this render uses: e is not kept (its render still uses it)
+		c.drop(c.entries[e.key])
+	}
 	return e
 }
 
-// evict drops the least recently used entries until the cache is within its bound; the
-// newest entry stays even when it alone is larger.
-func (c *Cache) evict() {
+// evict drops the least recently used entries until the cache is within its bound, and says
+// whether it is. It stops at an entry that the render in progress has used: a repository
+// larger than the bound then keeps the files that fit, render after render, instead of
+// evicting each file before its next use. The newest entry stays even when it alone is larger.
+func (c *Cache) evict() bool {
 	for c.size > c.max && c.lru.Len() > 1 {
 		el := c.lru.Back()
-		e := el.Value.(*cacheEntry)
-		c.lru.Remove(el)
-		delete(c.entries, e.key)
-		c.size -= e.size
-		e.evicted = true
-		c.stats.Evictions++
+		if el.Value.(*cacheEntry).used == c.render {
+			return false
+		}
+		c.drop(el)
 	}
+	return true
+}
+
+// drop removes an entry.
+func (c *Cache) drop(el *list.Element) {
+	e := el.Value.(*cacheEntry)
+	c.lru.Remove(el)
+	delete(c.entries, e.key)
+	c.size -= e.size
+	e.evicted = true
+	c.stats.Evictions++
 }
 
 // newEntry parses a file for the cache.
@@ -267,11 +295,20 @@ func (c *Cache) remember(e *cacheEntry, i int, v renderVariant, objs []*unstruct
 	if e.objs == nil {
 		e.objs = map[int]renderedDoc{}
 	}
-	if old, ok := e.objs[i]; ok {
+	old, had := e.objs[i]
+	if had {
 		n -= old.size
 	}
 	e.objs[i] = r
 	e.size += n
 	c.size += n
-	c.evict()
+	if !c.evict() { // no room without evicting what this render uses: the objects are not kept
+		if had {
+			e.objs[i] = old
+		} else {
+			delete(e.objs, i)
+		}
+		e.size -= n
+		c.size -= n
+	}
 }

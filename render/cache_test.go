@@ -225,6 +225,30 @@ func TestCacheBound(t *testing.T) {
 	}
 }
 
+// TestCacheKeepsWhatFits: a tree about twice the bound keeps the files that fit from one
+// render to the next (an LRU would evict each file before its next use: renders read the
+// files in the same order), and renders stay right.
+func TestCacheKeepsWhatFits(t *testing.T) {
+	files := map[string]string{".gpuctl.yaml": "namespaces: [{path: teams/*/**, namespace: $1}]\n"}
+	for i := range 40 {
+		files[fmt.Sprintf("teams/team-a/job-%02d.yaml", i)] = benchFile(i)
+	}
+	fs, err := render.MemFS("/repo", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := render.NewCache(0)
+	want := renderWith(t, fs, "/repo", render.Options{Cache: whole})
+	cache := render.NewCache(whole.Stats().Bytes / 2)
+	for i := range 3 {
+		sameRendering(t, fmt.Sprintf("render %d", i), want, renderWith(t, fs, "/repo", render.Options{Cache: cache}))
+	}
+	s := cache.Stats()
+	if s.Hits < 2*10 || s.Bytes > whole.Stats().Bytes/2+16<<10 {
+		t.Errorf("a cache of half the tree kept too little from render to render (or too much): %+v", s)
+	}
+}
+
 // TestCacheConcurrent renders one tree from several goroutines with one cache (run with -race).
 func TestCacheConcurrent(t *testing.T) {
 	files := cacheRepo()

@@ -199,6 +199,7 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 	}
 	if st.cache != nil {
 		st.cfgDigest = configDigest(st.cfg)
+		st.cache.beginRender()
 	}
 	if err := st.collect(path, abs); err != nil {
 		return nil, err
