@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	goruntime "runtime"
 	"strconv"
 	"sync"
 
+	"github.com/gpuctl/gpuctl/internal/cores"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -87,7 +87,7 @@ func typedPage(list runtime.Object, gvk schema.GroupVersionKind) (*livePage, err
 	// The conversion is most of a no-op plan's time: it runs on every core, a share each.
 	var mu sync.Mutex
 	var errs []error
-	eachIndex(len(items), func(i int) {
+	cores.Each(len(items), func(i int) {
 		if err := p.convert(i, items[i], gvk); err != nil {
 			mu.Lock()
 			errs = append(errs, err)
@@ -98,21 +98,6 @@ func typedPage(list runtime.Object, gvk schema.GroupVersionKind) (*livePage, err
 		return nil, err
 	}
 	return p, nil
-}
-
-// eachIndex calls fn for 0 ≤ i < n on every core, a share each (one goroutine for fewer than
-// minConvertShare items a core).
-func eachIndex(n int, fn func(i int)) {
-	workers := min(goruntime.GOMAXPROCS(0), max(1, n/minConvertShare))
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := w; i < n; i += workers {
-				fn(i)
-			}
-		})
-	}
-	wg.Wait()
 }
 
 // pageResult is a page of a list, or why it could not be read.
@@ -130,9 +115,6 @@ func (m *Manager) fetchPage(ctx context.Context, rm *meta.RESTMapping, opts meta
 	}()
 	return ch
 }
-
-// minConvertShare is the fewest objects worth a goroutine of their own (eachIndex).
-const minConvertShare = 64
 
 // convert sets item i of the page from the typed object it, its managedFields kept aside.
 func (p *livePage) convert(i int, it runtime.Object, gvk schema.GroupVersionKind) error {

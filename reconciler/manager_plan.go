@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/cores"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
@@ -47,7 +48,7 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	// Each object is prepared on its own (hashing it is most of the work): on every core.
 	changes := make([]*Change, len(objects))
 	errs := make([]error, len(objects))
-	eachIndex(len(objects), func(i int) { changes[i], errs[i] = m.prepare(objects[i], inv.id) })
+	cores.Each(len(objects), func(i int) { changes[i], errs[i] = m.prepare(objects[i], inv.id) })
 	for i, c := range changes {
 		if errs[i] != nil {
 			return nil, errs[i]
@@ -252,7 +253,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 			// inventory then holds one copy of each object, not two. Each item is its own
 			// desired change's: they are decided on every core.
 			kept := make([]bool, len(p.items))
-			eachIndex(len(p.items), func(i int) {
+			cores.Each(len(p.items), func(i int) {
 				u := p.items[i]
 				if c := desired[object.RefOf(u).Key()]; c != nil {
 					if needsManagedFields(c.Desired, u) {

@@ -4,10 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"runtime"
-	"sync"
-	"sync/atomic"
 
+	"github.com/gpuctl/gpuctl/internal/cores"
 	"go.yaml.in/yaml/v3"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -18,7 +16,7 @@ import (
 func MarshalYAML(objs []*unstructured.Unstructured) ([]byte, error) {
 	docs := make([][]byte, len(objs))
 	errs := make([]error, len(objs))
-	parallelEach(len(objs), func(i int) {
+	cores.Each(len(objs), func(i int) {
 		var buf bytes.Buffer
 		buf.WriteString("---\n")
 		enc := yaml.NewEncoder(&buf)
@@ -32,29 +30,6 @@ func MarshalYAML(objs []*unstructured.Unstructured) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.Join(docs, nil), nil
-}
-
-// parallelEach calls fn(0..n-1) on GOMAXPROCS goroutines; results go to index i, so order holds.
-func parallelEach(n int, fn func(i int)) {
-	workers := min(runtime.GOMAXPROCS(0), n)
-	if workers <= 1 {
-		for i := 0; i < n; i++ {
-			fn(i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := int(next.Add(1) - 1); i < n; i = int(next.Add(1) - 1) {
-				fn(i)
-			}
-		}()
-	}
-	wg.Wait()
 }
 
 // MarshalJSON writes objects as a Kubernetes v1 List, as kubectl get -o json does.

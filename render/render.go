@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gpuctl/gpuctl/internal/cores"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -378,7 +379,7 @@ func relTo(base, p string) string {
 // collected per file and merged in file order, so the result does not depend on timing.
 func (st *run) parseAll() {
 	per := make([]diagnostics, len(st.sources))
-	parallelEach(len(st.sources), func(i int) {
+	cores.Each(len(st.sources), func(i int) {
 		s := st.sources[i]
 		if st.stopped() {
 			return

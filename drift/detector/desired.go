@@ -6,9 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"runtime"
-	"sync"
 
+	"github.com/gpuctl/gpuctl/internal/cores"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
@@ -73,32 +72,23 @@ func (c *compressor) compress(u *unstructured.Unstructured) ([]byte, error) {
 // object that prev holds with the same applied-hash is not compressed again.
 func compressAll(objects []*unstructured.Unstructured, prev *desiredState) ([][]byte, error) {
 	raws := make([][]byte, len(objects))
-	workers := min(runtime.GOMAXPROCS(0), max(1, len(objects)/64))
-	errs := make([]error, workers)
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			var c compressor
-			for i := w; i < len(objects); i += workers {
-				u := objects[i]
-				if u.GetKind() == "Node" && u.GroupVersionKind().Group == "" {
-					continue
-				}
-				if prev != nil {
-					if h := object.AnnotationOf(u, keys.AppliedHash); h != "" {
-						if o := prev.objects[object.RefOf(u).Key()]; o != nil && o.hash == h {
-							raws[i] = o.raw // compressed data is never changed: shared
-							continue
-						}
-					}
-				}
-				if raws[i], errs[w] = c.compress(u); errs[w] != nil {
+	errs := make([]error, len(objects))
+	compressors := make([]compressor, cores.Workers(len(objects))) // one a worker: it reuses its buffers
+	cores.EachWorker(len(objects), func(w, i int) {
+		u := objects[i]
+		if u.GetKind() == "Node" && u.GroupVersionKind().Group == "" {
+			return
+		}
+		if prev != nil {
+			if h := object.AnnotationOf(u, keys.AppliedHash); h != "" {
+				if o := prev.objects[object.RefOf(u).Key()]; o != nil && o.hash == h {
+					raws[i] = o.raw // compressed data is never changed: shared
 					return
 				}
 			}
-		})
-	}
-	wg.Wait()
+		}
+		raws[i], errs[i] = compressors[w].compress(u)
+	})
 	return raws, errors.Join(errs...)
 }
 
