@@ -10,6 +10,8 @@ import (
 	"github.com/gpuctl/gpuctl/drift/detector"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -104,5 +106,25 @@ func TestWatchedPlanIsNotStale(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	if st = h.sync("inventory-" + uniq()); st.Plan.Requests == 0 {
 		t.Fatalf("the edited inventory was not read again: plan %+v", *st.Plan)
+	}
+
+	// A Deployment that someone else created in the namespace with the inventory's label (a
+	// team can label what it creates): the same revision is not answered from the watches
+	// alone (a member the last sync did not have), and it is not pruned (it lacks gpuctl's
+	// managed-by label).
+	intruder := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "intruder", Namespace: ns,
+		Labels: map[string]string{keys.ApplySetPartOf: dep.Labels[keys.ApplySetPartOf], "app": "intruder"}},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "intruder"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "intruder"}},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
+	if _, err := h.kube.AppsV1().Deployments(ns).Create(h.ctx, intruder, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the watch event
+	if st = h.sync("intruder-" + uniq()); strings.Contains(st.Message, "nothing changed since") {
+		t.Fatalf("a foreign member was not seen: %q, plan %+v", st.Message, *st.Plan)
+	}
+	if _, err := h.kube.AppsV1().Deployments(ns).Get(h.ctx, "intruder", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the foreign Deployment is gone: %v (summary %q)", err, st.Summary)
 	}
 }
