@@ -206,15 +206,14 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		}
 		if w != nil {
 			keep := func(u *unstructured.Unstructured) {
-				mu.Lock()
-				defer mu.Unlock()
 				key := object.RefOf(u).Key()
-				if c := desired[key]; c != nil && m.upToDate(c.Desired, u) {
-					c.Action, c.liveSeen = ActionUnchanged, true
+				if m.seenUpToDate(desired[key], u) {
 					return
 				}
 				trimLive(u)
+				mu.Lock()
 				live[key] = u
+				mu.Unlock()
 			}
 			n, err := m.listWatched(ctx, w, inv, gk, rm, desired, keep)
 			if err != nil {
@@ -259,8 +258,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 					if needsManagedFields(c.Desired, u) {
 						u = p.withManagedFields(i)
 					}
-					if m.upToDate(c.Desired, u) {
-						c.Action, c.liveSeen = ActionUnchanged, true
+					if m.seenUpToDate(c, u) {
 						return
 					}
 				}
@@ -297,6 +295,16 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		}
 	}
 	return live, unlisted, nil
+}
+
+// seenUpToDate decides a listed member that is up to date with its desired change c (nil: not
+// desired) as unchanged, and says so; the member is then not kept.
+func (m *Manager) seenUpToDate(c *Change, u *unstructured.Unstructured) bool {
+	if c == nil || !m.upToDate(c.Desired, u) {
+		return false
+	}
+	c.Action, c.liveSeen = ActionUnchanged, true
+	return true
 }
 
 // readRefused tells a read that the reconciler is not allowed (or that the resource does not

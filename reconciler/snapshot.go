@@ -86,9 +86,6 @@ func (m *Manager) unchanged(ctx context.Context, w Watched, s *Snapshot) (*Plan,
 			return nil, false // members of a kind s does not have may be left to prune
 		}
 	}
-	if _, ok := w.Nodes(); !ok {
-		return nil, false
-	}
 	watched := 0
 	for gk, n := range s.gks {
 		members, ok := w.Members(inv.id, gk)
@@ -109,7 +106,7 @@ func (m *Manager) unchanged(ctx context.Context, w Watched, s *Snapshot) (*Plan,
 		intents[i] = n.DeepCopy() // planNodes may drop labels the node labeler publishes
 	}
 	var warnings []string
-	nodeChanges, err := m.planNodes(ctx, intents, nil, &warnings)
+	nodeChanges, err := m.planNodes(ctx, intents, nil, &warnings) // from the watch; a LIST fails Unchanged (requests)
 	if err != nil || len(warnings) > 0 {
 		return nil, false
 	}
