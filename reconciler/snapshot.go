@@ -95,7 +95,7 @@ func (m *Manager) unchanged(ctx context.Context, w Watched, s *Snapshot) (*Plan,
 		for _, mb := range members {
 			key := object.KeyOf(gk, mb.Namespace, mb.Name)
 			h, desired := s.hashes[key]
-			if !desired || !m.verified.unchanged(key, mb, h) {
+			if !desired || !m.verified.unchanged(gk, key, mb, h) {
 				return nil, false
 			}
 		}

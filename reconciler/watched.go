@@ -118,17 +118,18 @@ func (v *verified) note(live *unstructured.Unstructured, h string) {
 	v.mu.Unlock()
 }
 
-// unchanged reports whether member, of key, is still as it was when found up to date with
-// the configuration of applied-hash h: same object, same generation (or resourceVersion for
-// a kind without generations), same labels and annotations.
-func (v *verified) unchanged(key string, mb Member, h string) bool {
+// unchanged reports whether member, of key and group-kind gk, is still as it was when found
+// up to date with the configuration of applied-hash h: same object, same generation (or
+// resourceVersion for a kind whose generation does not follow its changes), same labels and
+// annotations.
+func (v *verified) unchanged(gk schema.GroupKind, key string, mb Member, h string) bool {
 	v.mu.Lock()
 	s, ok := v.m[key]
 	v.mu.Unlock()
 	if !ok || mb.Deleting || s.uid != mb.UID || s.metaHash != mb.MetaHash || s.appliedHash != h {
 		return false
 	}
-	if mb.Generation > 0 {
+	if mb.Generation > 0 && object.GenerationTracksChanges(gk) {
 		return s.generation == mb.Generation
 	}
 	return s.resourceVersion == mb.ResourceVersion
@@ -164,7 +165,7 @@ func (m *Manager) listWatched(ctx context.Context, w Watched, inv *inventory, gk
 	var reads []Member
 	for _, mb := range members {
 		key := object.KeyOf(gk, mb.Namespace, mb.Name)
-		if c := desired[key]; c != nil && m.verified.unchanged(key, mb, c.Desired.GetAnnotations()[keys.AppliedHash]) {
+		if c := desired[key]; c != nil && m.verified.unchanged(gk, key, mb, c.Desired.GetAnnotations()[keys.AppliedHash]) {
 			unchanged = append(unchanged, c)
 			continue
 		}

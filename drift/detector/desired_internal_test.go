@@ -5,7 +5,9 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // TestCompressAllKeepsUnchanged: a revision's objects that the revision before held with the
@@ -46,5 +48,19 @@ func TestCompressAllKeepsUnchanged(t *testing.T) {
 		if d.Object["data"].(map[string]any)["image"] != u.Object["data"].(map[string]any)["image"] {
 			t.Errorf("%s decodes to %v", u.GetName(), d.Object)
 		}
+	}
+}
+
+// TestPriorityClassEditIsEvaluated: an update of a PriorityClass (generation 1 whatever
+// changes) is evaluated; a Deployment's status update (same generation and metadata) is not.
+func TestPriorityClassEditIsEvaluated(t *testing.T) {
+	meta := func(rv string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", ResourceVersion: rv, Generation: 1}}
+	}
+	if !specOrMetaChanged(schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}, meta("5"), meta("6")) {
+		t.Error("an edited PriorityClass is not evaluated")
+	}
+	if specOrMetaChanged(schema.GroupKind{Group: "apps", Kind: "Deployment"}, meta("5"), meta("6")) {
+		t.Error("a Deployment's status update is evaluated")
 	}
 }

@@ -153,7 +153,7 @@ func (w *watches) startMeta(ctx context.Context, gvr schema.GroupVersionResource
 			}
 		},
 		UpdateFunc: func(old, obj any) {
-			if specOrMetaChanged(old, obj) {
+			if specOrMetaChanged(gk, old, obj) {
 				w.d.queue.Add(key(obj))
 			}
 		},
@@ -186,15 +186,16 @@ func slimMetadata(obj any) (any, error) {
 }
 
 // specOrMetaChanged tells an update worth evaluating: a new generation (the spec changed),
-// other labels or annotations, or any change of an object that has no generation. Status
+// other labels or annotations, or any change of an object that has no generation (or one
+// that does not follow its changes: object.GenerationTracksChanges). Status
 // updates of Jobs and Deployments are skipped without a request.
-func specOrMetaChanged(old, obj any) bool {
+func specOrMetaChanged(gk schema.GroupKind, old, obj any) bool {
 	a, errA := metaOf(old)
 	b, errB := metaOf(obj)
 	if errA != nil || errB != nil {
 		return true
 	}
-	if b.GetGeneration() == 0 {
+	if b.GetGeneration() == 0 || !object.GenerationTracksChanges(gk) {
 		return a.GetResourceVersion() != b.GetResourceVersion()
 	}
 	return a.GetGeneration() != b.GetGeneration() || a.GetAnnotations()[metaHashKey] != b.GetAnnotations()[metaHashKey] ||

@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 )
 
 // MetaHash is a short hash of an object's labels and annotations: enough to tell that either
@@ -38,4 +39,11 @@ func LabelOf(u *unstructured.Unstructured, key string) string {
 	labels, _ := md["labels"].(map[string]any)
 	s, _ := labels[key].(string)
 	return s
+}
+
+// GenerationTracksChanges tells the kinds whose metadata.generation grows with every change
+// of what gpuctl declares outside metadata. PriorityClass keeps generation 1 whatever changes
+// (its API strategy never bumps it); kinds without generations have 0 and are not asked.
+func GenerationTracksChanges(gk schema.GroupKind) bool {
+	return gk != schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}
 }
