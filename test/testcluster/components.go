@@ -96,16 +96,12 @@ func controllerManagerArgs(kubeconfig string, creds *credentials) []string {
 	}
 }
 
-// schedulerArgs runs the default scheduler without leader election or a serving port. A pod
-// that no node could take is tried again after 10 s at most (5 minutes by default): a pod of a
-// Job that completes frees its GPUs without an event that the scheduler's queueing hints
-// retry on, and tests (TestGetAndDescribe) wait for the pod that was left behind.
+// schedulerArgs runs the default scheduler without leader election or a serving port.
 func schedulerArgs(kubeconfig string) []string {
 	return []string{
 		"--kubeconfig=" + kubeconfig,
 		"--secure-port=0",
 		"--leader-elect=false",
-		"--pod-max-in-unschedulable-pods-duration=10s",
 	}
 }
 
