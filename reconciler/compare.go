@@ -11,6 +11,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 // appliedHash is the hash of the configuration gpuctl applies for an object, without the
@@ -53,10 +54,16 @@ func (w *hashWriter) Write(b []byte) (int, error) {
 // configuration last applied (its hash) is the desired one, and every value gpuctl applies is
 // still in the live object (InSync). False means "cannot tell": a server-side dry-run decides.
 func (m *Manager) upToDate(desired, live *unstructured.Unstructured) bool {
-	if live == nil || live.GetAnnotations()[keys.AppliedHash] != desired.GetAnnotations()[keys.AppliedHash] {
+	return m.upToDateAs(desired, live, nil)
+}
+
+// upToDateAs is upToDate of a live object read as typed (nil: live is whole), live then
+// holding its metadata alone: the values are compared in typed (see inSync).
+func (m *Manager) upToDateAs(desired, live *unstructured.Unstructured, typed runtime.Object) bool {
+	if live == nil || object.AnnotationOf(live, keys.AppliedHash) != object.AnnotationOf(desired, keys.AppliedHash) {
 		return false
 	}
-	return m.InSync(desired, live)
+	return m.inSync(desired, live, typed)
 }
 
 // Digest identifies a set of desired objects as Plan prepared them (each carries its

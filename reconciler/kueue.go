@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 )
 
@@ -108,8 +109,20 @@ func (m *Manager) applied(desired, live *unstructured.Unstructured) (body *unstr
 // it): applying it would change nothing gpuctl sets. The fields left to Kueue are not compared
 // (see QueueManaged). live must carry its managedFields, as read from the API server.
 func (m *Manager) InSync(desired, live *unstructured.Unstructured) bool {
+	return m.inSync(desired, live, nil)
+}
+
+// inSync is InSync of a live object read as typed (nil: live is whole), live then holding its
+// metadata alone (and its managedFields where leftToKueue reads them): the values are those of
+// typed (object.ContainsTyped), the rest is read from live.
+func (m *Manager) inSync(desired, live *unstructured.Unstructured, typed runtime.Object) bool {
 	body, _ := m.applied(desired, live)
-	ok := object.Contains(body, live)
+	var ok bool
+	if typed != nil {
+		ok = object.ContainsTyped(body, typed)
+	} else {
+		ok = object.Contains(body, live)
+	}
 	if !m.noting.Load() {
 		return ok // no watched view (the CLI): nothing reads what was found up to date
 	}

@@ -2,12 +2,11 @@ package reconciler
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
-	"sync"
 
-	"github.com/gpuctl/gpuctl/internal/cores"
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,20 +19,22 @@ import (
 // The inventory's LIST is most of a no-op sync: decoding JSON into unstructured objects costs
 // ~15 times more than decoding protobuf into typed ones, and half of a Job's bytes are its
 // managedFields, which the plan needs only for queue-managed Jobs (leftToKueue). So built-in
-// kinds (those of client-go's scheme) are listed with protobuf into typed objects, and each
-// is converted to unstructured without its managedFields; those are added back where the plan
-// reads them (withManagedFields). Kinds the scheme does not know (CRDs) are listed as JSON with
-// the dynamic client.
+// kinds (those of client-go's scheme) are listed with protobuf into typed objects, which are
+// compared with their desired objects as they are (object.ContainsTyped): only a member that
+// is not up to date is converted to unstructured (without its managedFields, but a Job's,
+// which trimLive keeps). Kinds the scheme does not know (CRDs) are listed as JSON with the
+// dynamic client.
 
 // protobuf is the content type of the typed lists; JSON is accepted as a fallback.
 const protobuf = "application/vnd.kubernetes.protobuf"
 
-// livePage is one page of a list: the objects without their managedFields (fields holds
-// them, by index, for the typed lists; nil when the objects still carry theirs).
+// livePage is one page of a list. A typed page holds its objects as decoded (typed), each
+// converted to unstructured on demand (live); a page of the dynamic client holds them in items.
 type livePage struct {
-	items  []*unstructured.Unstructured
-	fields [][]metav1.ManagedFieldsEntry
-	next   string
+	items []*unstructured.Unstructured
+	typed []runtime.Object
+	gvk   schema.GroupVersionKind
+	next  string
 }
 
 // listPage lists one page of a resource across all namespaces.
@@ -44,7 +45,7 @@ func (m *Manager) listPage(ctx context.Context, rm *meta.RESTMapping, opts metav
 		if err != nil {
 			return nil, err
 		}
-		p := &livePage{items: make([]*unstructured.Unstructured, len(l.Items)), next: l.GetContinue()}
+		p := &livePage{items: make([]*unstructured.Unstructured, len(l.Items)), gvk: rm.GroupVersionKind, next: l.GetContinue()}
 		for i := range l.Items {
 			p.items[i] = &unstructured.Unstructured{Object: l.Items[i].Object}
 		}
@@ -71,8 +72,7 @@ func (m *Manager) listPage(ctx context.Context, rm *meta.RESTMapping, opts metav
 	return typedPage(obj, rm.GroupVersionKind)
 }
 
-// typedPage converts a typed list to unstructured objects of kind gvk, keeping their
-// managedFields aside.
+// typedPage is the page of a typed list of objects of kind gvk.
 func typedPage(list runtime.Object, gvk schema.GroupVersionKind) (*livePage, error) {
 	lm, err := meta.ListAccessor(list)
 	if err != nil {
@@ -82,22 +82,10 @@ func typedPage(list runtime.Object, gvk schema.GroupVersionKind) (*livePage, err
 	if err != nil {
 		return nil, err
 	}
-	p := &livePage{items: make([]*unstructured.Unstructured, len(items)), fields: make([][]metav1.ManagedFieldsEntry, len(items)),
-		next: lm.GetContinue()}
-	// The conversion is most of a no-op plan's time: it runs on every core, a share each.
-	var mu sync.Mutex
-	var errs []error
-	cores.Each(len(items), func(i int) {
-		if err := p.convert(i, items[i], gvk); err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	for _, it := range items {
+		it.GetObjectKind().SetGroupVersionKind(gvk) // protobuf leaves it out; desired objects have it
 	}
-	return p, nil
+	return &livePage{items: make([]*unstructured.Unstructured, len(items)), typed: items, gvk: gvk, next: lm.GetContinue()}, nil
 }
 
 // pageResult is a page of a list, or why it could not be read.
@@ -116,33 +104,68 @@ func (m *Manager) fetchPage(ctx context.Context, rm *meta.RESTMapping, opts meta
 	return ch
 }
 
-// convert sets item i of the page from the typed object it, its managedFields kept aside.
-func (p *livePage) convert(i int, it runtime.Object, gvk schema.GroupVersionKind) error {
+// key is the object.Ref key of item i.
+func (p *livePage) key(i int) string {
+	if p.typed == nil {
+		return object.RefOf(p.items[i]).Key()
+	}
+	a, err := meta.Accessor(p.typed[i])
+	if err != nil {
+		return ""
+	}
+	return object.Ref{APIVersion: p.gvk.GroupVersion().String(), Kind: p.gvk.Kind, Namespace: a.GetNamespace(), Name: a.GetName()}.Key()
+}
+
+// upToDateInPage tells whether item i is up to date with its desired change c, and if so decides
+// it unchanged (seenUpToDate): a typed item is compared as it is, with its metadata alone
+// converted (what upToDate reads besides the values).
+func (m *Manager) upToDateInPage(c *Change, p *livePage, i int) bool {
+	if p.typed == nil {
+		return m.seenUpToDate(c, p.items[i], nil)
+	}
+	a, err := meta.Accessor(p.typed[i])
+	if err != nil || a.GetAnnotations()[keys.AppliedHash] != object.AnnotationOf(c.Desired, keys.AppliedHash) {
+		return false
+	}
+	md := &unstructured.Unstructured{Object: map[string]any{}}
+	md.SetGroupVersionKind(p.gvk)
+	md.SetNamespace(a.GetNamespace())
+	md.SetName(a.GetName())
+	md.SetUID(a.GetUID())
+	md.SetResourceVersion(a.GetResourceVersion())
+	md.SetGeneration(a.GetGeneration())
+	md.SetLabels(a.GetLabels())
+	md.SetAnnotations(a.GetAnnotations())
+	if needsManagedFields(c.Desired, md) {
+		md.SetManagedFields(a.GetManagedFields())
+	}
+	return m.seenUpToDate(c, md, p.typed[i])
+}
+
+// live returns item i as an unstructured object, without managedFields but a Job's (see
+// trimLive).
+func (p *livePage) live(i int) (*unstructured.Unstructured, error) {
+	if p.items[i] != nil || p.typed == nil {
+		return p.items[i], nil
+	}
+	it := p.typed[i]
 	a, err := meta.Accessor(it)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p.fields[i] = a.GetManagedFields()
+	fields := a.GetManagedFields()
 	a.SetManagedFields(nil)
 	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(it)
 	if err != nil {
-		return fmt.Errorf("%s %s/%s: %w", gvk.Kind, a.GetNamespace(), a.GetName(), err)
+		return nil, fmt.Errorf("%s %s/%s: %w", p.gvk.Kind, a.GetNamespace(), a.GetName(), err)
 	}
 	u := &unstructured.Unstructured{Object: obj}
-	u.SetGroupVersionKind(gvk)
-	p.items[i] = u
-	return nil
-}
-
-// withManagedFields gives a live object of a page its managedFields back where the plan reads
-// them: on a Job (leftToKueue reads them, trimLive keeps them).
-func (p *livePage) withManagedFields(i int) *unstructured.Unstructured {
-	u := p.items[i]
-	if p.fields != nil && p.fields[i] != nil && isJob(u) {
-		u.SetManagedFields(p.fields[i])
-		p.fields[i] = nil
+	u.SetGroupVersionKind(p.gvk)
+	if isJob(u) && fields != nil {
+		u.SetManagedFields(fields)
 	}
-	return u
+	p.items[i] = u
+	return u, nil
 }
 
 // needsManagedFields tells a live object whose up-to-date check reads its managedFields (see

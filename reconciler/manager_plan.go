@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 )
@@ -207,7 +208,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		if w != nil {
 			keep := func(u *unstructured.Unstructured) {
 				key := object.RefOf(u).Key()
-				if m.seenUpToDate(desired[key], u) {
+				if m.seenUpToDate(desired[key], u, nil) {
 					return
 				}
 				trimLive(u)
@@ -252,20 +253,22 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 			// inventory then holds one copy of each object, not two. Each item is its own
 			// desired change's: they are decided on every core.
 			kept := make([]bool, len(p.items))
+			errs := make([]error, len(p.items))
 			cores.Each(len(p.items), func(i int) {
-				u := p.items[i]
-				if c := desired[object.RefOf(u).Key()]; c != nil {
-					if needsManagedFields(c.Desired, u) {
-						u = p.withManagedFields(i)
-					}
-					if m.seenUpToDate(c, u) {
-						return
-					}
+				if c := desired[p.key(i)]; c != nil && m.upToDateInPage(c, p, i) {
+					return
 				}
-				u = p.withManagedFields(i)
+				u, err := p.live(i)
+				if err != nil {
+					errs[i] = err
+					return
+				}
 				trimLive(u)
-				p.items[i], kept[i] = u, true
+				kept[i] = true
 			})
+			if err := errors.Join(errs...); err != nil {
+				return err
+			}
 			mu.Lock()
 			for i, u := range p.items {
 				if kept[i] {
@@ -298,9 +301,10 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 }
 
 // seenUpToDate decides a listed member that is up to date with its desired change c (nil: not
-// desired) as unchanged, and says so; the member is then not kept.
-func (m *Manager) seenUpToDate(c *Change, u *unstructured.Unstructured) bool {
-	if c == nil || !m.upToDate(c.Desired, u) {
+// desired) as unchanged, and says so; the member is then not kept. typed, when not nil, is the
+// member as decoded, u then its metadata alone (see upToDateAs).
+func (m *Manager) seenUpToDate(c *Change, u *unstructured.Unstructured, typed runtime.Object) bool {
+	if c == nil || !m.upToDateAs(c.Desired, u, typed) {
 		return false
 	}
 	c.Action, c.liveSeen = ActionUnchanged, true
