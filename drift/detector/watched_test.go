@@ -80,6 +80,11 @@ func TestWatchedPlanIsNotStale(t *testing.T) {
 	if _, err := h.kube.AppsV1().Deployments(ns).Get(h.ctx, "svc-1", metav1.GetOptions{}); err != nil {
 		t.Fatalf("svc-1 not created again: %v", err)
 	}
+	// A sync that rendered, planned, wrote and told the detector says where its time went.
+	if s := st.Steps; s == nil || s.Render <= 0 || s.Plan != st.Plan.Duration || s.Apply <= 0 || s.Drift <= 0 ||
+		s.Fetch+s.Render+s.Plan+s.Apply+s.Drift > st.Duration {
+		t.Fatalf("steps %+v of a sync of %s", s, st.Duration)
+	}
 
 	// Changed out of band (the spec, and an annotation): the next sync sees each change.
 	h.edit("deployments", ns, "svc-2", `{"spec":{"template":{"spec":{"containers":[{"name":"svc-2","image":"httpd"}]}}}}`)

@@ -122,6 +122,7 @@ func benchRSS(b *testing.B, n int) {
 	// Bar 2 on the real binary: one file edited (a label of one Job) → the Job has it.
 	kube := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
 	var edits []time.Duration
+	var editSteps []string
 	for i := range 5 {
 		j := (i*7919 + 42) % n
 		value := strconv.Itoa(i)
@@ -142,6 +143,9 @@ func benchRSS(b *testing.B, n int) {
 		}
 		edits = append(edits, time.Since(began))
 		time.Sleep(time.Second) // the sync after it ends
+		if st, _, err := store.Read(ctx); err == nil && st.Steps != nil {
+			editSteps = append(editSteps, fmt.Sprintf("%s (%s)", st.Duration.Round(time.Millisecond), st.Steps))
+		}
 	}
 	slices.SortFunc(noops, func(a, b daemon.Status) int { return int(a.Duration - b.Duration) })
 	med := noops[len(noops)/2]
@@ -159,6 +163,7 @@ func benchRSS(b *testing.B, n int) {
 		noops[len(noops)-1].Duration.Round(time.Millisecond), noops[len(noops)-1].Plan.Requests)
 	fmt.Printf("gpuctl-reconciler with %d objects: one file edited → applied, 5 edits: p50 %s, max %s (bar p50 0.3 s): %s\n",
 		n, percentile(edits, 0.5).Round(time.Millisecond), percentile(edits, 1).Round(time.Millisecond), passFail(percentile(edits, 0.5) <= 300*time.Millisecond))
+	fmt.Printf("gpuctl-reconciler with %d objects: the edits' syncs: %s\n", n, strings.Join(editSteps, "; "))
 	fmt.Printf("gpuctl-reconciler with %d objects: RSS %d MiB after the first sync, %d MiB after the no-ops, peak %d MiB (bar 150 MiB): %s; %.1f KiB per object\n",
 		n, rss/1024, rss2/1024, hwm/1024, passFail(hwm <= 150*1024), float64(hwm)/float64(n))
 }

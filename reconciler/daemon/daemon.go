@@ -256,6 +256,9 @@ func (d *Daemon) log(st Status) {
 	if p := st.Plan; p != nil {
 		attrs = append(attrs, "plan", fmt.Sprintf("%s, %d requests, %d listed, %d from watches", p.Duration.Round(time.Millisecond), p.Requests, p.Listed, p.Watched))
 	}
+	if st.Steps != nil {
+		attrs = append(attrs, "steps", st.Steps.String())
+	}
 	if st.Result == ResultSucceeded {
 		d.opts.Log.Info("synced", attrs...)
 		return
@@ -277,11 +280,13 @@ const maxErrors = 50
 // sync that someone asked for.
 func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bool) {
 	snapshot := d.snapshot.Swap(nil) // set again by a sync that leaves nothing to do
-	rev, res, err, renderErr := d.read(ctx, func(rev sources.Revision) bool { return d.unchanged(ctx, rev, prev, snapshot, st) })
+	steps := &Steps{}
+	rev, res, err, renderErr := d.read(ctx, steps, func(rev sources.Revision) bool { return d.unchanged(ctx, rev, prev, snapshot, st) })
 	if err == nil && res == nil && renderErr == nil { // unchanged: nothing rendered, planned nor applied
 		d.snapshot.Store(snapshot)
 		return
 	}
+	st.Steps = steps
 	if err != nil {
 		st.Result, st.Message = ResultFetchFailed, err.Error()
 		if st.AppliedRevision != "" {
@@ -311,6 +316,9 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	res = nil // the parsed documents are not needed any more: let them be collected
 	prog := d.newSyncProgress()
 	plan, err := d.opts.Engine.Plan(prog.planContext(ctx), objects)
+	if plan != nil {
+		steps.Plan = plan.Stats.Took
+	}
 	if err != nil {
 		st.Result, st.Message = ResultFailed, "plan: "+err.Error()
 		return
@@ -334,7 +342,9 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 			st.Message += "; drift is reported, not corrected (--drift=report): gpuctl sync applies it again"
 		}
 		if d.opts.Drift != nil {
+			began := time.Now()
 			d.opts.Drift.EndSync(rev.ID, objects, pendingOf(plan, false))
+			steps.Drift = time.Since(began)
 		}
 		if !plan.HasChanges() {
 			d.snapshot.Store(reconciler.SnapshotOf(plan, objects))
@@ -351,6 +361,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	applied := time.Now()
 	cs, err := d.opts.Engine.Apply(ctx, plan, prog.apply)
+	steps.Apply = time.Since(applied)
 	if err == nil && !plan.HasChanges() {
 		d.snapshot.Store(reconciler.SnapshotOf(plan, objects))
 	}
@@ -360,6 +371,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	d.recordTakenBack(ctx, taken)
 	if d.opts.Drift != nil {
+		began := time.Now()
 		if cs == nil || cs.WriteFailed() {
 			d.opts.Drift.EndSync("", nil, nil)
 		} else { // applied, but for objects that failed at plan time: they are not watched
@@ -367,6 +379,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 			plan = nil // let the plan's live objects go before the detector indexes the revision
 			d.opts.Drift.EndSync(rev.ID, accepted, pending)
 		}
+		steps.Drift = time.Since(began)
 	}
 	queued := queuedJobs(objects)
 	jobErrors := d.jobStartErrors(ctx, cs, applied, queued)
@@ -391,10 +404,13 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 
 // read fetches the newest revision and renders it, while no write changes the tree; a fetch
 // error is err, a render error renderErr.
-func (d *Daemon) read(ctx context.Context, unchanged func(sources.Revision) bool) (rev sources.Revision, res *render.Result, err, renderErr error) {
+func (d *Daemon) read(ctx context.Context, steps *Steps, unchanged func(sources.Revision) bool) (rev sources.Revision, res *render.Result, err, renderErr error) {
 	d.tree.RLock()
 	defer d.tree.RUnlock()
-	if rev, err = d.opts.Source.Fetch(ctx); err != nil {
+	began := time.Now()
+	rev, err = d.opts.Source.Fetch(ctx)
+	steps.Fetch = time.Since(began)
+	if err != nil {
 		return rev, nil, err, nil
 	}
 	d.mu.Lock()
@@ -403,7 +419,9 @@ func (d *Daemon) read(ctx context.Context, unchanged func(sources.Revision) bool
 	if unchanged != nil && unchanged(rev) {
 		return rev, nil, nil, nil
 	}
+	began = time.Now()
 	res, renderErr = d.render(ctx, rev)
+	steps.Render = time.Since(began)
 	return rev, res, nil, renderErr
 }
 

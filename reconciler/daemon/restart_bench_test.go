@@ -62,6 +62,9 @@ func benchRestart(b *testing.B, n int) {
 	if p := st.Plan; p != nil {
 		plan = fmt.Sprintf("its plan %s with %d requests, %d listed, %d from watches", p.Duration.Round(10*time.Millisecond), p.Requests, p.Listed, p.Watched)
 	}
+	if st.Steps != nil {
+		plan += "; " + st.Steps.String()
+	}
 	fmt.Printf("gpuctl-reconciler restarted over %d objects (the cluster quiet after %s): first sync %s after the start (the sync itself %s, %s; %s): %s (bar 3 s, 0 writes); idle (quiet after %s) %.2f %% of a core over %s: %s (bar 1 %%)\n",
 		n, quiet.Round(time.Second), firstSync.Round(10*time.Millisecond), st.Duration.Round(10*time.Millisecond), plan, st.Summary,
 		passFail(firstSync <= 3*time.Second && noWrites), settled.Round(time.Second), idle*100, idleFor, passFail(idle <= 0.01))

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
@@ -59,12 +60,35 @@ type Status struct {
 	Duration time.Duration `json:"duration,omitempty"`
 	// Plan is what planning the last attempt cost.
 	Plan *PlanCost `json:"plan,omitempty"`
+	// Steps is where the last attempt's time went.
+	Steps *Steps `json:"steps,omitempty"`
 	// LastHandledRequest is the value of the last sync request annotation handled.
 	LastHandledRequest string `json:"lastHandledRequest,omitempty"`
 	// Leader is the identity of the replica that wrote this status.
 	Leader string `json:"leader,omitempty"`
 	// Mode is the drift mode.
 	Mode drift.Mode `json:"mode,omitempty"`
+}
+
+// Steps is how long each step of a sync took; the rest of its Duration is bookkeeping (the
+// digest, the status, the Jobs' start checks).
+type Steps struct {
+	// Fetch is reading the revision from the source.
+	Fetch time.Duration `json:"fetch"`
+	// Render is turning its files into objects.
+	Render time.Duration `json:"render"`
+	// Plan is deciding what to do (Plan.Duration).
+	Plan time.Duration `json:"plan"`
+	// Apply is the writes.
+	Apply time.Duration `json:"apply"`
+	// Drift is handing the applied objects to the drift detector.
+	Drift time.Duration `json:"drift"`
+}
+
+// String is the steps as the sync's log line shows them.
+func (s *Steps) String() string {
+	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+	return fmt.Sprintf("fetch %s, render %s, plan %s, apply %s, drift %s", r(s.Fetch), r(s.Render), r(s.Plan), r(s.Apply), r(s.Drift))
 }
 
 // PlanCost is what a sync's plan cost: its API requests, the members it read by LIST and
