@@ -3,10 +3,9 @@ package reconciler
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
-	"hash"
 	"sort"
+	"sync"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
@@ -17,7 +16,7 @@ import (
 // appliedHash is the hash of the configuration gpuctl applies for an object, without the
 // hash annotation itself: equal hashes mean equal configurations.
 func appliedHash(u *unstructured.Unstructured) string {
-	if _, ok := u.GetAnnotations()[keys.AppliedHash]; !ok {
+	if md, _ := u.Object["metadata"].(map[string]any); md == nil || !hasKey(md["annotations"], keys.AppliedHash) {
 		return hashOf(u)
 	}
 	c := u.DeepCopy()
@@ -25,30 +24,30 @@ func appliedHash(u *unstructured.Unstructured) string {
 	return hashOf(c)
 }
 
-// hashOf hashes an object as it is: the SHA-256 of its JSON (map keys sorted: the same
-// object gives the same bytes), streamed into the hash from the encoder's pooled buffer
-// rather than copied out of it as json.Marshal does (a plan hashes every desired object).
+// hasKey tells a map (of annotations) that has key.
+func hasKey(m any, key string) bool {
+	mm, _ := m.(map[string]any)
+	_, ok := mm[key]
+	return ok
+}
+
+// hashOf hashes an object as it is: the SHA-256 of its JSON as json.Marshal writes it (map
+// keys sorted: the same object gives the same bytes), written by object.AppendJSON into a
+// pooled buffer (a plan hashes every desired object).
 func hashOf(u *unstructured.Unstructured) string {
-	w := hashWriter{h: sha256.New()}
-	if err := json.NewEncoder(&w).Encode(u.Object); err != nil {
+	bp := hashBuffers.Get().(*[]byte)
+	b, err := object.AppendJSON((*bp)[:0], u.Object)
+	if err != nil {
 		panic(fmt.Sprintf("reconciler: hash %s: %v", object.RefOf(u), err)) // unstructured objects always marshal
 	}
-	return hex.EncodeToString(w.h.Sum(nil)[:16])
+	sum := sha256.Sum256(b)
+	*bp = b
+	hashBuffers.Put(bp)
+	return hex.EncodeToString(sum[:16])
 }
 
-// hashWriter hashes what a json.Encoder writes, without the newline that ends each value:
-// the hash is that of json.Marshal's bytes, as it always was (the applied-hash annotations
-// of live objects keep matching).
-type hashWriter struct{ h hash.Hash }
-
-func (w *hashWriter) Write(b []byte) (int, error) {
-	if n := len(b); n > 0 && b[n-1] == '\n' {
-		w.h.Write(b[:n-1])
-	} else {
-		w.h.Write(b)
-	}
-	return len(b), nil
-}
+// hashBuffers are hashOf's buffers.
+var hashBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // upToDate decides locally, without a request, that a live object needs no apply: the
 // configuration last applied (its hash) is the desired one, and every value gpuctl applies is
@@ -71,7 +70,7 @@ func (m *Manager) upToDateAs(desired, live *unstructured.Unstructured, typed run
 func Digest(objects []*unstructured.Unstructured) string {
 	lines := make([]string, 0, len(objects))
 	for _, u := range objects {
-		h := u.GetAnnotations()[keys.AppliedHash]
+		h := object.AnnotationOf(u, keys.AppliedHash)
 		if h == "" {
 			h = hashOf(u)
 		}

@@ -47,8 +47,8 @@ func QueueManaged(u *unstructured.Unstructured) bool {
 	if u == nil || !isJob(u) {
 		return false
 	}
-	_, ok := u.GetLabels()[keys.KueueQueueName]
-	return ok
+	md, _ := u.Object["metadata"].(map[string]any)
+	return hasKey(md["labels"], keys.KueueQueueName)
 }
 
 func isJob(u *unstructured.Unstructured) bool {
@@ -126,7 +126,7 @@ func (m *Manager) inSync(desired, live *unstructured.Unstructured, typed runtime
 	if !m.noting.Load() {
 		return ok // no watched view (the CLI): nothing reads what was found up to date
 	}
-	if h := desired.GetAnnotations()[keys.AppliedHash]; ok && h != "" && live.GetAnnotations()[keys.AppliedHash] == h {
+	if h := object.AnnotationOf(desired, keys.AppliedHash); ok && h != "" && object.AnnotationOf(live, keys.AppliedHash) == h {
 		m.verified.note(live, h) // a plan from the watches trusts it while it does not change
 	}
 	return ok

@@ -533,7 +533,7 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 	switch {
 	case len(c.Diff) > 0 || len(c.Conflicts) > 0 || len(c.TakeBack) > 0:
 		c.Action = ActionUpdate
-	case c.Live.GetAnnotations()[keys.AppliedHash] != c.Desired.GetAnnotations()[keys.AppliedHash]:
+	case object.AnnotationOf(c.Live, keys.AppliedHash) != object.AnnotationOf(c.Desired, keys.AppliedHash):
 		c.Action = ActionUpdate
 		c.Reason = "the configuration changed without changing the object; records it"
 	default:

@@ -101,7 +101,7 @@ func (c *Change) fail(format string, args ...any) {
 // one's: the revision changes what gpuctl applies to the object.
 func (c *Change) revisionChanges() bool {
 	return c.Live == nil || c.Desired == nil ||
-		c.Live.GetAnnotations()[keys.AppliedHash] != c.Desired.GetAnnotations()[keys.AppliedHash]
+		object.AnnotationOf(c.Live, keys.AppliedHash) != object.AnnotationOf(c.Desired, keys.AppliedHash)
 }
 
 // LeaveDrift is report mode's rule for a new revision: a change whose object the revision does

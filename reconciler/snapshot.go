@@ -46,7 +46,7 @@ func SnapshotOf(plan *Plan, desired []*unstructured.Unstructured) *Snapshot {
 			return nil // Apply also keeps paused Jobs out of Kueue's queue (kueuepause): not skipped
 		}
 		ref := object.RefOf(u)
-		h := u.GetAnnotations()[keys.AppliedHash]
+		h := object.AnnotationOf(u, keys.AppliedHash)
 		if h == "" {
 			return nil
 		}

@@ -165,7 +165,7 @@ func (m *Manager) listWatched(ctx context.Context, w Watched, inv *inventory, gk
 	var reads []Member
 	for _, mb := range members {
 		key := object.KeyOf(gk, mb.Namespace, mb.Name)
-		if c := desired[key]; c != nil && m.verified.unchanged(gk, key, mb, c.Desired.GetAnnotations()[keys.AppliedHash]) {
+		if c := desired[key]; c != nil && m.verified.unchanged(gk, key, mb, object.AnnotationOf(c.Desired, keys.AppliedHash)) {
 			unchanged = append(unchanged, c)
 			continue
 		}
@@ -185,7 +185,7 @@ func (m *Manager) listWatched(ctx context.Context, w Watched, inv *inventory, gk
 		if err != nil {
 			return err
 		}
-		if u.GetLabels()[keys.ApplySetPartOf] != inv.id {
+		if object.LabelOf(u, keys.ApplySetPartOf) != inv.id {
 			return nil // no longer a member
 		}
 		mu.Lock()

@@ -133,8 +133,7 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 		if err != nil {
 			return nil, err
 		}
-		ann := u.GetAnnotations()
-		o := &desiredObject{ref: object.RefOf(u), gvr: gvr, source: ann[keys.Source], hash: ann[keys.AppliedHash], raw: raws[i]}
+		o := &desiredObject{ref: object.RefOf(u), gvr: gvr, source: object.AnnotationOf(u, keys.Source), hash: object.AnnotationOf(u, keys.AppliedHash), raw: raws[i]}
 		ds.objects[o.ref.Key()] = o
 		ds.gvrs[gvr] = gvk.GroupKind()
 		if ns := u.GetNamespace(); ns != "" {
@@ -144,10 +143,10 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 			ds.namespaces[u.GetName()] = true
 		}
 		if ds.partOf == "" {
-			ds.partOf = u.GetLabels()[keys.ApplySetPartOf]
+			ds.partOf = object.LabelOf(u, keys.ApplySetPartOf)
 		}
-		if render.IsPoolRegistry(u.GetLabels()) {
-			poolSource[u.GetLabels()[keys.Pool]] = ann[keys.Source]
+		if gvk.Kind == "ConfigMap" && gvk.Group == "" && render.IsPoolRegistry(u.GetLabels()) {
+			poolSource[object.LabelOf(u, keys.Pool)] = o.source
 		}
 	}
 	for name, n := range ds.nodes {
