@@ -115,27 +115,33 @@ func configDigest(cfg *Config) []byte {
 	return h[:]
 }
 
-// fileKey is the key of a source file's entry.
-func (st *run) fileKey(s *source, data []byte) cacheKey {
+// fileKey is the key of a source file's entry, of content digest sum (its SHA-256).
+func (st *run) fileKey(s *source, sum [sha256.Size]byte) cacheKey {
 	h := sha256.New()
 	h.Write(st.cfgDigest)
 	h.Write([]byte(s.display))
 	h.Write([]byte{0})
 	h.Write([]byte(s.rel))
 	h.Write([]byte{0})
-	h.Write(data)
+	h.Write(sum[:])
 	var k cacheKey
 	h.Sum(k[:0])
 	return k
 }
 
 // get returns the entry of key, or nil, and makes it the most recently used.
-func (c *Cache) get(key cacheKey) *cacheEntry {
+func (c *Cache) get(key cacheKey) *cacheEntry { return c.lookup(key, true) }
+
+// lookup is get; a miss is counted only when missCounts (a lookup by a known digest is
+// followed by one by what is read).
+func (c *Cache) lookup(key cacheKey, missCounts bool) *cacheEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	el, ok := c.entries[key]
 	if !ok {
-		c.stats.Misses++
+		if missCounts {
+			c.stats.Misses++
+		}
 		return nil
 	}
 	c.stats.Hits++

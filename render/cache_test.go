@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"reflect"
@@ -274,4 +275,69 @@ func TestCacheConcurrent(t *testing.T) {
 	for i := range got {
 		sameRendering(t, fmt.Sprintf("goroutine %d", i), want, got[i])
 	}
+}
+
+// readCounter is a filesystem that counts the reads of each file.
+type readCounter struct {
+	filesys.FileSystem
+	mu    sync.Mutex
+	reads map[string]int
+}
+
+func (r *readCounter) ReadFile(path string) ([]byte, error) {
+	r.mu.Lock()
+	r.reads[path]++
+	r.mu.Unlock()
+	return r.FileSystem.ReadFile(path)
+}
+
+// TestCacheDigest: with Options.Digest (what a source read), a file whose content the cache
+// has seen is not read again; an edited file is, and a digest the cache does not know makes
+// the file read and keyed by what was read. Every render equals one without the cache.
+func TestCacheDigest(t *testing.T) {
+	files := cacheRepo()
+	cache := render.NewCache(0)
+	lie := map[string]bool{} // files whose digest is not that of their content
+	digest := func(abs string) (sum [sha256.Size]byte, ok bool) {
+		rel := strings.TrimPrefix(abs, "/repo/")
+		content, ok := files[rel]
+		if lie[rel] {
+			content += "# not what the file holds"
+		}
+		return sha256.Sum256([]byte(content)), ok
+	}
+	plain := []string{"pools.yaml", "quota.yaml", "teams/team-a/train.yaml", "teams/team-a/svc.yaml", "teams/team-b/nb.yaml", "teams/team-b/cm.yaml"}
+	check := func(what string, wantRead ...string) rendering {
+		t.Helper()
+		mem, err := render.MemFS("/repo", files)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fs := &readCounter{FileSystem: mem, reads: map[string]int{}}
+		want := renderWith(t, mem, "/repo", render.Options{})
+		got := renderWith(t, fs, "/repo", render.Options{Cache: cache, Digest: digest})
+		sameRendering(t, what, want, got)
+		var read []string
+		for _, rel := range plain {
+			if fs.reads["/repo/"+rel] > 0 {
+				read = append(read, rel)
+			}
+		}
+		if !slices.Equal(read, wantRead) {
+			t.Errorf("%s: read %q, want %q", what, read, wantRead)
+		}
+		return got
+	}
+	check("first render", plain...)
+	check("unchanged")
+	files["teams/team-a/train.yaml"] = strings.Replace(files["teams/team-a/train.yaml"], "gpu: 8", "gpu: 4", 1)
+	check("one file edited", "teams/team-a/train.yaml")
+	files["teams/team-b/cm.yaml"] = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: c}\n"
+	lie["teams/team-b/cm.yaml"] = true
+	if got := check("a digest the cache does not know", "teams/team-b/cm.yaml"); !strings.Contains(got.yaml, "a: c") {
+		t.Error("the file was not rendered from what it holds")
+	}
+	check("the same digest again: cached under what was read", "teams/team-b/cm.yaml")
+	delete(lie, "teams/team-b/cm.yaml")
+	check("its true digest")
 }

@@ -3,6 +3,7 @@ package render
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"os"
 	"path"
@@ -31,6 +32,11 @@ type Options struct {
 	// Cache, when set, keeps the per-file work of renders for the next ones (see Cache);
 	// nil renders every file every time.
 	Cache *Cache
+	// Digest, when set with Cache, gives the SHA-256 of a file's content (by absolute path)
+	// as the caller already read it (a source that hashed the revision's files): a file whose
+	// entry the cache holds is then not read again. A file it does not know, or whose entry
+	// is missing, is read (and keyed by what was read).
+	Digest func(abs string) (sum [sha256.Size]byte, ok bool)
 }
 
 // Renderer turns a tree of gpuctl files into Kubernetes objects. It is a pure function of the
@@ -109,6 +115,7 @@ type run struct {
 	// cache is Options.Cache, and cfgDigest the hash of cfg that its keys include.
 	cache     *Cache
 	cfgDigest []byte
+	digest    func(abs string) ([sha256.Size]byte, bool) // Options.Digest
 }
 
 // doing records that the render does something until the returned function is called.
@@ -160,7 +167,7 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 	}
 	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[object.Ref]string{},
 		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{},
-		cache: r.opts.Cache}
+		cache: r.opts.Cache, digest: r.opts.Digest}
 	type outcome struct {
 		res *Result
 		err error
@@ -393,6 +400,14 @@ func (st *run) parseAll() {
 		if s.input = st.kinputs[s.abs] && !st.kresources[s.abs]; s.input {
 			return
 		}
+		if st.cache != nil && st.digest != nil {
+			if sum, ok := st.digest(s.abs); ok {
+				if s.entry = st.cache.lookup(st.fileKey(s, sum), false); s.entry != nil {
+					s.docs = s.entry.handOut(&per[i])
+					return
+				}
+			}
+		}
 		data, err := st.fsys.ReadFile(s.abs)
 		if err != nil {
 			per[i].errorf(s.display, Pos{}, "", "cannot read: %v", err)
@@ -402,7 +417,7 @@ func (st *run) parseAll() {
 			s.docs = parseFile(s.display, data, &per[i])
 			return
 		}
-		key := st.fileKey(s, data)
+		key := st.fileKey(s, sha256.Sum256(data))
 		if s.entry = st.cache.get(key); s.entry == nil {
 			s.entry = st.cache.put(newEntry(key, s.display, data))
 		}

@@ -2,6 +2,7 @@ package sources
 
 import (
 	"context"
+	"crypto/sha256"
 	"time"
 )
 
@@ -36,6 +37,15 @@ type Source interface {
 	URL() string
 	// Close releases the source's watchers, timers and files.
 	Close() error
+}
+
+// Digester is implemented by sources that know the content of the files of the revision Fetch
+// last returned: the SHA-256 of each, by slash-separated path relative to the revision's Dir.
+// A render need not read again a file whose content it has seen (render.Options.Digest).
+type Digester interface {
+	// Digest returns the SHA-256 of the file at rel as the last Fetch read it, and whether
+	// that revision has the file.
+	Digest(rel string) (sum [sha256.Size]byte, ok bool)
 }
 
 // Trigger is implemented by sources that can be told to fetch now (webhooks, sync requests).

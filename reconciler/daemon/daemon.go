@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -453,6 +454,17 @@ func (d *Daemon) render(ctx context.Context, rev sources.Revision) (*render.Resu
 	}
 	if opts.Cache == nil {
 		opts.Cache = d.renderCache
+	}
+	if dg, ok := d.opts.Source.(sources.Digester); ok && opts.Digest == nil {
+		// The source has just hashed the revision's files: those the cache has seen are not
+		// read again.
+		opts.Digest = func(abs string) (sum [sha256.Size]byte, ok bool) {
+			rel, err := filepath.Rel(rev.Dir, abs)
+			if err != nil || !filepath.IsLocal(rel) {
+				return sum, false
+			}
+			return dg.Digest(filepath.ToSlash(rel))
+		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.RenderTimeout)
 	defer cancel()

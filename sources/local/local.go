@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -30,6 +31,7 @@ var (
 	_ sources.Source    = (*Source)(nil)
 	_ sources.Trigger   = (*Source)(nil)
 	_ sources.Directory = (*Source)(nil)
+	_ sources.Digester  = (*Source)(nil)
 )
 
 // Options configure a Source.
@@ -148,6 +150,15 @@ func (s *Source) Fetch(ctx context.Context) (sources.Revision, error) {
 	}
 	s.prev, s.last = files, rev
 	return s.lastCopy(), nil
+}
+
+// Digest returns the SHA-256 of the file at rel (slash-separated, relative to Root) as the
+// last successful Fetch read it, and whether that revision has the file (sources.Digester).
+func (s *Source) Digest(rel string) ([sha256.Size]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, ok := s.prev[rel]
+	return d.sum, ok
 }
 
 // lastCopy returns the last good revision with a Changed slice the caller may keep.

@@ -3,6 +3,7 @@ package local
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"io/fs"
 	"log/slog"
@@ -308,5 +309,37 @@ func TestFetchCanceled(t *testing.T) {
 	cancel()
 	if _, err := src.Fetch(ctx); !errors.Is(err, context.Canceled) {
 		t.Errorf("Fetch with a canceled context: %v", err)
+	}
+}
+
+// TestDigest: the source tells the SHA-256 of each file of the last revision it returned (a
+// render then need not read it again), and nothing of a file that revision does not hold.
+func TestDigest(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "a.yaml", "kind: compute\n")
+	write(t, root, "team/b.yaml", "kind: training\n")
+	write(t, root, ".b.yaml.swp", "swap")
+	src, _ := newSource(t, root)
+	if _, ok := src.Digest("a.yaml"); ok {
+		t.Error("a digest before the first fetch")
+	}
+	fetch(t, src)
+	for rel, content := range map[string]string{"a.yaml": "kind: compute\n", "team/b.yaml": "kind: training\n"} {
+		if sum, ok := src.Digest(rel); !ok || sum != sha256.Sum256([]byte(content)) {
+			t.Errorf("%s: digest %x %v, want that of its content", rel, sum, ok)
+		}
+	}
+	for _, rel := range []string{".b.yaml.swp", "missing.yaml", "team"} {
+		if _, ok := src.Digest(rel); ok {
+			t.Errorf("%s: a digest of a file the revision does not hold", rel)
+		}
+	}
+	write(t, root, "a.yaml", "kind: inference\n")
+	if sum, _ := src.Digest("a.yaml"); sum != sha256.Sum256([]byte("kind: compute\n")) {
+		t.Error("the digest changed before a fetch: it must be that of the revision returned")
+	}
+	fetch(t, src)
+	if sum, _ := src.Digest("a.yaml"); sum != sha256.Sum256([]byte("kind: inference\n")) {
+		t.Error("the digest is not that of the new revision")
 	}
 }
