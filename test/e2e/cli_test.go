@@ -2,14 +2,22 @@ package e2e
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/test/testcluster"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 )
 
 func gpuctl(t *testing.T, args ...string) (string, string, int) {
@@ -46,6 +54,9 @@ func copyTree(t *testing.T, src string) string {
 // is pruned by the next sync. The teams' objects are written as their tenants, under the
 // tenant ClusterRole of deploy/ (installed by the local cluster).
 func TestDiffAndSyncExamples(t *testing.T) {
+	// The examples' services and notebooks run until deleted and take every GPU of gpu-t4-0
+	// (dev-pool), which later tests schedule on.
+	t.Cleanup(func() { deleteWorkloads(t, kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())) })
 	repo := copyTree(t, "../../examples")
 	out, errOut, code := gpuctl(t, "diff", repo, "--color", "never")
 	if code != app.ExitFailed || !strings.Contains(out, "+ create Job default/qwen2-72b-fullft (training/qwen2-72b-fullft.yaml)") {
@@ -86,6 +97,82 @@ func TestDiffAndSyncExamples(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "delete  Deployment") || !strings.Contains(out, "test-nginx") {
 		t.Fatalf("sync after removing a file: exit %d\n%s", code, out)
 	}
+}
+
+// deleteWorkloads deletes the workloads gpuctl manages (Deployments, StatefulSets, Jobs) in
+// every namespace, and waits until no pod holds a GPU.
+func deleteWorkloads(t *testing.T, kube kubernetes.Interface) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	sel := metav1.ListOptions{LabelSelector: keys.ManagedBy + "=" + keys.ManagedByValue}
+	del := metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}
+	var errs []error
+	if l, err := kube.AppsV1().Deployments("").List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			errs = append(errs, kube.AppsV1().Deployments(o.Namespace).Delete(ctx, o.Name, del))
+		}
+	} else {
+		errs = append(errs, err)
+	}
+	if l, err := kube.AppsV1().StatefulSets("").List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			errs = append(errs, kube.AppsV1().StatefulSets(o.Namespace).Delete(ctx, o.Name, del))
+		}
+	} else {
+		errs = append(errs, err)
+	}
+	if l, err := kube.BatchV1().Jobs("").List(ctx, sel); err == nil {
+		for _, o := range l.Items {
+			errs = append(errs, kube.BatchV1().Jobs(o.Namespace).Delete(ctx, o.Name, del))
+		}
+	} else {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		t.Fatalf("delete the workloads: %v", err)
+	}
+	for {
+		held, pods, err := gpusHeld(ctx, kube, "")
+		if err == nil && held == 0 {
+			return
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("pods still hold %d GPUs two minutes after their workloads were deleted: %v (%v)", held, pods, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// gpusHeld counts the GPUs that the pods bound to node ("": any node) hold for the
+// scheduler (those not finished, terminating ones too), and names those pods.
+func gpusHeld(ctx context.Context, kube kubernetes.Interface, node string) (int64, []string, error) {
+	opts := metav1.ListOptions{FieldSelector: "spec.nodeName!="}
+	if node != "" {
+		opts.FieldSelector = "spec.nodeName=" + node
+	}
+	pods, err := kube.CoreV1().Pods("").List(ctx, opts)
+	if err != nil {
+		return 0, nil, err
+	}
+	var held int64
+	var names []string
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		var g int64
+		for _, c := range p.Spec.Containers {
+			if q, ok := c.Resources.Limits[keys.ResourceGPU]; ok {
+				g += q.Value()
+			}
+		}
+		if g > 0 {
+			held += g
+			names = append(names, fmt.Sprintf("%s/%s (%d on %s)", p.Namespace, p.Name, g, p.Spec.NodeName))
+		}
+	}
+	return held, names, nil
 }
 
 func tail(s string) string {
