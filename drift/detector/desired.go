@@ -43,13 +43,15 @@ func (o *desiredObject) decode() (*unstructured.Unstructured, error) {
 type compressor struct {
 	buf bytes.Buffer
 	w   *flate.Writer
+	raw []byte // the object's JSON, kept for the next
 }
 
 func (c *compressor) compress(u *unstructured.Unstructured) ([]byte, error) {
-	raw, err := u.MarshalJSON()
+	raw, err := object.AppendJSON(c.raw[:0], u.Object)
 	if err != nil {
 		return nil, err
 	}
+	c.raw = raw
 	c.buf.Reset()
 	if c.w == nil {
 		if c.w, err = flate.NewWriter(&c.buf, flate.BestSpeed); err != nil {
