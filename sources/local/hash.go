@@ -11,8 +11,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/cores"
 	"github.com/gpuctl/gpuctl/internal/keys"
 )
 
@@ -84,12 +86,12 @@ func relSlash(root, path string) string {
 
 // scan walks the tree and returns the digest of every file by slash-separated relative path.
 // Files whose size and mtime match the cache are not read. On success the cache is replaced by
-// the files seen; on failure what was read is added to it.
+// the files seen; on failure what was read is added to it. The walk lists the files; they are
+// then stat'ed and hashed on every core (10,000 files are most of a fetch).
 func (s *Source) scan(ctx context.Context) (map[string]digest, error) {
-	files := map[string]digest{}
-	next := make(map[string]cached, len(s.cache))
+	type file struct{ rel, target string }
+	var list []file
 	warned := map[string]bool{}
-	s.reads = 0
 	err := filepath.WalkDir(s.real, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -119,13 +121,46 @@ func (s *Source) scan(ctx context.Context) (map[string]digest, error) {
 		case !d.Type().IsRegular():
 			return nil // devices, pipes, sockets
 		}
-		dg, c, ok, err := s.hash(rel, target)
-		if err != nil || !ok {
-			return err
-		}
-		files[rel], next[rel] = dg, c
+		list = append(list, file{rel, target})
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	type result struct {
+		dg  digest
+		c   cached
+		ok  bool
+		err error
+	}
+	results := make([]result, len(list))
+	bufs := make([][]byte, cores.Workers(len(list)))
+	var reads atomic.Int64
+	cores.EachWorker(len(list), func(w, i int) {
+		if results[i].err = ctx.Err(); results[i].err != nil {
+			return
+		}
+		if bufs[w] == nil {
+			bufs[w] = make([]byte, 32<<10)
+		}
+		r := &results[i]
+		var read bool
+		r.dg, r.c, r.ok, read, r.err = s.hash(list[i].rel, list[i].target, bufs[w])
+		if read {
+			reads.Add(1)
+		}
+	})
+	s.reads = int(reads.Load())
+	files := make(map[string]digest, len(list))
+	next := make(map[string]cached, len(list))
+	for i, r := range results {
+		if err == nil && r.err != nil {
+			err = r.err // the first in the walk's order
+		}
+		if r.err == nil && r.ok {
+			files[list[i].rel], next[list[i].rel] = r.dg, r.c
+		}
+	}
 	if err != nil {
 		maps.Copy(s.cache, next)
 		return nil, err
@@ -159,30 +194,28 @@ func (s *Source) follow(p, rel string, warned map[string]bool) (string, bool) {
 }
 
 // hash returns the digest of the file at target (rel's own path or its symlink's target),
-// from the cache when its size and mtime have not changed. It returns false for targets that
-// are not regular files: symlinks to directories are not followed.
-func (s *Source) hash(rel, target string) (digest, cached, bool, error) {
+// from the cache when its size and mtime have not changed (else read through buf: read). It
+// returns false for targets that are not regular files: symlinks to directories are not
+// followed.
+func (s *Source) hash(rel, target string, buf []byte) (dg digest, c cached, ok, read bool, err error) {
 	fi, err := os.Stat(target)
 	if err != nil {
-		return digest{}, cached{}, false, err
+		return digest{}, cached{}, false, false, err
 	}
 	if !fi.Mode().IsRegular() {
 		if fi.IsDir() {
 			s.log.Debug("local: symlink to a directory; not followed", "path", rel)
 		}
-		return digest{}, cached{}, false, nil
+		return digest{}, cached{}, false, false, nil
 	}
-	c, ok := s.cache[rel]
+	c, ok = s.cache[rel]
 	if !ok || c.racy || c.target != target || c.size != fi.Size() || !c.mtime.Equal(fi.ModTime()) {
-		if s.buf == nil {
-			s.buf = make([]byte, 32<<10)
+		if c, err = readSum(target, buf); err != nil {
+			return digest{}, cached{}, false, false, err
 		}
-		if c, err = readSum(target, s.buf); err != nil {
-			return digest{}, cached{}, false, err
-		}
-		s.reads++
+		read = true
 	}
-	return digest{sum: c.sum, exec: fi.Mode()&0o100 != 0}, c, true, nil
+	return digest{sum: c.sum, exec: fi.Mode()&0o100 != 0}, c, true, read, nil
 }
 
 // readSum reads the file at path through buf and returns its sha256 with the stat data of the

@@ -65,7 +65,6 @@ type Source struct {
 	last   sources.Revision
 	warned map[string]string // relative path -> reason it was skipped, logged once
 	reads  int               // files read by the last scan, for tests
-	buf    []byte            // read buffer, allocated by the first read
 }
 
 // New checks that opts.Root is a directory, starts watching it and returns the Source. Close
