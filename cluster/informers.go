@@ -64,6 +64,14 @@ var _ Objects = (*InformerObjects)(nil)
 // keys.SystemNamespace), until ctx ends; those of Kueue's objects over dyn (none when nil). They
 // list in the background; WaitForSync waits for their first lists.
 func StartInformers(ctx context.Context, client kubernetes.Interface, dyn dynamic.Interface, namespace string) *InformerObjects {
+	return StartInformersAfter(ctx, nil, client, dyn, namespace)
+}
+
+// StartInformersAfter is StartInformers whose informers start listing once after is closed
+// (at once when it is nil): a process that has more urgent work at its start (the
+// reconciler's first sync, while the API it serves is not ready) lets it go first. Reads wait
+// for the first lists as ever (WaitForSync).
+func StartInformersAfter(ctx context.Context, after <-chan struct{}, client kubernetes.Interface, dyn dynamic.Interface, namespace string) *InformerObjects {
 	if namespace == "" {
 		namespace = keys.SystemNamespace
 	}
@@ -87,11 +95,19 @@ func StartInformers(ctx context.Context, client kubernetes.Interface, dyn dynami
 		configMaps:   registry.Core().V1().ConfigMaps().Lister(),
 	}
 	factories := []informers.SharedInformerFactory{all, managed, registry}
-	for _, f := range factories {
-		f.Start(ctx.Done())
-	}
 	go func() {
 		defer close(o.synced)
+		if after != nil {
+			select {
+			case <-after:
+			case <-ctx.Done():
+				o.err = fmt.Errorf("the informers did not start: %w", context.Cause(ctx))
+				return
+			}
+		}
+		for _, f := range factories {
+			f.Start(ctx.Done())
+		}
 		for _, f := range factories {
 			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 				if !ok {

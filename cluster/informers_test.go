@@ -72,3 +72,30 @@ func TestTrimObject(t *testing.T) {
 		t.Errorf("a tombstone or other value: %v", err)
 	}
 }
+
+// TestStartInformersAfter: the informers list nothing before their gate opens; reads then
+// wait for their first lists as ever.
+func TestStartInformersAfter(t *testing.T) {
+	client := fake.NewClientset(fx.Objects()...)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	gate := make(chan struct{})
+	informed := StartInformersAfter(ctx, gate, client, nil, "")
+	short, stop := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer stop()
+	if err := informed.WaitForSync(short); err == nil {
+		t.Fatal("synced before the gate opened")
+	}
+	for _, a := range client.Actions() {
+		if a.GetVerb() == "list" || a.GetVerb() == "watch" {
+			t.Fatalf("%s %s before the gate opened", a.GetVerb(), a.GetResource().Resource)
+		}
+	}
+	close(gate)
+	if err := informed.WaitForSync(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if jobs, err := (&Reader{Client: client, Objects: informed}).Jobs(ctx, JobFilter{}); err != nil || len(jobs.Items) == 0 {
+		t.Fatalf("after the gate: %d jobs, %v", len(jobs.Items), err)
+	}
+}

@@ -114,7 +114,7 @@ func BenchmarkHash(b *testing.B) {
 			"annotations": map[string]any{"gpuctl.io/source": "jobs/train-00042.yaml"}},
 		"spec": map[string]any{"suspend": true, "backoffLimit": int64(0), "template": map[string]any{"spec": map[string]any{"restartPolicy": "Never",
 			"containers": []any{map[string]any{"name": "train", "image": "registry.example.com/llama-factory:v0.8.0",
-				"command": []any{"llamafactory-cli", "train", "--stage", "sft", "--seed", "42"},
+				"command":   []any{"llamafactory-cli", "train", "--stage", "sft", "--seed", "42"},
 				"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}, "requests": map[string]any{"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}}}}}}}}
 	u := &unstructured.Unstructured{Object: job}
 	b.Run("hashOf", func(b *testing.B) {

@@ -90,6 +90,9 @@ type Daemon struct {
 
 	running atomic.Bool // Run has started (this replica leads)
 	synced  atomic.Bool // and has finished its first sync
+	// firstSync is closed when the first sync has ended (FirstSync).
+	firstSync     chan struct{}
+	firstSyncOnce sync.Once
 
 	renderCache *render.Cache // nil: every render reads every file anew
 	// snapshot is what the last sync left as it found it (it had nothing to do), for a sync of
@@ -105,6 +108,11 @@ func (d *Daemon) Ready() error {
 	}
 	return nil
 }
+
+// FirstSync is closed when this replica's first sync has ended, whatever its result: work
+// that can wait for it (the API's informers, whose answers a leader does not serve before it is
+// Ready) leaves it the machine.
+func (d *Daemon) FirstSync() <-chan struct{} { return d.firstSync }
 
 // New returns a daemon; Run starts it.
 func New(opts Options) *Daemon {
@@ -135,7 +143,7 @@ func New(opts Options) *Daemon {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &Daemon{opts: opts, requests: make(chan string, 16)}
+	d := &Daemon{opts: opts, requests: make(chan string, 16), firstSync: make(chan struct{})}
 	if opts.RenderCacheBytes >= 0 {
 		d.renderCache = render.NewCache(opts.RenderCacheBytes)
 	}
@@ -246,6 +254,7 @@ func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
 	d.opts.Metrics.observe(st)
 	d.log(st)
 	d.synced.Store(true)
+	d.firstSyncOnce.Do(func() { close(d.firstSync) })
 	return st
 }
 

@@ -114,10 +114,20 @@ func TestLocalEditIsApplied(t *testing.T) {
 	if err := h.d.Ready(); err != nil {
 		t.Fatalf("a replica that does not lead is ready: %v", err)
 	}
+	select {
+	case <-h.d.FirstSync():
+		t.Fatal("FirstSync is closed before any sync")
+	default:
+	}
 	h.start()
 	st := h.waitStatus("first sync", func(s daemon.Status) bool { return s.Result == daemon.ResultSucceeded })
 	if err := h.d.Ready(); err != nil {
 		t.Fatalf("not ready after the first sync: %v", err)
+	}
+	select {
+	case <-h.d.FirstSync():
+	case <-time.After(5 * time.Second):
+		t.Fatal("FirstSync is not closed after the first sync")
 	}
 	if st.AppliedRevision == "" || !strings.HasPrefix(st.Source, "dir:") {
 		t.Fatalf("status %+v", st)
@@ -189,10 +199,12 @@ func TestLeaderFailover(t *testing.T) {
 	if err := daemon.EnsureNamespace(a.ctx, a.kube, a.ns); err != nil {
 		t.Fatal(err)
 	}
+	standby := map[string]*atomic.Int32{"replica-a": {}, "replica-b": {}}
 	runReplica := func(h *harness, id string) context.CancelFunc {
 		ctx, cancel := context.WithCancel(h.ctx)
 		go daemon.RunAsLeader(ctx, daemon.LeaderOptions{Kube: h.kube, Namespace: h.ns, Name: "lease-ha", Identity: id,
-			LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: 200 * time.Millisecond},
+			LeaseDuration: lease, RenewDeadline: lease * 2 / 3, RetryPeriod: 200 * time.Millisecond,
+			OnStandby: func() { standby[id].Add(1) }},
 			func(ctx context.Context) { _ = h.d.Run(ctx) })
 		return cancel
 	}
@@ -202,6 +214,10 @@ func TestLeaderFailover(t *testing.T) {
 	time.Sleep(lease)
 	if n := b.syncs.Load(); n != 0 {
 		t.Fatalf("the standby synced %d times while the leader lived", n)
+	}
+	// The standby is told so (its API's informers start then); the leader is not.
+	if standby["replica-b"].Load() == 0 || standby["replica-a"].Load() != 0 {
+		t.Fatalf("OnStandby calls: replica-a %d, replica-b %d", standby["replica-a"].Load(), standby["replica-b"].Load())
 	}
 	killed := time.Now()
 	stopA() // dies without releasing the lease

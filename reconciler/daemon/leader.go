@@ -23,7 +23,9 @@ type LeaderOptions struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 	// ReleaseOnCancel gives the lease up at a clean shutdown, so a standby takes over at once.
 	ReleaseOnCancel bool
-	Log             *slog.Logger
+	// OnStandby is called when another replica is seen leading (it may be called again).
+	OnStandby func()
+	Log       *slog.Logger
 }
 
 // RunAsLeader runs fn while this replica holds the lease, until ctx ends. fn's context ends
@@ -60,6 +62,9 @@ func RunAsLeader(ctx context.Context, o LeaderOptions, fn func(context.Context))
 			OnNewLeader: func(id string) {
 				if id != o.Identity {
 					o.Log.Info("standing by", "leader", id)
+					if o.OnStandby != nil {
+						o.OnStandby()
+					}
 				}
 			},
 		},

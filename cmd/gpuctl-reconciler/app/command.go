@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gpuctl/gpuctl/cluster"
@@ -209,7 +210,20 @@ func run(ctx context.Context, o *Options) error {
 	if o.ProfilingListen != "" {
 		go serveProfiles(ctx, o.ProfilingListen, log)
 	}
-	srv, err := o.serve(ctx, log, kube, dyn, reg, d, src)
+	// The API's informers list once the first sync has ended (a leader is not Ready before) or
+	// this replica stands by: at a restart over 10,000 objects their lists took a second of
+	// the first sync's 2 cores (bench/README.md).
+	readModel := make(chan struct{})
+	var readModelOnce sync.Once
+	openReadModel := func() { readModelOnce.Do(func() { close(readModel) }) }
+	go func() {
+		select {
+		case <-d.FirstSync():
+			openReadModel()
+		case <-ctx.Done():
+		}
+	}()
+	srv, err := o.serve(ctx, log, kube, dyn, reg, d, src, readModel)
 	if err != nil {
 		return err
 	}
@@ -220,7 +234,7 @@ func run(ctx context.Context, o *Options) error {
 	if o.LeaderElect {
 		daemon.RunAsLeader(ctx, daemon.LeaderOptions{Kube: kube, Namespace: o.Namespace, Identity: o.identity(),
 			LeaseDuration: o.LeaseDuration, RenewDeadline: o.LeaseDuration * 2 / 3, RetryPeriod: o.LeaseDuration / 7,
-			ReleaseOnCancel: true, Log: log.With("component", "leader")},
+			ReleaseOnCancel: true, OnStandby: openReadModel, Log: log.With("component", "leader")},
 			func(ctx context.Context) { _ = d.Run(ctx) })
 	} else {
 		err = d.Run(ctx)
@@ -234,7 +248,7 @@ func run(ctx context.Context, o *Options) error {
 // serve starts the HTTP server: health, metrics, API and webhooks, with timeouts
 // (defaultHTTPTimeouts), over TLS with --tls-cert-file and --tls-key-file.
 func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.Interface, dyn dynamic.Interface, reg *prometheus.Registry,
-	d *daemon.Daemon, src sources.Source) (*http.Server, error) {
+	d *daemon.Daemon, src sources.Source, readModel <-chan struct{}) (*http.Server, error) {
 	var tokens httpapi.TokenSource
 	if o.TokensFile != "" {
 		t, err := httpapi.LoadStaticTokens(o.TokensFile, log)
@@ -252,8 +266,8 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 			}
 		}
 	}
-	// The read model answers from informers: no LIST per request.
-	objects := cluster.StartInformers(ctx, kube, dyn, o.Namespace)
+	// The read model answers from informers: no LIST per request. They start with readModel.
+	objects := cluster.StartInformersAfter(ctx, readModel, kube, dyn, o.Namespace)
 	handler := httpapi.New(httpapi.Options{Backend: d, Writer: d, Kube: kube, Dynamic: dyn, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
 		Registry: reg, Webhooks: hooks, Ready: d.Ready, Log: log.With("component", "http")})
 	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
