@@ -130,15 +130,15 @@ func TestContainsTypedCases(t *testing.T) {
 		"gpus as a number": {map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
 			map[string]any{"resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": int64(4)}}}}}}}}, true},
 		"suspend false is kept (a pointer)": {map[string]any{"spec": map[string]any{"suspend": false}}, true},
-		"suspend changed":                    {map[string]any{"spec": map[string]any{"suspend": true}}, false},
-		"omitempty zero is absent":           {map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"hostNetwork": false}}}}, false},
-		"label removed out of band":          {map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "a"}}}, false},
-		"kind":                               {map[string]any{"apiVersion": "batch/v1", "kind": "Job"}, true},
-		"another kind":                       {map[string]any{"apiVersion": "batch/v1", "kind": "CronJob"}, false},
-		"list longer":                        {map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{}, map[string]any{}}}}}}, false},
-		"object where a scalar is":           {map[string]any{"spec": map[string]any{"parallelism": map[string]any{"x": int64(1)}}}, false},
-		"scalar where an object is":          {map[string]any{"spec": map[string]any{"template": "x"}}, false},
-		"unknown field":                      {map[string]any{"spec": map[string]any{"parallelizm": int64(2)}}, false},
+		"suspend changed":                   {map[string]any{"spec": map[string]any{"suspend": true}}, false},
+		"omitempty zero is absent":          {map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"hostNetwork": false}}}}, false},
+		"label removed out of band":         {map[string]any{"metadata": map[string]any{"labels": map[string]any{"team": "a"}}}, false},
+		"kind":                              {map[string]any{"apiVersion": "batch/v1", "kind": "Job"}, true},
+		"another kind":                      {map[string]any{"apiVersion": "batch/v1", "kind": "CronJob"}, false},
+		"list longer":                       {map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{map[string]any{}, map[string]any{}}}}}}, false},
+		"object where a scalar is":          {map[string]any{"spec": map[string]any{"parallelism": map[string]any{"x": int64(1)}}}, false},
+		"scalar where an object is":         {map[string]any{"spec": map[string]any{"template": "x"}}, false},
+		"unknown field":                     {map[string]any{"spec": map[string]any{"parallelizm": int64(2)}}, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
