@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
+	"github.com/gpuctl/gpuctl/internal/humanize"
 )
 
 // Result is the outcome of the last sync attempt.
@@ -85,10 +86,10 @@ type Steps struct {
 	Drift time.Duration `json:"drift"`
 }
 
-// String is the steps as the sync's log line shows them.
+// String is the steps as the sync's log line and gpuctl status show them.
 func (s *Steps) String() string {
-	r := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
-	return fmt.Sprintf("fetch %s, render %s, plan %s, apply %s, drift %s", r(s.Fetch), r(s.Render), r(s.Plan), r(s.Apply), r(s.Drift))
+	d := humanize.Duration
+	return fmt.Sprintf("fetch %s, render %s, plan %s, apply %s, drift %s", d(s.Fetch), d(s.Render), d(s.Plan), d(s.Apply), d(s.Drift))
 }
 
 // PlanCost is what a sync's plan cost: its API requests, the members it read by LIST and

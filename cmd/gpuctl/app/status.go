@@ -96,8 +96,12 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 	}
 	row("Result:", result)
 	if !st.LastAttempt.IsZero() {
+		took := humanize.Duration(st.Duration)
+		if st.Steps != nil {
+			took += " (" + st.Steps.String() + ")"
+		}
 		row("Last sync:", fmt.Sprintf("%s (%s ago), took %s", st.LastAttempt.UTC().Format(time.RFC3339),
-			humanize.Age(time.Since(st.LastAttempt)), humanize.Duration(st.Duration)))
+			humanize.Age(time.Since(st.LastAttempt)), took))
 	}
 	if !st.LastSuccess.IsZero() {
 		row("Last success:", st.LastSuccess.UTC().Format(time.RFC3339))

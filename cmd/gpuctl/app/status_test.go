@@ -14,13 +14,14 @@ import (
 func TestStatusReadsAsAPersonWrites(t *testing.T) {
 	st := daemon.Status{Source: "git https://example.com/gpus.git", Result: daemon.ResultSucceeded,
 		Revision: "main@0123456789abcdef0123456789abcdef01234567", AppliedRevision: "main@0123456789abcdef0123456789abcdef01234567",
-		LastAttempt: time.Now().Add(-3*time.Hour - 10*time.Minute), Duration: 65432 * time.Millisecond}
+		LastAttempt: time.Now().Add(-3*time.Hour - 10*time.Minute), Duration: 65432 * time.Millisecond,
+		Steps: &daemon.Steps{Fetch: 48213 * time.Microsecond, Render: 1298765 * time.Microsecond, Plan: 64 * time.Second, Apply: 0, Drift: 29 * time.Millisecond}}
 	var buf bytes.Buffer
 	if err := printStatus(&buf, st, "text", palette{}); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"(3h ago), took 1m5s\n", "main@0123456789ab\n"} {
+	for _, want := range []string{"(3h ago), took 1m5s (fetch 48ms, render 1.3s, plan 1m4s, apply 0s, drift 29ms)\n", "main@0123456789ab\n"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("status lacks %q:\n%s", want, out)
 		}
