@@ -2,6 +2,7 @@ package object
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	appsv1 "k8s.io/api/apps/v1"
@@ -83,6 +84,15 @@ func GPUs(u *unstructured.Unstructured) int64 {
 // request, or its limit when it sets no request (the API server defaults the one to the
 // other). Ephemeral containers reserve nothing.
 func PodGPUs(spec map[string]any) int64 {
+	if inits, _ := spec["initContainers"].([]any); len(inits) == 0 {
+		// No init containers (the common case, and a plan counts every object): the
+		// containers add up.
+		var n int64
+		for _, c := range Containers(spec, "containers") {
+			n += containerGPUs(c, "requests", "limits")
+		}
+		return n
+	}
 	var running []corev1.ResourceList
 	for _, c := range Containers(spec, "containers") {
 		running = append(running, gpuList(containerGPUs(c, "requests", "limits")))
@@ -224,6 +234,14 @@ func containerGPUs(c map[string]any, maps ...string) int64 {
 		v, found, _ := unstructured.NestedFieldNoCopy(c, "resources", m, keys.ResourceGPU)
 		if !found || v == nil {
 			continue
+		}
+		switch n := v.(type) { // a whole number, as most are written: the same value, parsed faster
+		case int64:
+			return n
+		case string:
+			if i, err := strconv.ParseInt(n, 10, 64); err == nil {
+				return i
+			}
 		}
 		q, err := resource.ParseQuantity(fmt.Sprint(v))
 		if err != nil {

@@ -62,6 +62,10 @@ func TestGPUs(t *testing.T) {
 		"Job parallelism":             {"Job", map[string]any{"parallelism": int64(4), "template": tmpl(one)}, 8},
 		"CronJob: one Job":            {"CronJob", map[string]any{"jobTemplate": map[string]any{"spec": map[string]any{"parallelism": int64(2), "template": tmpl(one)}}}, 4},
 		"Service":                     {"Service", map[string]any{}, 0},
+		"a number":                    {"Pod", podSpec(nil, map[string]any{"name": "a", "resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": int64(3)}}}), 3},
+		"a quantity with a suffix":    {"Pod", podSpec(nil, ctr("a", res("limits", "2k"))), 2000},
+		"a fraction rounds up":        {"Pod", podSpec(nil, ctr("a", res("limits", "500m"))), 1},
+		"a sign and zeros":            {"Pod", podSpec(nil, ctr("a", res("limits", "+02"))), 2},
 	}
 	typed := map[string]func() runtime.Object{
 		"Pod": func() runtime.Object { return &corev1.Pod{} }, "Deployment": func() runtime.Object { return &appsv1.Deployment{} },
@@ -136,5 +140,17 @@ func TestPodRequests(t *testing.T) {
 	}
 	if n := PodSpecGPUs(spec); n != 6 {
 		t.Errorf("PodSpecGPUs = %d, want 6", n)
+	}
+}
+
+// BenchmarkGPUs: GPUs of a Job as a plan counts it for every object of a sync.
+func BenchmarkGPUs(b *testing.B) {
+	u := &unstructured.Unstructured{Object: map[string]any{"kind": "Job", "spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": "train", "resources": map[string]any{
+			"limits": map[string]any{"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}, "requests": map[string]any{"nvidia.com/gpu": "1", "cpu": "1", "memory": "1Gi"}}}}}}}}}
+	for b.Loop() {
+		if GPUs(u) != 1 {
+			b.Fatal("not 1 GPU")
+		}
 	}
 }
