@@ -248,13 +248,14 @@ func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
 	d.mu.Lock()
 	d.last = st
 	d.mu.Unlock()
+	// Ready before the status is written: whoever sees the status may find the replica ready.
+	d.synced.Store(true)
+	d.firstSyncOnce.Do(func() { close(d.firstSync) })
 	if err := d.opts.Store.Write(ctx, st); err != nil && ctx.Err() == nil {
 		d.opts.Log.Error("write status", "err", err)
 	}
 	d.opts.Metrics.observe(st)
 	d.log(st)
-	d.synced.Store(true)
-	d.firstSyncOnce.Do(func() { close(d.firstSync) })
 	return st
 }
 
