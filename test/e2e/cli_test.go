@@ -100,7 +100,7 @@ func TestDiffAndSyncExamples(t *testing.T) {
 }
 
 // deleteWorkloads deletes the workloads gpuctl manages (Deployments, StatefulSets, Jobs) in
-// every namespace, and waits until no pod holds a GPU.
+// every namespace, and waits until none of their pods holds a GPU.
 func deleteWorkloads(t *testing.T, kube kubernetes.Interface) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -133,7 +133,7 @@ func deleteWorkloads(t *testing.T, kube kubernetes.Interface) {
 		t.Fatalf("delete the workloads: %v", err)
 	}
 	for {
-		held, pods, err := gpusHeld(ctx, kube, "")
+		held, pods, err := gpusHeld(ctx, kube, "", sel.LabelSelector)
 		if err == nil && held == 0 {
 			return
 		}
@@ -144,10 +144,11 @@ func deleteWorkloads(t *testing.T, kube kubernetes.Interface) {
 	}
 }
 
-// gpusHeld counts the GPUs that the pods bound to node ("": any node) hold for the
-// scheduler (those not finished, terminating ones too), and names those pods.
-func gpusHeld(ctx context.Context, kube kubernetes.Interface, node string) (int64, []string, error) {
-	opts := metav1.ListOptions{FieldSelector: "spec.nodeName!="}
+// gpusHeld counts the GPUs that the pods bound to node ("": any node) and matching the label
+// selector hold for the scheduler (those not finished, terminating ones too), and names
+// those pods.
+func gpusHeld(ctx context.Context, kube kubernetes.Interface, node, selector string) (int64, []string, error) {
+	opts := metav1.ListOptions{FieldSelector: "spec.nodeName!=", LabelSelector: selector}
 	if node != "" {
 		opts.FieldSelector = "spec.nodeName=" + node
 	}

@@ -148,7 +148,7 @@ func TestGetAndDescribe(t *testing.T) {
 		}
 	}()
 	waitUntilFor(t, "3 free GPUs on gpu-t4-0", time.Minute, func(ctx context.Context) bool {
-		held, pods, err := gpusHeld(ctx, kube, "gpu-t4-0")
+		held, pods, err := gpusHeld(ctx, kube, "gpu-t4-0", "")
 		holders = pods
 		return err == nil && held <= 1
 	})

@@ -21,9 +21,12 @@ import (
 )
 
 // syncExamples copies examples/ and syncs the copy with the admin's credentials (other tests
-// share the inventory: their objects may go).
+// share the inventory: their objects may go). The examples' workloads are deleted when the
+// test ends: their services and notebooks hold GPUs, and their pods of higher priority would
+// preempt the pods of later tests.
 func syncExamples(t *testing.T) string {
 	t.Helper()
+	t.Cleanup(func() { deleteWorkloads(t, kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())) })
 	repo := copyTree(t, "../../examples")
 	if out, errOut, code := gpuctl(t, "sync", "--local", repo, "--max-prune=100%", "--color", "never"); code != 0 {
 		t.Fatalf("sync of examples: exit %d\n%s\n%s", code, tail(out), errOut)
