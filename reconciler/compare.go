@@ -16,19 +16,12 @@ import (
 // appliedHash is the hash of the configuration gpuctl applies for an object, without the
 // hash annotation itself: equal hashes mean equal configurations.
 func appliedHash(u *unstructured.Unstructured) string {
-	if md, _ := u.Object["metadata"].(map[string]any); md == nil || !hasKey(md["annotations"], keys.AppliedHash) {
+	if !object.HasAnnotation(u, keys.AppliedHash) {
 		return hashOf(u)
 	}
 	c := u.DeepCopy()
 	object.DropAppliedHash(c)
 	return hashOf(c)
-}
-
-// hasKey tells a map (of annotations) that has key.
-func hasKey(m any, key string) bool {
-	mm, _ := m.(map[string]any)
-	_, ok := mm[key]
-	return ok
 }
 
 // hashOf hashes an object as it is: the SHA-256 of its JSON as json.Marshal writes it (map

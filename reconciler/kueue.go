@@ -47,8 +47,7 @@ func QueueManaged(u *unstructured.Unstructured) bool {
 	if u == nil || !isJob(u) {
 		return false
 	}
-	md, _ := u.Object["metadata"].(map[string]any)
-	return hasKey(md["labels"], keys.KueueQueueName)
+	return object.HasLabel(u, keys.KueueQueueName)
 }
 
 func isJob(u *unstructured.Unstructured) bool {

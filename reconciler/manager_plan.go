@@ -40,7 +40,7 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	inv := plan.inventory
 	var nodes, objects []*unstructured.Unstructured
 	for _, d := range desired {
-		if d.GetKind() == "Node" && d.GroupVersionKind().Group == "" {
+		if object.IsNode(d) {
 			nodes = append(nodes, d)
 		} else {
 			objects = append(objects, d)

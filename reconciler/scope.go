@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -87,7 +88,7 @@ func (m *Manager) scopedPools(intents []*unstructured.Unstructured, changes []*C
 		pools[in.GetLabels()[keys.Pool]] = true
 	}
 	registry := func(u *unstructured.Unstructured) {
-		if u != nil && u.GetKind() == "ConfigMap" && render.IsPoolRegistry(u.GetLabels()) && m.inScope(u.GetAnnotations()[keys.Source]) {
+		if u != nil && render.IsPoolRegistryObject(u) && m.inScope(object.AnnotationOf(u, keys.Source)) {
 			pools[u.GetLabels()[keys.Pool]] = true
 		}
 	}

@@ -38,7 +38,7 @@ func SnapshotOf(plan *Plan, desired []*unstructured.Unstructured) *Snapshot {
 	}
 	s := &Snapshot{hashes: make(map[string]string, len(desired)), gks: map[schema.GroupKind]int{}}
 	for _, u := range desired {
-		if u.GetKind() == "Node" && u.GroupVersionKind().Group == "" {
+		if object.IsNode(u) {
 			s.nodes = append(s.nodes, u.DeepCopy())
 			continue
 		}

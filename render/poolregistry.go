@@ -6,8 +6,10 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // The pool registry: one ConfigMap for each pool file, named gpuctl-pool-<name>
@@ -30,6 +32,12 @@ const PoolRegistrySelector = keys.PoolRegistry + "=" + poolRegistryMark
 // IsPoolRegistry reports whether an object with these labels is a registry ConfigMap.
 func IsPoolRegistry(labels map[string]string) bool {
 	return labels[keys.PoolRegistry] == poolRegistryMark
+}
+
+// IsPoolRegistryObject reports whether u is a registry ConfigMap: a ConfigMap of the core
+// group marked as one.
+func IsPoolRegistryObject(u *unstructured.Unstructured) bool {
+	return u.GetKind() == "ConfigMap" && u.GroupVersionKind().Group == "" && object.LabelOf(u, keys.PoolRegistry) == poolRegistryMark
 }
 
 // PoolRecord is one pool as the pool registry records it.

@@ -8,6 +8,8 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 )
 
 func TestPoolRecordRoundTrip(t *testing.T) {
@@ -60,5 +62,32 @@ func TestDecodePoolRecordLenient(t *testing.T) {
 	}
 	if IsPoolRegistry(map[string]string{keys.PoolRegistry: "false"}) || IsPoolRegistry(nil) {
 		t.Error("IsPoolRegistry accepts a ConfigMap that is not marked")
+	}
+}
+
+// TestIsPoolRegistryObject: the registry is a marked ConfigMap of the core group; the same
+// label on another kind (a team may write one) or on a ConfigMap of another group is not.
+func TestIsPoolRegistryObject(t *testing.T) {
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(PoolRecord{Name: "p"}.ConfigMap(keys.SystemNamespace, "pools/p.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cm := &unstructured.Unstructured{Object: m}
+	cm.SetAPIVersion("v1")
+	cm.SetKind("ConfigMap")
+	if !IsPoolRegistryObject(cm) {
+		t.Fatal("the registry ConfigMap is not recognised")
+	}
+	for what, edit := range map[string]func(u *unstructured.Unstructured){
+		"a Secret":                       func(u *unstructured.Unstructured) { u.SetKind("Secret") },
+		"a ConfigMap of another group":   func(u *unstructured.Unstructured) { u.SetAPIVersion("example.com/v1") },
+		"a ConfigMap without the mark":   func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{keys.Pool: "p"}) },
+		"a ConfigMap marked another way": func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{keys.PoolRegistry: "yes"}) },
+	} {
+		u := cm.DeepCopy()
+		edit(u)
+		if IsPoolRegistryObject(u) {
+			t.Errorf("%s is taken for the registry", what)
+		}
 	}
 }

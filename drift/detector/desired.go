@@ -78,7 +78,7 @@ func compressAll(objects []*unstructured.Unstructured, prev *desiredState) ([][]
 	compressors := make([]compressor, cores.Workers(len(objects))) // one a worker: it reuses its buffers
 	cores.EachWorker(len(objects), func(w, i int) {
 		u := objects[i]
-		if u.GetKind() == "Node" && u.GroupVersionKind().Group == "" {
+		if object.IsNode(u) {
 			return
 		}
 		if prev != nil {
@@ -127,7 +127,7 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 	}
 	for i, u := range objects {
 		gvk := u.GroupVersionKind()
-		if gvk.Kind == "Node" && gvk.Group == "" {
+		if object.IsNode(u) {
 			ds.nodes[u.GetName()] = nodeIntent{pool: u.GetLabels()[keys.Pool], labels: u.GetLabels()}
 			continue
 		}
@@ -147,7 +147,7 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 		if ds.partOf == "" {
 			ds.partOf = object.LabelOf(u, keys.ApplySetPartOf)
 		}
-		if gvk.Kind == "ConfigMap" && gvk.Group == "" && render.IsPoolRegistry(u.GetLabels()) {
+		if render.IsPoolRegistryObject(u) {
 			poolSource[object.LabelOf(u, keys.Pool)] = o.source
 		}
 	}

@@ -27,18 +27,42 @@ func MetaHash(labels, annotations map[string]string) string {
 // AnnotationOf is u's annotation key, read without copying the annotations (GetAnnotations
 // copies them all, for one value).
 func AnnotationOf(u *unstructured.Unstructured, key string) string {
-	md, _ := u.Object["metadata"].(map[string]any)
-	ann, _ := md["annotations"].(map[string]any)
-	s, _ := ann[key].(string)
+	s, _ := metaEntry(u, "annotations", key).(string)
 	return s
 }
 
 // LabelOf is u's label key, read without copying the labels.
 func LabelOf(u *unstructured.Unstructured, key string) string {
-	md, _ := u.Object["metadata"].(map[string]any)
-	labels, _ := md["labels"].(map[string]any)
-	s, _ := labels[key].(string)
+	s, _ := metaEntry(u, "labels", key).(string)
 	return s
+}
+
+// HasAnnotation tells whether u has the annotation key, whatever its value.
+func HasAnnotation(u *unstructured.Unstructured, key string) bool {
+	return hasMetaEntry(u, "annotations", key)
+}
+
+// HasLabel tells whether u has the label key, whatever its value.
+func HasLabel(u *unstructured.Unstructured, key string) bool { return hasMetaEntry(u, "labels", key) }
+
+// metaEntry is the value of key in u's metadata map field (labels or annotations), nil when
+// absent.
+func metaEntry(u *unstructured.Unstructured, field, key string) any {
+	md, _ := u.Object["metadata"].(map[string]any)
+	m, _ := md[field].(map[string]any)
+	return m[key]
+}
+
+func hasMetaEntry(u *unstructured.Unstructured, field, key string) bool {
+	md, _ := u.Object["metadata"].(map[string]any)
+	m, _ := md[field].(map[string]any)
+	_, ok := m[key]
+	return ok
+}
+
+// IsNode tells a Node of the core group (in a render's output: a pool's labels for a node).
+func IsNode(u *unstructured.Unstructured) bool {
+	return u.GetKind() == "Node" && u.GroupVersionKind().Group == ""
 }
 
 // GenerationTracksChanges tells the kinds whose metadata.generation grows with every change
