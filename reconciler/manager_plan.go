@@ -252,10 +252,11 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 			// An up-to-date member is decided here and not kept: a no-op sync of a large
 			// inventory then holds one copy of each object, not two. Each item is its own
 			// desired change's: they are decided on every core.
-			kept := make([]bool, len(p.items))
+			kept := make([]string, len(p.items)) // the key of each member kept
 			errs := make([]error, len(p.items))
 			cores.Each(len(p.items), func(i int) {
-				if c := desired[p.key(i)]; c != nil && m.upToDateInPage(c, p, i) {
+				key := p.key(i)
+				if c := desired[key]; c != nil && m.upToDateInPage(c, p, i) {
 					return
 				}
 				u, err := p.live(i)
@@ -264,15 +265,15 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 					return
 				}
 				trimLive(u)
-				kept[i] = true
+				kept[i] = key
 			})
 			if err := errors.Join(errs...); err != nil {
 				return err
 			}
 			mu.Lock()
-			for i, u := range p.items {
-				if kept[i] {
-					live[object.RefOf(u).Key()] = u
+			for i, key := range kept {
+				if key != "" {
+					live[key] = p.items[i]
 				}
 			}
 			listed += len(p.items)
