@@ -2,6 +2,8 @@ package render_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -174,5 +176,57 @@ func TestRedTeamNestedConfigNeverConfigures(t *testing.T) {
 				t.Errorf("render %s: want %q, got %v", path, want, err)
 			}
 		}
+	}
+}
+
+// TestRedTeamLinkWithAKnownDigest: the cache and Options.Digest (a source's digests, which
+// follow links inside the repository) hold alice's file. She replaces it with a symbolic link
+// to bob's file of the same content: the digest of her path is one the cache knows, but the
+// link is refused by the walk before any digest is asked, and nothing is rendered from it.
+func TestRedTeamLinkWithAKnownDigest(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n"
+	dir := diskTree(t, map[string]string{"teams/alice/cm.yaml": cm, "teams/bob/cm.yaml": cm})
+	digest := func(abs string) (sum [sha256.Size]byte, ok bool) {
+		data, err := os.ReadFile(abs) // follows links, as the local source does inside the root
+		return sha256.Sum256(data), err == nil
+	}
+	cache := render.NewCache(0)
+	renderCached := func() *render.Result {
+		t.Helper()
+		res, err := render.New(render.Options{Cache: cache, Digest: digest}).RenderContext(t.Context(), diskFS(), dir)
+		var ve *render.ValidationError
+		if err != nil && !errors.As(err, &ve) {
+			t.Fatal(err)
+		}
+		return res
+	}
+	settings := func(res *render.Result) (namespaces []string) {
+		for _, o := range res.Objects {
+			if o.GetKind() == "ConfigMap" && o.GetName() == "settings" {
+				namespaces = append(namespaces, o.GetNamespace())
+			}
+		}
+		return namespaces
+	}
+	if got := settings(renderCached()); len(got) != 2 {
+		t.Fatalf("ConfigMaps settings in %v, want alice's and bob's", got)
+	}
+	alice := filepath.Join(dir, "teams/alice/cm.yaml")
+	if err := os.Remove(alice); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(dir, "teams/bob/cm.yaml"), alice); err != nil {
+		t.Fatal(err)
+	}
+	res := renderCached()
+	if got := settings(res); len(got) != 1 || got[0] != "bob" {
+		t.Errorf("ConfigMaps settings in %v after the link, want bob's alone", got)
+	}
+	skipped := false
+	for _, d := range res.Diagnostics {
+		skipped = skipped || (strings.Contains(d.Error(), "teams/alice/cm.yaml") && strings.Contains(d.Error(), "symbolic link skipped"))
+	}
+	if !skipped {
+		t.Errorf("the link is not reported as skipped: %v", res.Diagnostics)
 	}
 }
