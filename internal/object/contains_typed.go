@@ -108,10 +108,7 @@ func deref(v reflect.Value) reflect.Value {
 // converter writes for it (strings, booleans, int64, float64, nil; a custom converter's value;
 // a nested object or list as such, which equals no scalar).
 func scalarOf(v reflect.Value) (any, bool) {
-	if u, custom := converted(v); custom {
-		return u, true
-	}
-	v = deref(v)
+	v = deref(v) // stops at a value that converts itself
 	if u, custom := converted(v); custom {
 		return u, true
 	}
