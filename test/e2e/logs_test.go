@@ -79,12 +79,22 @@ func trainingJob(t *testing.T, kube kubernetes.Interface, ns, name string, pods 
 // returns them by name.
 func startedPods(t *testing.T, kube kubernetes.Interface, ns, name string, n int) []corev1.Pod {
 	t.Helper()
-	var pods []corev1.Pod
+	var pods, all []corev1.Pod
+	defer func() {
+		if t.Failed() { // why they did not start: their phase and the scheduler's word, and who holds GPUs
+			for _, p := range all {
+				t.Logf("pod %s: %s on %q %v", p.Name, p.Status.Phase, p.Spec.NodeName, p.Status.Conditions)
+			}
+			held, holders, _ := gpusHeld(context.Background(), kube, "", "")
+			t.Logf("pods holding %d GPUs: %v", held, holders)
+		}
+	}()
 	waitUntil(t, "pods of "+ns+"/"+name, func(ctx context.Context) bool {
 		list, err := kube.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: keys.App + "=" + name})
 		if err != nil {
 			return false
 		}
+		all = list.Items
 		pods = pods[:0]
 		for _, p := range list.Items {
 			if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodPending {
