@@ -26,7 +26,18 @@
 // (content or executable bit) since the previous successful Fetch; it is nil on the first.
 //
 // Each file is read once: its content hash is cached by path, size and mtime, so a Fetch after
-// one edit reads one file. Files modified less than two seconds before they were hashed are
+// one edit reads one file. Nor is the tree walked for an edit: between two walks of the whole
+// tree (the first Fetch, then at least every FullScanEvery, one minute), a Fetch stats and
+// hashes only the paths that file events named since the last one — a file hashed again, a
+// directory walked, a path that is gone dropped with everything below it — and every symlink
+// (its target may change elsewhere). Before it takes those paths, a Fetch waits until the
+// watcher has handled every event of a write made before it: it creates a file in a private
+// temporary directory on the same inotify instance, whose queue keeps the order of events,
+// and waits for that file's event. A Fetch walks the whole tree instead when it cannot know:
+// no temporary directory to write to, events lost (an overflow), a directory that could not
+// be watched, the root itself changed. A change that makes no event here (a network
+// filesystem written from another machine, a hard link written from outside Root) is found
+// by the next walk. Files modified less than two seconds before they were hashed are
 // read again by the next Fetch, because a second write within the filesystem's timestamp
 // granularity may leave size and mtime unchanged (Git's "racy clean" problem).
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"io/fs"
 	"maps"
@@ -84,15 +85,15 @@ func relSlash(root, path string) string {
 	return filepath.ToSlash(rel)
 }
 
-// scan walks the tree and returns the digest of every file by slash-separated relative path.
-// Files whose size and mtime match the cache are not read. On success the cache is replaced by
-// the files seen; on failure what was read is added to it. The walk lists the files; they are
-// then stat'ed and hashed on every core (10,000 files are most of a fetch).
-func (s *Source) scan(ctx context.Context) (map[string]digest, error) {
-	type file struct{ rel, target string }
-	var list []file
-	warned := map[string]bool{}
-	err := filepath.WalkDir(s.real, func(p string, d fs.DirEntry, err error) error {
+// listed is a file found by a walk: its path relative to Root (slash-separated) and the path
+// that is read (itself, or a symlink's resolved target).
+type listed struct{ rel, target string }
+
+// walk lists the files below dir (Root or a directory in it) that are hashed: not hidden,
+// regular or a symlink that follow resolves; devices, pipes and sockets are left out.
+func (s *Source) walk(ctx context.Context, dir string, warned map[string]bool) ([]listed, error) {
+	var list []listed
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -108,32 +109,45 @@ func (s *Source) scan(ctx context.Context) (map[string]digest, error) {
 			}
 			return nil
 		}
-		rel := relSlash(s.real, p)
-		target := p
-		switch {
-		case d.IsDir():
-			return nil
-		case d.Type()&fs.ModeSymlink != 0:
-			var ok bool
-			if target, ok = s.follow(p, rel, warned); !ok {
-				return nil
-			}
-		case !d.Type().IsRegular():
-			return nil // devices, pipes, sockets
+		if f, ok := s.entry(p, d.Type(), warned); ok {
+			list = append(list, f)
 		}
-		list = append(list, file{rel, target})
 		return nil
 	})
-	if err != nil {
-		return nil, err
+	return list, err
+}
+
+// entry says whether the path p, of type typ and not hidden, is a file that is hashed, and
+// what is read for it.
+func (s *Source) entry(p string, typ fs.FileMode, warned map[string]bool) (listed, bool) {
+	rel := relSlash(s.real, p)
+	target := p
+	switch {
+	case typ.IsDir():
+		return listed{}, false
+	case typ&fs.ModeSymlink != 0:
+		var ok bool
+		if target, ok = s.follow(p, rel, warned); !ok {
+			return listed{}, false
+		}
+	case !typ.IsRegular():
+		return listed{}, false // devices, pipes, sockets
 	}
-	type result struct {
-		dg  digest
-		c   cached
-		ok  bool
-		err error
-	}
-	results := make([]result, len(list))
+	return listed{rel, target}, true
+}
+
+// hashed is the outcome of hashing one listed file.
+type hashed struct {
+	dg  digest
+	c   cached
+	ok  bool
+	err error
+}
+
+// hashAll hashes the listed files on every core (10,000 files are most of a full fetch) and
+// counts the files read in s.reads.
+func (s *Source) hashAll(ctx context.Context, list []listed) []hashed {
+	results := make([]hashed, len(list))
 	bufs := make([][]byte, cores.Workers(len(list)))
 	var reads atomic.Int64
 	cores.EachWorker(len(list), func(w, i int) {
@@ -151,6 +165,19 @@ func (s *Source) scan(ctx context.Context) (map[string]digest, error) {
 		}
 	})
 	s.reads = int(reads.Load())
+	return results
+}
+
+// scan walks the tree and returns the digest of every file by slash-separated relative path.
+// Files whose size and mtime match the cache are not read. On success the cache is replaced by
+// the files seen; on failure what was read is added to it.
+func (s *Source) scan(ctx context.Context) (map[string]digest, error) {
+	warned := map[string]bool{}
+	list, err := s.walk(ctx, s.real, warned)
+	if err != nil {
+		return nil, err
+	}
+	results := s.hashAll(ctx, list)
 	files := make(map[string]digest, len(list))
 	next := make(map[string]cached, len(list))
 	for i, r := range results {
@@ -167,7 +194,82 @@ func (s *Source) scan(ctx context.Context) (map[string]digest, error) {
 	}
 	s.cache = next
 	maps.DeleteFunc(s.warned, func(rel, _ string) bool { return !warned[rel] })
+	s.links = map[string]bool{}
+	s.noteLinks(list)
 	return files, nil
+}
+
+// rescan is scan for a tree of which only the paths in dirty (absolute, below Root) may have
+// changed since the files of prev were hashed (the watch's events say which): each dirty path
+// is looked at again — a file hashed, a directory walked, a path that is gone dropped with
+// everything below it — and so is every symlink, whose target may have changed elsewhere.
+func (s *Source) rescan(ctx context.Context, prev map[string]digest, dirty []string) (map[string]digest, error) {
+	files := maps.Clone(prev)
+	for rel := range s.links {
+		dirty = append(dirty, filepath.Join(s.real, filepath.FromSlash(rel)))
+	}
+	var list []listed
+	warned := map[string]bool{} // paths outside dirty keep their warnings
+	for rel := range s.warned {
+		warned[rel] = true
+	}
+	for _, p := range dirty {
+		rel := relSlash(s.real, p)
+		if hidden(rel) {
+			continue
+		}
+		delete(files, rel) // found again below, unless it is gone
+		delete(s.links, rel)
+		delete(warned, rel)
+		fi, err := os.Lstat(p)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			s.forget(files, warned, rel)
+		case err != nil:
+			return nil, err
+		case fi.IsDir():
+			s.forget(files, warned, rel)
+			found, err := s.walk(ctx, p, warned)
+			if err != nil {
+				return nil, err
+			}
+			list = append(list, found...)
+		default:
+			if f, ok := s.entry(p, fi.Mode().Type(), warned); ok {
+				list = append(list, f)
+			}
+		}
+	}
+	for i, r := range s.hashAll(ctx, list) {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.ok {
+			files[list[i].rel], s.cache[list[i].rel] = r.dg, r.c
+		}
+	}
+	s.noteLinks(list)
+	maps.DeleteFunc(s.warned, func(rel, _ string) bool { return !warned[rel] })
+	return files, nil
+}
+
+// forget drops what is known of the files below the directory rel (and of rel itself).
+func (s *Source) forget(files map[string]digest, warned map[string]bool, rel string) {
+	prefix := rel + "/"
+	below := func(p string) bool { return p == rel || strings.HasPrefix(p, prefix) }
+	maps.DeleteFunc(files, func(p string, _ digest) bool { return below(p) })
+	maps.DeleteFunc(s.cache, func(p string, _ cached) bool { return below(p) })
+	maps.DeleteFunc(s.links, func(p string, _ bool) bool { return below(p) })
+	maps.DeleteFunc(warned, func(p string, _ bool) bool { return below(p) })
+}
+
+// noteLinks records the symlinks among the listed files: every rescan hashes them again.
+func (s *Source) noteLinks(list []listed) {
+	for _, f := range list {
+		if f.target != filepath.Join(s.real, filepath.FromSlash(f.rel)) {
+			s.links[f.rel] = true
+		}
+	}
 }
 
 // follow resolves the symlink at p. It returns false, and logs a warning once per path and

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -23,6 +24,13 @@ const DefaultDebounce = 100 * time.Millisecond
 // Changes: a stream that never pauses for Debounce is still signalled after MaxWait (or after
 // Debounce, when Debounce is the longer).
 const MaxWait = time.Second
+
+// FullScanEvery bounds how long Fetch trusts the watch: between two walks of the whole tree, a
+// Fetch hashes only the paths that file events named since the last one (and the symlinks,
+// whose targets may change elsewhere). A change that makes no event here — a network
+// filesystem written from another machine, a file written through a hard link from outside
+// Root — is found by the next walk.
+const FullScanEvery = time.Minute
 
 // ErrClosed is returned by Fetch after Close.
 var ErrClosed = errors.New("local: source closed")
@@ -64,7 +72,10 @@ type Source struct {
 	prev   map[string]digest // nil until the first successful Fetch
 	last   sources.Revision
 	warned map[string]string // relative path -> reason it was skipped, logged once
+	links  map[string]bool   // the followed symlinks of prev, by relative path
+	full   time.Time         // when the tree was last walked whole
 	reads  int               // files read by the last scan, for tests
+	walked bool              // the last Fetch walked the whole tree, for tests
 }
 
 // New checks that opts.Root is a directory, starts watching it and returns the Source. Close
@@ -92,6 +103,7 @@ func New(opts Options) (*Source, error) {
 		closed:  make(chan struct{}),
 		cache:   map[string]cached{},
 		warned:  map[string]string{},
+		links:   map[string]bool{},
 	}
 	s.watch, err = startWatcher(real, opts.Debounce, s.changes, s.log)
 	if err != nil {
@@ -135,10 +147,27 @@ func (s *Source) Fetch(ctx context.Context) (sources.Revision, error) {
 	if s.isClosed() {
 		return s.lastCopy(), ErrClosed
 	}
-	files, err := s.scan(ctx)
-	if errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
-		s.log.Debug("local: tree changed during the walk; walking again", "err", err)
+	synced := s.watch.sync() // the events of every write before this Fetch are marked
+	seen := s.watch.take()
+	var files map[string]digest
+	var err error
+	if s.walked = s.prev == nil || !synced || seen.all || seen.dirty[s.real] || time.Since(s.full) >= FullScanEvery; !s.walked {
+		files, err = s.rescan(ctx, s.prev, slices.Sorted(maps.Keys(seen.dirty)))
+		if err != nil { // the events' paths could not be read: the whole tree is
+			s.log.Debug("local: changed paths could not be hashed; walking the tree", "err", err)
+			s.walked = true
+		}
+	}
+	if s.walked {
+		began := time.Now()
 		files, err = s.scan(ctx)
+		if errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil {
+			s.log.Debug("local: tree changed during the walk; walking again", "err", err)
+			files, err = s.scan(ctx)
+		}
+		if err == nil {
+			s.full = began
+		}
 	}
 	if err != nil {
 		return s.lastCopy(), fmt.Errorf("%s: fetch: %w", s.URL(), err)

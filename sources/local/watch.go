@@ -6,6 +6,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fsnotify/fsnotify"
@@ -49,6 +52,53 @@ type watcher struct {
 	watched map[string]bool // directories added to fs
 	done    chan struct{}   // closed by close
 	stopped chan struct{}   // closed when run returns
+
+	// seen holds what the events said since the last take.
+	seenMu sync.Mutex
+	seen   seen
+	blind  bool // a directory could not be watched
+
+	// barrier is a private directory, outside the tree, on the same watch (see sync); ""
+	// when none could be made.
+	barrier    string
+	barrierSeq atomic.Uint64
+	barrierCh  chan uint64 // the sequence numbers of the barrier files whose events arrived
+}
+
+// seen is what a watcher's events say of the tree since the last Fetch took them.
+type seen struct {
+	// dirty are the paths (absolute, not hidden) that events named: only they may differ.
+	dirty map[string]bool
+	// all: events may have been lost (an overflow, the root gone and back, a directory that
+	// could not be watched): any path may differ.
+	all bool
+}
+
+// mark records that an event named path.
+func (w *watcher) mark(path string) {
+	w.seenMu.Lock()
+	if w.seen.dirty == nil {
+		w.seen.dirty = map[string]bool{}
+	}
+	w.seen.dirty[path] = true
+	w.seenMu.Unlock()
+}
+
+// markAll records that events may have been lost.
+func (w *watcher) markAll() {
+	w.seenMu.Lock()
+	w.seen.all = true
+	w.seenMu.Unlock()
+}
+
+// take returns what the events said since the last take, and starts again. A watcher that
+// could not watch a directory says "all" every time: nothing tells what changed there.
+func (w *watcher) take() seen {
+	w.seenMu.Lock()
+	defer w.seenMu.Unlock()
+	s := w.seen
+	w.seen = seen{all: w.blind}
+	return s
 }
 
 // startWatcher watches the tree at root and starts the goroutine that signals changes.
@@ -66,11 +116,13 @@ func startWatcher(root string, quiet time.Duration, changes chan struct{}, log *
 		watched: map[string]bool{},
 		done:    make(chan struct{}),
 		stopped: make(chan struct{}),
+		seen:    seen{all: true},
 	}
 	if err := w.addTree(root); err != nil {
 		fw.Close()
 		return nil, err
 	}
+	w.startBarrier()
 	go w.run()
 	return w, nil
 }
@@ -80,7 +132,76 @@ func (w *watcher) close() error {
 	close(w.done)
 	err := w.fs.Close()
 	<-w.stopped
+	if w.barrier != "" {
+		os.RemoveAll(w.barrier)
+	}
 	return err
+}
+
+// barrierWait bounds how long sync waits for its own event.
+const barrierWait = time.Second
+
+// startBarrier makes and watches the private directory of sync; without it (no writable
+// temporary directory), sync always says false and every Fetch walks the tree.
+func (w *watcher) startBarrier() {
+	dir, err := os.MkdirTemp("", "gpuctl-watch-")
+	if err == nil {
+		if err = w.fs.Add(dir); err != nil {
+			os.RemoveAll(dir)
+		}
+	}
+	if err != nil {
+		w.log.Debug("local: no barrier directory; every fetch walks the tree", "err", err)
+		return
+	}
+	w.barrier, w.barrierCh = dir, make(chan uint64, 8)
+}
+
+// sync returns once every event of a change made before it was called has been handled
+// (marked), and true; false when it cannot tell. It creates a file in the barrier directory
+// and waits for its event: one inotify instance queues its events in the order they happen,
+// and run handles them in that order.
+func (w *watcher) sync() bool {
+	if w.barrier == "" {
+		return false
+	}
+	n := w.barrierSeq.Add(1)
+	name := filepath.Join(w.barrier, strconv.FormatUint(n, 10))
+	f, err := os.Create(name)
+	if err != nil {
+		return false
+	}
+	f.Close()
+	defer os.Remove(name)
+	timeout := time.NewTimer(barrierWait)
+	defer timeout.Stop()
+	for {
+		select {
+		case got := <-w.barrierCh:
+			if got >= n {
+				return true
+			}
+		case <-timeout.C:
+			w.log.Debug("local: the barrier's event did not arrive; walking the tree")
+			return false
+		case <-w.stopped:
+			return false
+		}
+	}
+}
+
+// barrierEvent handles an event of the barrier directory, and reports whether ev is one.
+func (w *watcher) barrierEvent(ev fsnotify.Event) bool {
+	if w.barrier == "" || filepath.Dir(ev.Name) != w.barrier {
+		return false
+	}
+	if n, err := strconv.ParseUint(filepath.Base(ev.Name), 10, 64); err == nil && ev.Has(fsnotify.Create) {
+		select {
+		case w.barrierCh <- n:
+		default: // a full channel holds a newer number, or nobody waits
+		}
+	}
+	return true
 }
 
 // run handles events until close: each relevant event (re)starts the debounce timer, whose
@@ -105,6 +226,9 @@ func (w *watcher) run() {
 		case ev, ok := <-w.fs.Events:
 			if !ok {
 				return
+			}
+			if w.barrierEvent(ev) {
+				continue
 			}
 			relevant = w.handle(ev)
 			if relevant && pollC == nil && !w.watched[w.root] {
@@ -141,6 +265,7 @@ func (w *watcher) handle(ev fsnotify.Event) bool {
 		return false
 	}
 	w.log.Debug("local: event", "op", ev.Op.String(), "path", filepath.ToSlash(rel))
+	w.mark(ev.Name)
 	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 		// The watches on a directory that moved still report its old path, and one that
 		// was removed is gone: forget them; a directory created in its place is added.
@@ -152,6 +277,7 @@ func (w *watcher) handle(ev fsnotify.Event) bool {
 			// after the signal finds them.
 			if err := w.addTree(ev.Name); err != nil {
 				w.log.Warn("local: cannot watch directory", "path", filepath.ToSlash(rel), "err", err)
+				w.goBlind()
 			}
 		}
 	}
@@ -163,8 +289,10 @@ func (w *watcher) handle(ev fsnotify.Event) bool {
 func (w *watcher) handleError(err error) bool {
 	if errors.Is(err, fsnotify.ErrEventOverflow) {
 		w.log.Warn("local: file events lost; rescanning", "err", err)
+		w.markAll()
 		if err := w.addTree(w.root); err != nil {
 			w.log.Warn("local: cannot watch root", "err", err)
+			w.goBlind()
 		}
 		return true
 	}
@@ -182,6 +310,7 @@ func (w *watcher) findRoot() bool {
 		return false
 	}
 	w.log.Info("local: root directory is back; watching it again")
+	w.markAll()
 	return true
 }
 
@@ -194,6 +323,7 @@ func (w *watcher) addTree(dir string) error {
 			return err
 		case err != nil:
 			w.log.Warn("local: cannot list directory", "path", relSlash(w.root, p), "err", err)
+			w.goBlind()
 			return nil
 		case !d.IsDir():
 			return nil
@@ -207,11 +337,19 @@ func (w *watcher) addTree(dir string) error {
 				return err
 			}
 			w.log.Warn("local: cannot watch directory", "path", relSlash(w.root, p), "err", err)
+			w.goBlind()
 			return filepath.SkipDir
 		}
 		w.watched[p] = true
 		return nil
 	})
+}
+
+// goBlind records that a directory is not watched: from then on every Fetch walks the tree.
+func (w *watcher) goBlind() {
+	w.seenMu.Lock()
+	w.blind, w.seen.all = true, true
+	w.seenMu.Unlock()
 }
 
 // forget drops the watches on path and every directory below it. Only a watched directory
