@@ -4,9 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"sort"
+	"slices"
 	"sync"
 
+	"github.com/gpuctl/gpuctl/internal/cores"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -61,15 +62,16 @@ func (m *Manager) upToDateAs(desired, live *unstructured.Unstructured, typed run
 // Digest identifies a set of desired objects as Plan prepared them (each carries its
 // applied-hash): equal digests mean the same objects with the same configuration.
 func Digest(objects []*unstructured.Unstructured) string {
-	lines := make([]string, 0, len(objects))
-	for _, u := range objects {
+	lines := make([]string, len(objects))
+	cores.Each(len(objects), func(i int) {
+		u := objects[i]
 		h := object.AnnotationOf(u, keys.AppliedHash)
 		if h == "" {
 			h = hashOf(u)
 		}
-		lines = append(lines, object.RefOf(u).Key()+" "+h)
-	}
-	sort.Strings(lines)
+		lines[i] = object.RefOf(u).Key() + " " + h
+	})
+	slices.Sort(lines)
 	sum := sha256.New()
 	for _, l := range lines {
 		sum.Write([]byte(l + "\n"))

@@ -24,16 +24,21 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 	type key struct{ ns, pool string }
 	sums := map[key]*GPUDelta{}
 	// add counts u's GPUs before, after, or both (an object found up to date is both).
-	add := func(u *unstructured.Unstructured, before, after bool) {
-		g := object.GPUs(u)
+	add := func(c *Change, u *unstructured.Unstructured, before, after bool) {
+		g, pool := c.gpus, c.pool
+		if u != c.Desired || c.key == "" { // prepare counted the desired object's
+			if g = object.GPUs(u); g == 0 {
+				return
+			}
+			pool = poolOf(u)
+		}
 		if g == 0 {
 			return
 		}
-		pool := object.LabelOf(u, keys.Pool)
-		if pool == "" {
-			pool = keys.DefaultPool
+		k := key{c.Object.Namespace, pool}
+		if u != c.Desired {
+			k.ns = u.GetNamespace()
 		}
-		k := key{u.GetNamespace(), pool}
 		d := sums[k]
 		if d == nil {
 			d = &GPUDelta{Namespace: k.ns, Pool: k.pool}
@@ -52,7 +57,7 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 			before = c.Desired // found up to date, not kept: same labels and requests
 		}
 		if c.Action == ActionDelete {
-			add(before, true, false)
+			add(c, before, true, false)
 			continue
 		}
 		after := c.Desired
@@ -63,10 +68,10 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 			after = c.Predicted
 		}
 		if after == before {
-			add(before, true, true)
+			add(c, before, true, true)
 		} else {
-			add(before, true, false)
-			add(after, false, true)
+			add(c, before, true, false)
+			add(c, after, false, true)
 		}
 	}
 	out := make([]GPUDelta, 0, len(sums))
@@ -99,4 +104,12 @@ func gpuSummary(ds []GPUDelta) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// poolOf is the pool whose GPUs an object counts in: its pool label, or the default pool.
+func poolOf(u *unstructured.Unstructured) string {
+	if pool := object.LabelOf(u, keys.Pool); pool != "" {
+		return pool
+	}
+	return keys.DefaultPool
 }

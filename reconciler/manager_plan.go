@@ -116,8 +116,11 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 	case !namespaced:
 		u.SetNamespace("")
 	}
-	markMember(u, inventoryID)
-	c.Object, c.resource, c.namespaced, c.stage = object.RefOf(u), rm.Resource, namespaced, render.KindOrder(u.GetKind())
+	c.hash = markMember(u, inventoryID)
+	c.Object, c.resource, c.namespaced, c.stage = object.RefOf(u), rm.Resource, namespaced, render.KindOrder(object.KindOf(u))
+	if c.key, c.gpus = c.Object.Key(), object.GPUs(u); c.gpus > 0 {
+		c.pool = poolOf(u)
+	}
 	if c.tenant != "" {
 		c.stage += tenantStageOffset
 	}
@@ -130,40 +133,13 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 // markMember labels a desired object as a member of the inventory and annotates it with the
 // hash of what is applied. The object's metadata maps are changed in place (GetLabels and
 // SetLabels would copy them: a plan prepares every desired object).
-func markMember(u *unstructured.Unstructured, inventoryID string) {
-	md, _ := u.Object["metadata"].(map[string]any)
-	if md == nil {
-		md = map[string]any{}
-		u.Object["metadata"] = md
-	}
-	labels, ok := md["labels"].(map[string]any)
-	if !ok || labels == nil {
-		labels = map[string]any{}
-		for k, v := range u.GetLabels() { // absent, or not a map of strings: as SetLabels would
-			labels[k] = v
-		}
-		md["labels"] = labels
-	}
-	labels[keys.ApplySetPartOf] = inventoryID
-	labels[keys.ManagedBy] = keys.ManagedByValue
-	if ann, ok := md["annotations"].(map[string]any); ok {
-		delete(ann, keys.AppliedHash)
-		if len(ann) == 0 {
-			delete(md, "annotations")
-		}
-	} else {
-		object.DropAppliedHash(u)
-	}
-	h := hashOf(u)
-	ann, ok := md["annotations"].(map[string]any)
-	if !ok || ann == nil {
-		ann = map[string]any{}
-		for k, v := range u.GetAnnotations() {
-			ann[k] = v
-		}
-		md["annotations"] = ann
-	}
-	ann[keys.AppliedHash] = h
+func markMember(u *unstructured.Unstructured, inventoryID string) (hash string) {
+	object.SetLabel(u, keys.ApplySetPartOf, inventoryID)
+	object.SetLabel(u, keys.ManagedBy, keys.ManagedByValue)
+	object.DropAppliedHash(u)
+	hash = hashOf(u)
+	object.SetAnnotation(u, keys.AppliedHash, hash)
+	return hash
 }
 
 // listInventory lists the members of the inventory, one list per group-kind across all
@@ -177,7 +153,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 	desired := make(map[string]*Change, len(changes))
 	for _, c := range changes {
 		if c.Error == "" {
-			desired[c.Object.Key()] = c
+			desired[c.objectKey()] = c
 		}
 	}
 	m.verified.keepOnly(desired)
@@ -328,7 +304,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 		if c.liveSeen || c.Error != "" {
 			continue // decided while listing, or failed
 		}
-		c.Live = live[c.Object.Key()]
+		c.Live = live[c.objectKey()]
 		switch {
 		case c.Live == nil:
 			unknown = append(unknown, c)
@@ -348,7 +324,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 		if c.Error != "" || c.unchecked {
 			continue
 		}
-		if c.Live = found[c.Object.Key()]; c.Live == nil {
+		if c.Live = found[c.objectKey()]; c.Live == nil {
 			c.Action = ActionCreate
 		} else if err := m.adoptionError(c.Live, c.Desired); err != nil {
 			c.fail("%v", err)
@@ -604,7 +580,7 @@ func (m *Manager) prunes(plan *Plan, live map[string]*unstructured.Unstructured,
 	}
 	desired := make(map[string]bool, len(changes))
 	for _, c := range changes {
-		desired[c.Object.Key()] = true // failed changes too: they are still desired
+		desired[c.objectKey()] = true // failed changes too: they are still desired
 	}
 	// (up-to-date members are not in live: they were desired)
 	var out []*Change

@@ -89,6 +89,26 @@ type Change struct {
 	limited bool
 	// unchecked: skipped because these credentials may not read the object (see limited).
 	unchecked bool
+	// key is Object.Key(), and hash the desired object's applied-hash, gpus its GPUs and pool
+	// its pool label, as prepare made it (a plan reads them of every object, more than once).
+	key, hash, pool string
+	gpus            int64
+}
+
+// objectKey is Object.Key(), made once by prepare.
+func (c *Change) objectKey() string {
+	if c.key != "" {
+		return c.key
+	}
+	return c.Object.Key()
+}
+
+// appliedHash is the desired object's applied-hash, made once by prepare.
+func (c *Change) appliedHash() string {
+	if c.hash != "" {
+		return c.hash
+	}
+	return object.AnnotationOf(c.Desired, keys.AppliedHash)
 }
 
 // fail marks the change as one that cannot be planned: it is skipped with the error.

@@ -218,7 +218,7 @@ func (m *Manager) skipDependents(changes []*Change) {
 func refuseSecondDeclarations(changes []*Change) {
 	kept := map[string]*Change{}
 	for _, c := range changes {
-		k := c.Object.Key()
+		k := c.objectKey()
 		first, dup := kept[k]
 		if !dup {
 			kept[k] = c

@@ -124,8 +124,13 @@ func (v *verified) note(live *unstructured.Unstructured, h string) {
 // annotations.
 func (v *verified) unchanged(gk schema.GroupKind, key string, mb Member, h string) bool {
 	v.mu.Lock()
+	defer v.mu.Unlock()
+	return v.unchangedLocked(gk, key, mb, h)
+}
+
+// unchangedLocked is unchanged with v.mu held.
+func (v *verified) unchangedLocked(gk schema.GroupKind, key string, mb Member, h string) bool {
 	s, ok := v.m[key]
-	v.mu.Unlock()
 	if !ok || mb.Deleting || s.uid != mb.UID || s.metaHash != mb.MetaHash || s.appliedHash != h {
 		return false
 	}
@@ -163,17 +168,20 @@ func (m *Manager) listWatched(ctx context.Context, w Watched, inv *inventory, gk
 	}
 	var unchanged []*Change
 	var reads []Member
+	m.verified.mu.Lock() // once, not once per member
 	for _, mb := range members {
 		key := object.KeyOf(gk, mb.Namespace, mb.Name)
-		if c := desired[key]; c != nil && m.verified.unchanged(gk, key, mb, object.AnnotationOf(c.Desired, keys.AppliedHash)) {
+		if c := desired[key]; c != nil && m.verified.unchangedLocked(gk, key, mb, c.appliedHash()) {
 			unchanged = append(unchanged, c)
 			continue
 		}
 		reads = append(reads, mb)
 		if len(reads) > maxWatchedReads {
+			m.verified.mu.Unlock()
 			return -1, nil
 		}
 	}
+	m.verified.mu.Unlock()
 	var mu sync.Mutex
 	var got []*unstructured.Unstructured
 	err := parallel(ctx, m.opts.Concurrency, reads, func(ctx context.Context, mb Member) error {

@@ -57,15 +57,10 @@ func (st *run) build() []*unstructured.Unstructured {
 	}
 	objs = st.appendAdmissionPolicy(objs)
 	for _, o := range objs {
-		if o.GetKind() == "Node" {
+		if object.KindOf(o) == "Node" {
 			continue
 		}
-		labels := o.GetLabels()
-		if labels == nil {
-			labels = map[string]string{}
-		}
-		labels[keys.ManagedBy] = keys.ManagedByValue
-		o.SetLabels(labels)
+		object.SetLabel(o, keys.ManagedBy, keys.ManagedByValue)
 	}
 	sortObjects(objs)
 	st.checkQuotaRequests(objs, origins)
@@ -129,12 +124,7 @@ func (st *run) renderDoc(doc *Document, s *source) []*unstructured.Unstructured 
 		// The object shares its maps with the document: a plain manifest is rendered as it is
 		// written, and copying every manifest would double the memory of large trees.
 		u := &unstructured.Unstructured{Object: doc.Manifest}
-		ann := u.GetAnnotations()
-		if ann == nil {
-			ann = map[string]string{}
-		}
-		ann[keys.Source] = s.rel
-		u.SetAnnotations(ann)
+		object.SetAnnotation(u, keys.Source, s.rel)
 		return []*unstructured.Unstructured{u}
 	}
 	out := make([]*unstructured.Unstructured, len(typed))

@@ -335,7 +335,7 @@ func (st *run) collect(path, abs string) error {
 			return nil
 		}
 		name := info.Name()
-		pAbs := filepath.Join(abs, relTo(path, p))
+		pAbs := below(abs, path, p)
 		if info.IsDir() {
 			if p != path && strings.HasPrefix(name, ".") {
 				return filepath.SkipDir
@@ -348,7 +348,8 @@ func (st *run) collect(path, abs string) error {
 			}
 			return nil
 		}
-		if msg := st.adminFile(filepath.ToSlash(relTo(st.repo, pAbs))); msg != "" {
+		rel := filepath.ToSlash(relTo(st.repo, pAbs))
+		if msg := st.adminFile(rel); msg != "" {
 			st.ds.errorf(p, Pos{}, "", "%s", msg)
 			return nil
 		}
@@ -363,7 +364,7 @@ func (st *run) collect(path, abs string) error {
 			st.ds.errorf(p, Pos{}, "", "not a regular file (a device, pipe or socket); only files are read")
 			return nil
 		}
-		s := &source{display: p, abs: pAbs, rel: filepath.ToSlash(relTo(st.repo, pAbs))}
+		s := &source{display: p, abs: pAbs, rel: rel}
 		if info.Size() > MaxFileSize {
 			st.ds.errorf(p, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(int(info.Size())), humanBytes(MaxFileSize))
 			return nil
@@ -374,7 +375,19 @@ func (st *run) collect(path, abs string) error {
 	})
 }
 
+// below is the absolute path of p, a path that a walk of path found, where path is abs:
+// filepath.Join(abs, relTo(path, p)) without its two walks of both paths.
+func below(abs, path, p string) string {
+	if rest, ok := strings.CutPrefix(p, path); ok && strings.HasPrefix(rest, string(filepath.Separator)) && !strings.HasSuffix(path, string(filepath.Separator)) {
+		return abs + rest
+	}
+	return filepath.Join(abs, relTo(path, p))
+}
+
 func relTo(base, p string) string {
+	if rest, ok := strings.CutPrefix(p, base); ok && len(rest) > 1 && rest[0] == filepath.Separator && filepath.IsAbs(base) && filepath.Clean(p) == p && filepath.Clean(base) == base {
+		return rest[1:] // p below base, both clean: what Rel gives
+	}
 	rel, err := filepath.Rel(base, p)
 	if err != nil {
 		return p
@@ -391,7 +404,6 @@ func (st *run) parseAll() {
 		if st.stopped() {
 			return
 		}
-		defer st.doing("reading %s", s.display)()
 		for _, k := range st.kdirs {
 			if s.abs == k || strings.HasPrefix(s.abs, k+string(filepath.Separator)) {
 				s.kustom = true
@@ -408,6 +420,9 @@ func (st *run) parseAll() {
 				}
 			}
 		}
+		// Only a file read is marked: a render that runs out of time names the files it waits
+		// for (a slow disk, a pipe); the cache's entries are handed out at memory speed.
+		defer st.doing("reading %s", s.display)()
 		data, err := st.fsys.ReadFile(s.abs)
 		if err != nil {
 			per[i].errorf(s.display, Pos{}, "", "cannot read: %v", err)
@@ -492,7 +507,8 @@ func sortObjects(objs []*unstructured.Unstructured) {
 	}
 	ks := make([]keyed, len(objs))
 	for i, o := range objs {
-		ks[i] = keyed{KindOrder(o.GetKind()), i, object.RefOf(o), o}
+		ref := object.RefOf(o)
+		ks[i] = keyed{KindOrder(ref.Kind), i, ref, o}
 	}
 	slices.SortFunc(ks, func(a, b keyed) int {
 		return cmp.Or(cmp.Compare(a.order, b.order), object.Compare(a.ref, b.ref), cmp.Compare(a.pos, b.pos))

@@ -53,6 +53,78 @@ var clusterScopedKinds = map[string]bool{
 // kindPattern is a Kubernetes kind: a Go-style identifier.
 var kindPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]*$`)
 
+// The checks of nameProblem run for every manifest of every render: names that are valid, as
+// nearly all are, are told by these byte loops; only the others are handed to the validation
+// functions (regular expressions), for their messages.
+
+func dns1123Label(s string) []string {
+	if len(s) <= validation.DNS1123LabelMaxLength && isLabel(s, false) {
+		return nil
+	}
+	return validation.IsDNS1123Label(s)
+}
+
+func dns1035Label(s string) []string {
+	if len(s) <= validation.DNS1035LabelMaxLength && isLabel(s, true) {
+		return nil
+	}
+	return validation.IsDNS1035Label(s)
+}
+
+func dns1123Subdomain(s string) []string {
+	if len(s) <= validation.DNS1123SubdomainMaxLength && s != "" {
+		ok := true
+		for label := range strings.SplitSeq(s, ".") {
+			if !isLabel(label, false) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return nil
+		}
+	}
+	return validation.IsDNS1123Subdomain(s)
+}
+
+// isLabel tells [a-z0-9]([-a-z0-9]*[a-z0-9])? ([a-z] first when letterFirst), any length.
+func isLabel(s string, letterFirst bool) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z':
+		case c >= '0' && c <= '9':
+			if i == 0 && letterFirst {
+				return false
+			}
+		case c == '-':
+			if i == 0 || i == len(s)-1 {
+				return false
+			}
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// isKind is kindPattern.MatchString.
+func isKind(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
 // rbacNamePattern allows the names RBAC objects use (system:controller:...), nothing that
 // could break a line or a Markdown table.
 var rbacNamePattern = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9:._@+-]*$`)
@@ -77,14 +149,14 @@ func nameProblem(m map[string]any) (field, problem string) {
 	if !found {
 		group, version = "", apiVersion
 	}
-	if errs := validation.IsDNS1035Label(version); len(errs) > 0 {
+	if errs := dns1035Label(version); len(errs) > 0 {
 		return "apiVersion", fmt.Sprintf("%q is not a valid API version: %s", apiVersion, errs[0])
 	}
-	if errs := validation.IsDNS1123Subdomain(group); found && len(errs) > 0 {
+	if errs := dns1123Subdomain(group); found && len(errs) > 0 {
 		return "apiVersion", fmt.Sprintf("%q is not a valid API group: %s", group, errs[0])
 	}
 	kind, _ := m["kind"].(string)
-	if !kindPattern.MatchString(kind) {
+	if !isKind(kind) {
 		return "kind", fmt.Sprintf("%q is not a valid kind: letters and digits only, starting with a letter", kind)
 	}
 	meta := mapAt(m["metadata"])
@@ -92,13 +164,13 @@ func nameProblem(m map[string]any) (field, problem string) {
 	var errs []string
 	switch {
 	case group == "" && (kind == "Namespace" || kind == "Service"):
-		errs = validation.IsDNS1123Label(name)
+		errs = dns1123Label(name)
 	case group == rbacv1.GroupName:
 		if !rbacNamePattern.MatchString(name) || len(name) > validation.DNS1123SubdomainMaxLength {
 			errs = []string{"letters, digits and :._@+- only, starting with a letter or digit"}
 		}
 	default:
-		errs = validation.IsDNS1123Subdomain(name)
+		errs = dns1123Subdomain(name)
 	}
 	if len(errs) > 0 {
 		return "metadata.name", fmt.Sprintf("%q is not a valid %s name: %s", name, kind, errs[0])
@@ -108,7 +180,7 @@ func nameProblem(m map[string]any) (field, problem string) {
 		if !isString {
 			return "metadata.namespace", "expected a string"
 		}
-		if errs := validation.IsDNS1123Label(s); s != "" && len(errs) > 0 {
+		if errs := dns1123Label(s); s != "" && len(errs) > 0 {
 			return "metadata.namespace", fmt.Sprintf("%q is not a valid namespace name: %s", s, errs[0])
 		}
 	}

@@ -55,6 +55,14 @@ func ForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured {
 // DropAppliedHash removes gpuctl's applied-hash annotation from u, and the annotations map if
 // it held nothing else.
 func DropAppliedHash(u *unstructured.Unstructured) {
+	md, _ := u.Object["metadata"].(map[string]any)
+	if ann, ok := md["annotations"].(map[string]any); ok { // in place: no copies
+		delete(ann, keys.AppliedHash)
+		if len(ann) == 0 {
+			delete(md, "annotations")
+		}
+		return
+	}
 	ann := u.GetAnnotations()
 	if ann == nil {
 		return

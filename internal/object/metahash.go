@@ -53,6 +53,30 @@ func metaEntry(u *unstructured.Unstructured, field, key string) any {
 	return m[key]
 }
 
+// SetLabel sets u's label key to value in place: SetLabels would copy every label twice. A
+// labels field that is not a map of values is replaced, as SetLabels replaces it; so is a
+// metadata field that is not a map (SetLabels would leave it, and set nothing).
+func SetLabel(u *unstructured.Unstructured, key, value string) { setMetaEntry(u, "labels", key, value) }
+
+// SetAnnotation sets u's annotation key to value in place (see SetLabel).
+func SetAnnotation(u *unstructured.Unstructured, key, value string) {
+	setMetaEntry(u, "annotations", key, value)
+}
+
+func setMetaEntry(u *unstructured.Unstructured, field, key, value string) {
+	md, ok := u.Object["metadata"].(map[string]any)
+	if !ok {
+		md = map[string]any{}
+		u.Object["metadata"] = md
+	}
+	m, ok := md[field].(map[string]any)
+	if !ok {
+		m = map[string]any{}
+		md[field] = m
+	}
+	m[key] = value
+}
+
 func hasMetaEntry(u *unstructured.Unstructured, field, key string) bool {
 	md, _ := u.Object["metadata"].(map[string]any)
 	m, _ := md[field].(map[string]any)
@@ -62,7 +86,7 @@ func hasMetaEntry(u *unstructured.Unstructured, field, key string) bool {
 
 // IsNode tells a Node of the core group (in a render's output: a pool's labels for a node).
 func IsNode(u *unstructured.Unstructured) bool {
-	return u.GetKind() == "Node" && u.GroupVersionKind().Group == ""
+	return KindOf(u) == "Node" && u.GroupVersionKind().Group == ""
 }
 
 // GenerationTracksChanges tells the kinds whose metadata.generation grows with every change

@@ -20,9 +20,22 @@ type Ref struct {
 	Name       string `json:"name"`
 }
 
-// RefOf returns the reference of an object.
+// RefOf returns the reference of an object: what GetAPIVersion, GetKind, GetNamespace and
+// GetName return, read from the maps at once (a plan and a render take the reference of
+// every object, several times).
 func RefOf(u *unstructured.Unstructured) Ref {
-	return Ref{APIVersion: u.GetAPIVersion(), Kind: u.GetKind(), Namespace: u.GetNamespace(), Name: u.GetName()}
+	md, _ := u.Object["metadata"].(map[string]any)
+	return Ref{APIVersion: stringAt(u.Object, "apiVersion"), Kind: KindOf(u), Namespace: stringAt(md, "namespace"), Name: stringAt(md, "name")}
+}
+
+// KindOf is u.GetKind(), read at once.
+func KindOf(u *unstructured.Unstructured) string { return stringAt(u.Object, "kind") }
+
+// stringAt is m's string value at key, or "" (absent, or not a string), as the
+// unstructured getters read it.
+func stringAt(m map[string]any, key string) string {
+	s, _ := m[key].(string)
+	return s
 }
 
 // String formats the reference the way kubectl names objects: "Kind namespace/name", or

@@ -468,9 +468,10 @@ func (d *Daemon) render(ctx context.Context, rev sources.Revision) (*render.Resu
 	if dg, ok := d.opts.Source.(sources.Digester); ok && opts.Digest == nil {
 		// The source has just hashed the revision's files: those the cache has seen are not
 		// read again.
+		dir := filepath.Clean(rev.Dir) + string(filepath.Separator)
 		opts.Digest = func(abs string) (sum [sha256.Size]byte, ok bool) {
-			rel, err := filepath.Rel(rev.Dir, abs)
-			if err != nil || !filepath.IsLocal(rel) {
+			rel, below := strings.CutPrefix(abs, dir)
+			if !below || !filepath.IsLocal(rel) || filepath.Clean(rel) != rel {
 				return sum, false
 			}
 			return dg.Digest(filepath.ToSlash(rel))
