@@ -4,6 +4,7 @@ import (
 	"container/list"
 	"crypto/sha256"
 	"encoding/json"
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -80,9 +81,6 @@ type cacheEntry struct {
 	size  int64
 	docs  []*Document
 	diags []Diagnostic
-	// manifests are the plain manifests of docs (by position) in encodeObject's form: a
-	// quarter of the heap of their maps, decoded for each render (which writes into them).
-	manifests map[int][]byte
 	// objs are the objects rendered from each document (by its position in docs), as JSON,
 	// for one value of queued.
 	objs    map[int]renderedDoc
@@ -206,28 +204,14 @@ func newEntry(key cacheKey, name string, data []byte) *cacheEntry {
 	for _, d := range ds.list {
 		e.diags = append(e.diags, *d)
 	}
-	for i, d := range e.docs {
-		if d.Manifest == nil {
-			continue
-		}
-		b, ok := encodeObject(nil, d.Manifest)
-		if !ok {
-			continue // kept as a map
-		}
-		if e.manifests == nil {
-			e.manifests = map[int][]byte{}
-		}
-		e.manifests[i] = b
-		c := *d
-		c.Manifest = nil
-		e.docs[i] = &c
-	}
 	return e
 }
 
 // handOut gives a render its own copy of the entry's documents and diagnostics: a render
-// sets Namespace on documents and writes into the maps of plain manifests. The typed specs
-// (Workload, Pool, Quota) and field positions are only read after parsing, and are shared.
+// sets Namespace on documents. The typed specs (Workload, Pool, Quota) and field positions
+// are only read after parsing, and are shared. A plain manifest is shared too, but for its
+// metadata (sharedManifest): decoding 10,000 manifests for each render was most of a render
+// of one edit, and most of the garbage that the collector then went through.
 func (e *cacheEntry) handOut(ds *diagnostics) []*Document {
 	for i := range e.diags {
 		d := e.diags[i]
@@ -251,19 +235,56 @@ func (e *cacheEntry) handOut(ds *diagnostics) []*Document {
 			q := *d.Quota
 			c.Quota = &q
 		}
-		if b, ok := e.manifests[i]; ok {
-			c.Manifest = decodeObject(b)
-		} else if d.Manifest != nil {
-			c.Manifest = deepCopyJSON(d.Manifest)
+		if d.Manifest != nil {
+			c.Manifest = sharedManifest(d.Manifest)
 		}
 		docs[i] = &c
 	}
 	return docs
 }
 
-// deepCopyJSON copies a map of JSON values (as parseManifest and the converter make them).
-func deepCopyJSON(m map[string]any) map[string]any {
-	return (&unstructured.Unstructured{Object: m}).DeepCopy().Object
+// sharedManifest returns a manifest whose top-level map, metadata map and labels and
+// annotations maps are its own and whose other values are m's: the cache's, shared by every
+// render that hands the file out and by what they render (the engine's plan and apply, the
+// drift detector). Everything that writes into a rendered object writes those maps (the
+// namespace, labels, annotations) and nothing else, but for Jobs queued for Kueue, which
+// suspendQueuedJobs copies before it writes them (ownMap). TestCachedManifestsAreNotWritten
+// holds this.
+func sharedManifest(m map[string]any) map[string]any {
+	out := maps.Clone(m)
+	if md, ok := m["metadata"].(map[string]any); ok {
+		md = maps.Clone(md)
+		for _, k := range []string{"labels", "annotations"} {
+			if sub, ok := md[k].(map[string]any); ok {
+				md[k] = maps.Clone(sub)
+			}
+		}
+		out["metadata"] = md
+	}
+	return out
+}
+
+// ownMap makes the map at path in obj obj's own: each map along the path is replaced by a
+// copy of it (a shallow one), created when missing, so that writing into the map returned
+// writes into no manifest of the cache (sharedManifest). It returns false, and changes
+// nothing, when a value along the path is not a map, as unstructured.SetNestedField then
+// refuses to set a field.
+func ownMap(obj map[string]any, path ...string) (map[string]any, bool) {
+	m := obj
+	for _, k := range path {
+		v, there := m[k]
+		next, isMap := v.(map[string]any)
+		if there && !isMap {
+			return nil, false
+		}
+		next = maps.Clone(next)
+		if next == nil {
+			next = map[string]any{}
+		}
+		m[k] = next
+		m = next
+	}
+	return m, true
 }
 
 // rendered returns the objects of the entry's document i rendered as v, or nil.

@@ -259,12 +259,20 @@ func (st *run) suspendQueuedJobs(objs []*unstructured.Unstructured) {
 		if kind == "CronJob" {
 			specPath, labelsPath = []string{"spec", "jobTemplate", "spec"}, []string{"spec", "jobTemplate", "metadata", "labels"}
 		}
+		// The spec may be shared with the render cache (sharedManifest): what is written is
+		// copied first (ownMap).
 		if labels, _, _ := unstructured.NestedStringMap(o.Object, labelsPath...); labels[keys.KueueQueueName] == "" {
 			if labels == nil {
 				labels = map[string]string{}
 			}
 			labels[keys.KueueQueueName] = keys.KueueLocalQueue
-			_ = unstructured.SetNestedStringMap(o.Object, labels, labelsPath...)
+			if parent, ok := ownMap(o.Object, labelsPath[:len(labelsPath)-1]...); ok {
+				l := make(map[string]any, len(labels))
+				for k, v := range labels {
+					l[k] = v
+				}
+				parent["labels"] = l
+			}
 		}
 		field := strings.Join(append(specPath, "suspend"), ".")
 		if suspend, found, _ := unstructured.NestedBool(o.Object, append(specPath, "suspend")...); found && !suspend {
@@ -272,7 +280,9 @@ func (st *run) suspendQueuedJobs(objs []*unstructured.Unstructured) {
 			st.ds.warnf(file, p, field, "%s %s/%s: suspend false is rendered as true: with queueing kueue the Jobs of namespace %q start when Kueue admits them",
 				kind, o.GetNamespace(), o.GetName(), o.GetNamespace())
 		}
-		_ = unstructured.SetNestedField(o.Object, true, append(specPath, "suspend")...)
+		if spec, ok := ownMap(o.Object, specPath...); ok {
+			spec["suspend"] = true
+		}
 	}
 }
 

@@ -1,0 +1,97 @@
+package render
+
+import (
+	"encoding/json"
+	"reflect"
+	"sync"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
+)
+
+// A plain manifest that the render cache hands out shares every value but its metadata with
+// the cache (sharedManifest). Nothing may write into what is shared: not the render (a team's
+// Jobs and CronJobs are suspended and labelled for Kueue, tenant manifests get their
+// namespace), not what the engine does to the rendered objects (labels, annotations,
+// namespace), not two renders at once (go test -race). The cache's manifests must be as
+// parsed after all of it, and every cached render must equal an uncached one.
+func TestCachedManifestsAreNotWritten(t *testing.T) {
+	files := map[string]string{
+		".gpuctl.yaml":           "namespaces:\n  - path: teams/*/**\n    namespace: $1\nqueueing: kueue\n",
+		"quota.yaml":             "kind: quota\nversion: v0.1\nmetadata: {name: q}\nusers:\n  alice: {cpu: 10, memory: 20Gi, gpu: 4}\n",
+		"teams/alice/run.yaml":   "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: run\nspec:\n  suspend: false\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: m, image: i}]\n",
+		"teams/alice/cron.yaml":  "apiVersion: batch/v1\nkind: CronJob\nmetadata:\n  name: nightly\nspec:\n  schedule: '0 1 * * *'\n  jobTemplate:\n    spec:\n      template:\n        spec:\n          restartPolicy: Never\n          containers: [{name: m, image: i}]\n",
+		"teams/carol/plain.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: plain\ndata: {a: b}\n",
+		"admin/web.yaml":         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\n  labels: {app: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: main, image: nginx}]\n",
+		"admin/svc.yaml":         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: default\n  annotations: {a: b}\nspec:\n  selector: {app: web}\n  ports: [{port: 80}]\n",
+	}
+	fs, err := MemFS("/repo", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := renderJSON(t, New(Options{}), fs)
+	cache := NewCache(0)
+	r := New(Options{Cache: cache})
+	renderJSON(t, r, fs) // fills the cache
+	parsed := map[*Document]map[string]any{}
+	for _, el := range cache.entries {
+		for _, d := range el.Value.(*cacheEntry).docs {
+			if d.Manifest != nil {
+				parsed[d] = runtime.DeepCopyJSON(d.Manifest)
+			}
+		}
+	}
+	if len(parsed) != 5 {
+		t.Fatalf("the cache holds %d manifests, want 5", len(parsed))
+	}
+	for round := range 3 {
+		var wg sync.WaitGroup
+		got := make([]string, 2)
+		for i := range got {
+			wg.Go(func() {
+				res, err := r.Render(fs, "/repo")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				b, _ := json.Marshal(res.Objects)
+				got[i] = string(b)
+				for _, o := range res.Objects { // what the engine's plan writes
+					object.SetLabel(o, keys.ApplySetPartOf, "inventory")
+					object.DropAppliedHash(o)
+					object.SetAnnotation(o, keys.AppliedHash, "h")
+					if o.GetNamespace() == "" && object.KindOf(o) != "Namespace" {
+						o.SetNamespace("default")
+					}
+				}
+			})
+		}
+		wg.Wait()
+		for i := range got {
+			if got[i] != want {
+				t.Fatalf("round %d: a cached render differs from an uncached one:\n%s\nwant\n%s", round, got[i], want)
+			}
+		}
+	}
+	for d, before := range parsed {
+		if !reflect.DeepEqual(d.Manifest, before) {
+			t.Errorf("%s: the cache's manifest was written:\n%v\nwas\n%v", d.File, d.Manifest, before)
+		}
+	}
+}
+
+func renderJSON(t *testing.T, r *Renderer, fs filesys.FileSystem) string {
+	t.Helper()
+	res, err := r.Render(fs, "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(res.Objects)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
