@@ -1,9 +1,10 @@
 package reconciler
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -309,17 +310,8 @@ func conflicted(p *Plan) int {
 
 // sortChanges orders changes by stage, then namespace, kind and name.
 func sortChanges(cs []*Change) {
-	sort.SliceStable(cs, func(i, j int) bool {
-		a, b := cs[i], cs[j]
-		if a.stage != b.stage {
-			return a.stage < b.stage
-		}
-		if a.Object.Namespace != b.Object.Namespace {
-			return a.Object.Namespace < b.Object.Namespace
-		}
-		if a.Object.Kind != b.Object.Kind {
-			return a.Object.Kind < b.Object.Kind
-		}
-		return a.Object.Name < b.Object.Name
+	slices.SortStableFunc(cs, func(a, b *Change) int {
+		return cmp.Or(cmp.Compare(a.stage, b.stage), strings.Compare(a.Object.Namespace, b.Object.Namespace),
+			strings.Compare(a.Object.Kind, b.Object.Kind), strings.Compare(a.Object.Name, b.Object.Name))
 	})
 }

@@ -149,6 +149,14 @@ func (c *Cache) lookup(key cacheKey, missCounts bool) *cacheEntry {
 	return e
 }
 
+// has tells whether the cache holds an entry of key, without using it.
+func (c *Cache) has(key cacheKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.entries[key]
+	return ok
+}
+
 // beginRender starts a render: the entries it uses are kept from then on (evict).
 func (c *Cache) beginRender() {
 	c.mu.Lock()

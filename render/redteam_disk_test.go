@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -228,5 +229,53 @@ func TestRedTeamLinkWithAKnownDigest(t *testing.T) {
 	}
 	if !skipped {
 		t.Errorf("the link is not reported as skipped: %v", res.Diagnostics)
+	}
+}
+
+// On disk the walk reads file types from directory entries and asks the size of a file only
+// when the cache does not know its content by its digest. A cached file that grows past
+// MaxFileSize has a new digest: its size is asked and it is refused, never read whole; so is
+// a large file added beside it; and the small file beside them is still rendered.
+func TestRedTeamLargeFileWithDigests(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: %s}\ndata: {a: b}\n"
+	dir := diskTree(t, map[string]string{"teams/alice/cm.yaml": fmt.Sprintf(cm, "one"), "teams/alice/small.yaml": fmt.Sprintf(cm, "two")})
+	digest := func(abs string) (sum [sha256.Size]byte, ok bool) {
+		data, err := os.ReadFile(abs)
+		return sha256.Sum256(data), err == nil
+	}
+	cache := render.NewCache(0)
+	renderCached := func() (*render.Result, error) {
+		t.Helper()
+		res, err := render.New(render.Options{Cache: cache, Digest: digest}).RenderContext(t.Context(), diskFS(), dir)
+		var ve *render.ValidationError
+		if err != nil && !errors.As(err, &ve) {
+			t.Fatal(err)
+		}
+		return res, err
+	}
+	if _, err := renderCached(); err != nil {
+		t.Fatal(err)
+	}
+	big := fmt.Sprintf(cm, "one") + "# " + strings.Repeat("x", render.MaxFileSize) + "\n"
+	for _, f := range []string{"teams/alice/cm.yaml", "teams/alice/new.yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte(big), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := renderCached()
+	if err == nil {
+		t.Fatal("files larger than the limit rendered without an error")
+	}
+	for _, f := range []string{"teams/alice/cm.yaml", "teams/alice/new.yaml"} {
+		found := false
+		for _, d := range res.Errors() {
+			found = found || strings.Contains(d.Error(), f) && strings.Contains(d.Error(), "file is too large")
+		}
+		if !found {
+			t.Errorf("%s: no error says it is too large: %v", f, res.Errors())
+		}
+	}
+	if len(res.Files) != 1 || !strings.HasSuffix(res.Files[0], "small.yaml") {
+		t.Errorf("files read: %q, want small.yaml alone", res.Files)
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"fmt"
+	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -81,6 +83,10 @@ type source struct {
 	input bool
 	// entry is the file's work in Options.Cache, or nil.
 	entry *cacheEntry
+	// size is the file's size, -1 when the walk did not ask (checkSizes); key its entry's
+	// key in Options.Cache by its digest (Options.Digest), when checkSizes made it.
+	size int64
+	key  *cacheKey
 }
 
 // run is the state of one Render call.
@@ -326,7 +332,7 @@ func isKustomization(name string) bool {
 // collect lists the source files and kustomization directories below path.
 func (st *run) collect(path, abs string) error {
 	defer st.doing("listing the files of %s", path)()
-	return st.fsys.Walk(path, func(p string, info os.FileInfo, err error) error {
+	err := st.walk(path, func(p string, d fs.DirEntry, err error) error {
 		if st.stopped() {
 			return st.ctx.Err()
 		}
@@ -334,9 +340,9 @@ func (st *run) collect(path, abs string) error {
 			st.ds.errorf(p, Pos{}, "", "cannot read: %v", err)
 			return nil
 		}
-		name := info.Name()
+		name := d.Name()
 		pAbs := below(abs, path, p)
-		if info.IsDir() {
+		if d.IsDir() {
 			if p != path && strings.HasPrefix(name, ".") {
 				return filepath.SkipDir
 			}
@@ -356,23 +362,85 @@ func (st *run) collect(path, abs string) error {
 		if p != path && !isSourceFile(name) {
 			return nil
 		}
-		if info.Mode()&os.ModeSymlink != 0 {
+		if d.Type()&fs.ModeSymlink != 0 {
 			st.ds.warnf(p, Pos{}, "", "symbolic link skipped")
 			return nil
 		}
-		if !info.Mode().IsRegular() {
+		if !d.Type().IsRegular() {
 			st.ds.errorf(p, Pos{}, "", "not a regular file (a device, pipe or socket); only files are read")
 			return nil
 		}
-		s := &source{display: p, abs: pAbs, rel: rel}
-		if info.Size() > MaxFileSize {
-			st.ds.errorf(p, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(int(info.Size())), humanBytes(MaxFileSize))
-			return nil
+		s := &source{display: p, abs: pAbs, rel: rel, size: -1}
+		if !st.onDisk() { // the entry holds the walk's stat
+			if info, err := d.Info(); err == nil {
+				s.size = info.Size()
+			}
 		}
 		st.sources = append(st.sources, s)
 		st.byAbs[pAbs] = s
 		return nil
 	})
+	if err != nil {
+		return err
+	}
+	st.checkSizes()
+	return nil
+}
+
+// diskFS is the type of kyaml's filesystem of this machine (filesys.MakeFsOnDisk).
+var diskFS = reflect.TypeOf(filesys.MakeFsOnDisk())
+
+// onDisk tells a render of this machine's filesystem.
+func (st *run) onDisk() bool { return reflect.TypeOf(st.fsys) == diskFS }
+
+// walk is the filesystem's Walk, with directory entries: on this machine's filesystem it is
+// filepath.WalkDir, which reads the type of each file from its directory instead of a stat of
+// each (most of the time of listing 10,000 files).
+func (st *run) walk(root string, fn fs.WalkDirFunc) error {
+	if st.onDisk() {
+		return filepath.WalkDir(root, fn)
+	}
+	return st.fsys.Walk(root, func(p string, info os.FileInfo, err error) error {
+		var d fs.DirEntry
+		if info != nil {
+			d = fs.FileInfoToDirEntry(info)
+		}
+		return fn(p, d, err)
+	})
+}
+
+// checkSizes refuses the files larger than MaxFileSize, which are not read. The size of a file
+// that the walk did not stat (on disk) is asked on every core, but for a file whose content
+// the cache knows from its digest (Options.Digest): the cache holds only files read within
+// the bound.
+func (st *run) checkSizes() {
+	cores.Each(len(st.sources), func(i int) {
+		s := st.sources[i]
+		if s.size >= 0 || st.stopped() {
+			return
+		}
+		if st.cache != nil && st.digest != nil {
+			if sum, ok := st.digest(s.abs); ok {
+				k := st.fileKey(s, sum)
+				if s.key = &k; st.cache.has(k) {
+					return
+				}
+			}
+		}
+		if fi, err := os.Lstat(s.abs); err == nil {
+			s.size = fi.Size() // else the read fails, and says why
+		}
+	})
+	kept := st.sources[:0]
+	for _, s := range st.sources {
+		if s.size > MaxFileSize {
+			st.ds.errorf(s.display, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(int(s.size)), humanBytes(MaxFileSize))
+			delete(st.byAbs, s.abs)
+			continue
+		}
+		kept = append(kept, s)
+	}
+	st.sources = kept
 }
 
 // below is the absolute path of p, a path that a walk of path found, where path is abs:
@@ -413,8 +481,14 @@ func (st *run) parseAll() {
 			return
 		}
 		if st.cache != nil && st.digest != nil {
-			if sum, ok := st.digest(s.abs); ok {
-				if s.entry = st.cache.lookup(st.fileKey(s, sum), false); s.entry != nil {
+			if s.key == nil {
+				if sum, ok := st.digest(s.abs); ok {
+					k := st.fileKey(s, sum)
+					s.key = &k
+				}
+			}
+			if s.key != nil {
+				if s.entry = st.cache.lookup(*s.key, false); s.entry != nil {
 					s.docs = s.entry.handOut(&per[i])
 					return
 				}
@@ -423,6 +497,12 @@ func (st *run) parseAll() {
 		// Only a file read is marked: a render that runs out of time names the files it waits
 		// for (a slow disk, a pipe); the cache's entries are handed out at memory speed.
 		defer st.doing("reading %s", s.display)()
+		if s.size < 0 && st.onDisk() { // its entry was evicted since checkSizes
+			if fi, err := os.Lstat(s.abs); err == nil && fi.Size() > MaxFileSize {
+				per[i].errorf(s.display, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(int(fi.Size())), humanBytes(MaxFileSize))
+				return
+			}
+		}
 		data, err := st.fsys.ReadFile(s.abs)
 		if err != nil {
 			per[i].errorf(s.display, Pos{}, "", "cannot read: %v", err)

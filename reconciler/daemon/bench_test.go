@@ -73,7 +73,7 @@ func passFail(ok bool) string {
 // BenchmarkDaemonRSS10k runs the real gpuctl-reconciler over 10,000 managed objects (suspended
 // Jobs, so that no pods run). Issue #18, bar 1: once the cluster has settled, a no-op sync
 // takes at most 0.3 s and makes no API request (its plan reads the drift detector's watches);
-// bar 2: a one-file edit is applied within 0.3 s (p50 of 9); bar 6: peak RSS at most 150 MiB. It prints the plan's requests, members listed and members
+// bar 2: a one-file edit is applied within 0.3 s (p50 of 15); bar 6: peak RSS at most 150 MiB. It prints the plan's requests, members listed and members
 // decided from the watches, and the cost per object.
 func BenchmarkDaemonRSS10k(b *testing.B) {
 	for i := 0; i < b.N; i++ {
@@ -124,7 +124,7 @@ func benchRSS(b *testing.B, n int) {
 	kube := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
 	var edits []time.Duration
 	var editSteps []string
-	for i := range 9 {
+	for i := range 15 {
 		j := (i*7919 + 42) % n
 		value := strconv.Itoa(i)
 		path := filepath.Join(repo, fmt.Sprintf("batch-%03d", j/100), fmt.Sprintf("job-%05d.yaml", j))
