@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/gpuctl/gpuctl/internal/cores"
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -63,6 +64,11 @@ type Result struct {
 	Files []string
 	// Root is the directory that source annotations and namespace rules are relative to.
 	Root string
+	// Consistent is true when Options.Digest was given and the render read nothing that it
+	// does not give: every file read had the content whose digest it gives (none changed since
+	// the caller hashed it), and no kustomization was built (kustomize reads its files
+	// itself). The objects are then those of the files as the caller hashed them.
+	Consistent bool
 }
 
 // Warnings returns the diagnostics that do not fail validation.
@@ -122,6 +128,19 @@ type run struct {
 	cache     *Cache
 	cfgDigest []byte
 	digest    func(abs string) ([sha256.Size]byte, bool) // Options.Digest
+	// unverified: a file was read whose content Options.Digest does not give (Result.Consistent).
+	unverified atomic.Bool
+}
+
+// verify notes a file read (absolute path abs, content data): its content must be what
+// Options.Digest gives for it for the result to be Consistent.
+func (st *run) verify(abs string, sum [sha256.Size]byte) {
+	if st.digest == nil {
+		return
+	}
+	if want, ok := st.digest(abs); !ok || want != sum {
+		st.unverified.Store(true)
+	}
 }
 
 // doing records that the render does something until the returned function is called.
@@ -225,6 +244,7 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Root: st.repo}
+	defer func() { res.Consistent = st.digest != nil && !st.unverified.Load() && len(st.kdirs) == 0 }()
 	for _, s := range st.sources {
 		res.Files = append(res.Files, s.display)
 		res.Documents = append(res.Documents, s.docs...)
@@ -291,6 +311,8 @@ func (st *run) outerConfig(dir string) string {
 		if err != nil || len(data) > MaxFileSize {
 			return "" // reported when it is read for its own directory
 		}
+		st.unverified.Store(true) // a file above the rendered directory: no digest of it
+
 		cfg, _ := ParseConfig(f, data)
 		if _, ok := cfg.NamespaceFor(filepath.ToSlash(relTo(d, dir))); ok {
 			return f
@@ -508,11 +530,13 @@ func (st *run) parseAll() {
 			per[i].errorf(s.display, Pos{}, "", "cannot read: %v", err)
 			return
 		}
+		sum := sha256.Sum256(data)
+		st.verify(s.abs, sum)
 		if st.cache == nil {
 			s.docs = parseFile(s.display, data, &per[i])
 			return
 		}
-		key := st.fileKey(s, sha256.Sum256(data))
+		key := st.fileKey(s, sum)
 		if s.entry = st.cache.get(key); s.entry == nil {
 			s.entry = st.cache.put(newEntry(key, s.display, data))
 		}

@@ -54,6 +54,16 @@ type Trigger interface {
 	Trigger()
 }
 
+// Activity is implemented by sources that see a change begin before they signal it: a
+// directory source signals Changes once file events pause (the debounce), and Activity at the
+// first event of a burst. A consumer may read the files meanwhile (a render ahead of the
+// sync), as long as what it uses is what Fetch returns once Changes is signalled.
+type Activity interface {
+	// Activity receives a value at the first event of a burst, before Changes does; values
+	// are coalesced.
+	Activity() <-chan struct{}
+}
+
 // Notify sends on a coalescing channel (capacity 1) without blocking.
 func Notify(ch chan struct{}) {
 	select {

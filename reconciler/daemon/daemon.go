@@ -95,6 +95,10 @@ type Daemon struct {
 	firstSyncOnce sync.Once
 
 	renderCache *render.Cache // nil: every render reads every file anew
+	// ahead is the last render ahead (ahead.go), taken by the next sync; aheadBusy is set
+	// while one runs.
+	ahead     *ahead
+	aheadBusy atomic.Bool
 	// snapshot is what the last sync left as it found it (it had nothing to do), for a sync of
 	// the same revision to check from the watches alone.
 	snapshot atomic.Pointer[reconciler.Snapshot]
@@ -178,11 +182,15 @@ func (d *Daemon) Run(ctx context.Context) error {
 	timer := time.NewTimer(0) // the first sync starts at once
 	defer timer.Stop()
 	failures := 0
+	activity := d.activity()
 	for {
 		request := ""
 		select {
 		case <-ctx.Done():
 			return nil
+		case <-activity:
+			d.renderAhead(ctx) // files are changing: render them while they settle
+			continue
 		case <-d.opts.Source.Changes():
 		case request = <-d.requests:
 		case <-timer.C:
@@ -431,6 +439,10 @@ func (d *Daemon) read(ctx context.Context, steps *Steps, unchanged func(sources.
 		return rev, nil, nil, nil
 	}
 	began = time.Now()
+	if a, ok := d.takeAhead(ctx, rev); ok {
+		steps.Render, steps.Ahead = time.Since(began), a.took
+		return rev, a.res, nil, a.err
+	}
 	res, renderErr = d.render(ctx, rev)
 	steps.Render = time.Since(began)
 	return rev, res, nil, renderErr

@@ -2,6 +2,7 @@ package daemon_test
 
 import (
 	"context"
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -70,6 +71,21 @@ type countingSource struct {
 func (c countingSource) Fetch(ctx context.Context) (sources.Revision, error) {
 	c.n.Add(1)
 	return c.Source.Fetch(ctx)
+}
+
+// Activity and Digest are the source's, as the daemon would see them without the counter.
+func (c countingSource) Activity() <-chan struct{} {
+	if a, ok := c.Source.(sources.Activity); ok {
+		return a.Activity()
+	}
+	return nil
+}
+
+func (c countingSource) Digest(rel string) ([sha256.Size]byte, bool) {
+	if d, ok := c.Source.(sources.Digester); ok {
+		return d.Digest(rel)
+	}
+	return [sha256.Size]byte{}, false
 }
 
 func (h *harness) write(name, content string) {
@@ -250,5 +266,54 @@ func TestPerObjectErrorInStatus(t *testing.T) {
 	}
 	if _, err := h.kube.AppsV1().Deployments("default").Get(h.ctx, "objerr-web", metav1.GetOptions{}); err != nil {
 		t.Fatalf("the other objects were not applied: %v", err)
+	}
+}
+
+// TestRenderAhead: the daemon renders a directory's files at the first event of an edit,
+// while the events settle, and the sync uses that render (its steps say so) — but only when it
+// is of the revision the sync fetched: a second write within the same burst is what ends up
+// applied, never the state the render ahead may have seen.
+func TestRenderAhead(t *testing.T) {
+	h := newHarness(t, "ahead", map[string]string{"web.yaml": compute("ahead-web", "default", 1)})
+	h.start()
+	first := h.waitStatus("first sync", func(s daemon.Status) bool { return s.Result == daemon.ResultSucceeded })
+	replicas := func() int32 {
+		d, err := h.kube.AppsV1().Deployments("default").Get(h.ctx, "ahead-web", metav1.GetOptions{})
+		if err != nil {
+			return -1
+		}
+		return *d.Spec.Replicas
+	}
+	waitReplicas := func(n int32) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for replicas() != n {
+			if time.Now().After(deadline) {
+				t.Fatalf("replicas %d, want %d", replicas(), n)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+
+	h.write("web.yaml", compute("ahead-web", "default", 2))
+	waitReplicas(2)
+	st := h.waitStatus("the edit's sync", func(s daemon.Status) bool {
+		return s.Result == daemon.ResultSucceeded && s.AppliedRevision != first.AppliedRevision && s.Steps != nil
+	})
+	if st.Steps.Ahead == 0 {
+		t.Errorf("the edit's sync rendered itself (steps %s): no render ahead was used", st.Steps)
+	}
+
+	for i := range 10 { // two writes in one burst: the second one wins
+		h.write("web.yaml", compute("ahead-web", "default", 3))
+		time.Sleep(time.Duration(i) * 2 * time.Millisecond)
+		h.write("web.yaml", compute("ahead-web", "default", 4))
+		waitReplicas(4)
+		time.Sleep(300 * time.Millisecond) // no later sync may change it
+		if got := replicas(); got != 4 {
+			t.Fatalf("round %d: replicas %d after the burst, want 4 (the last write)", i, got)
+		}
+		h.write("web.yaml", compute("ahead-web", "default", 1))
+		waitReplicas(1)
 	}
 }

@@ -76,8 +76,11 @@ type Status struct {
 type Steps struct {
 	// Fetch is reading the revision from the source.
 	Fetch time.Duration `json:"fetch"`
-	// Render is turning its files into objects.
+	// Render is turning its files into objects: with a render ahead (Ahead), the wait for it.
 	Render time.Duration `json:"render"`
+	// Ahead is the time of the render made ahead of the sync, while the file events settled,
+	// when the sync used it (0: the sync rendered).
+	Ahead time.Duration `json:"renderedAhead,omitempty"`
 	// Plan is deciding what to do (Plan.Duration).
 	Plan time.Duration `json:"plan"`
 	// Apply is the writes.
@@ -89,7 +92,11 @@ type Steps struct {
 // String is the steps as the sync's log line and gpuctl status show them.
 func (s *Steps) String() string {
 	d := humanize.Duration
-	return fmt.Sprintf("fetch %s, render %s, plan %s, apply %s, drift %s", d(s.Fetch), d(s.Render), d(s.Plan), d(s.Apply), d(s.Drift))
+	render := d(s.Render)
+	if s.Ahead > 0 {
+		render += " (rendered ahead in " + d(s.Ahead) + ")"
+	}
+	return fmt.Sprintf("fetch %s, render %s, plan %s, apply %s, drift %s", d(s.Fetch), render, d(s.Plan), d(s.Apply), d(s.Drift))
 }
 
 // PlanCost is what a sync's plan cost: its API requests, the members it read by LIST and

@@ -40,6 +40,7 @@ var (
 	_ sources.Trigger   = (*Source)(nil)
 	_ sources.Directory = (*Source)(nil)
 	_ sources.Digester  = (*Source)(nil)
+	_ sources.Activity  = (*Source)(nil)
 )
 
 // Options configure a Source.
@@ -198,6 +199,9 @@ func (s *Source) lastCopy() sources.Revision {
 
 // Changes receives a value after file events under Root (debounced) and after Trigger.
 func (s *Source) Changes() <-chan struct{} { return s.changes }
+
+// Activity receives a value at the first file event of a burst, Debounce before Changes.
+func (s *Source) Activity() <-chan struct{} { return s.watch.activity }
 
 // Root is the directory, absolute: every revision's Dir, and where the daemon's API writes.
 func (s *Source) Root() string { return s.root }

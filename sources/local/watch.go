@@ -44,14 +44,15 @@ func (d *debouncer) fire() { d.start = time.Time{} }
 // watcher watches every directory under root that is not hidden and signals changes after
 // each burst of events. Its fields other than fs and done belong to its goroutine.
 type watcher struct {
-	fs      *fsnotify.Watcher
-	root    string // symlink-free
-	log     *slog.Logger
-	changes chan struct{}
-	deb     debouncer
-	watched map[string]bool // directories added to fs
-	done    chan struct{}   // closed by close
-	stopped chan struct{}   // closed when run returns
+	fs       *fsnotify.Watcher
+	root     string // symlink-free
+	log      *slog.Logger
+	changes  chan struct{}
+	activity chan struct{} // signalled at the first event of a burst
+	deb      debouncer
+	watched  map[string]bool // directories added to fs
+	done     chan struct{}   // closed by close
+	stopped  chan struct{}   // closed when run returns
 
 	// seen holds what the events said since the last take.
 	seenMu sync.Mutex
@@ -108,15 +109,16 @@ func startWatcher(root string, quiet time.Duration, changes chan struct{}, log *
 		return nil, err
 	}
 	w := &watcher{
-		fs:      fw,
-		root:    root,
-		log:     log,
-		changes: changes,
-		deb:     debouncer{quiet: quiet, max: max(MaxWait, quiet)},
-		watched: map[string]bool{},
-		done:    make(chan struct{}),
-		stopped: make(chan struct{}),
-		seen:    seen{all: true},
+		fs:       fw,
+		root:     root,
+		log:      log,
+		changes:  changes,
+		activity: make(chan struct{}, 1),
+		deb:      debouncer{quiet: quiet, max: max(MaxWait, quiet)},
+		watched:  map[string]bool{},
+		done:     make(chan struct{}),
+		stopped:  make(chan struct{}),
+		seen:     seen{all: true},
 	}
 	if err := w.addTree(root); err != nil {
 		fw.Close()
@@ -250,6 +252,9 @@ func (w *watcher) run() {
 			sources.Notify(w.changes)
 		}
 		if relevant {
+			if w.deb.start.IsZero() {
+				sources.Notify(w.activity)
+			}
 			timer.Reset(w.deb.event(time.Now()))
 		}
 	}
