@@ -66,5 +66,7 @@
 // Events are debounced: Changes receives one value after Debounce (default 100 ms) without
 // events, and during a stream of events that never pauses, no later than MaxWait (1 s) after
 // its first event. Every event on a non-hidden path counts, Chmod included (it may change the
-// executable bit), so a signal may come without a new revision; Fetch is cheap then.
+// executable bit), so a signal may come without a new revision; Fetch is cheap then. Activity
+// receives a value at the first event of a burst (sources.Activity): the daemon renders the
+// tree while the events settle, and uses that render only for the revision it then fetches.
 package local
