@@ -17,7 +17,7 @@ func (st *run) build() []*unstructured.Unstructured {
 	origins := map[*unstructured.Unstructured]origin{}
 	anyWorkload := false
 	for _, s := range st.sources {
-		ns, tenant := st.cfg.NamespaceFor(path.Dir(s.rel))
+		ns, tenant := st.namespaceFor(path.Dir(s.rel))
 		for i, doc := range s.docs {
 			anyWorkload = anyWorkload || doc.Workload != nil
 			if s.kustom {

@@ -19,7 +19,7 @@ func (st *run) validateAll() {
 	users := map[string]*Document{}
 	tc := st.newTenancyCheck()
 	for _, s := range st.sources {
-		mapped, isMapped := st.cfg.NamespaceFor(path.Dir(s.rel))
+		mapped, isMapped := st.namespaceFor(path.Dir(s.rel))
 		if isMapped {
 			st.checkTenantNamespace(s, mapped)
 		}
@@ -163,7 +163,7 @@ func (st *run) checkManifest(tc *tenancyCheck, doc *Document, s *source, mapped 
 // checkNamespaces holds objects that kustomize built in a tenant directory to the tenant
 // rules (checkKustomizeOutput); other directories' output is the admin's and is not checked.
 func (st *run) checkNamespaces(file, relDir string, objs []map[string]any) {
-	if mapped, ok := st.cfg.NamespaceFor(relDir); ok {
+	if mapped, ok := st.namespaceFor(relDir); ok {
 		st.checkKustomizeOutput(file, relDir, mapped, objs)
 	}
 }

@@ -103,7 +103,7 @@ func (st *run) renderKustomized() map[string][]byte {
 // objects it patches carry it: every file of a tenant directory belongs to its namespace.
 // Other inputs (JSON patches, generator files) are read by kustomize as they are written.
 func (st *run) tenantPatch(s *source) ([]byte, bool) {
-	ns, ok := st.cfg.NamespaceFor(path.Dir(s.rel))
+	ns, ok := st.namespaceFor(path.Dir(s.rel))
 	if !ok {
 		return nil, false
 	}

@@ -228,7 +228,7 @@ func (st *run) newTenancyCheck() *tenancyCheck {
 func (st *run) declaredServiceAccounts() map[string]map[string]bool {
 	out := map[string]map[string]bool{}
 	for _, s := range st.sources {
-		ns, ok := st.cfg.NamespaceFor(path.Dir(s.rel))
+		ns, ok := st.namespaceFor(path.Dir(s.rel))
 		if !ok {
 			continue
 		}
