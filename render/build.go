@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/gpuctl/gpuctl/internal/cores"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -16,18 +17,22 @@ func (st *run) build() []*unstructured.Unstructured {
 	var objs []*unstructured.Unstructured
 	origins := map[*unstructured.Unstructured]origin{}
 	anyWorkload := false
-	for _, s := range st.sources {
-		ns, tenant := st.namespaceFor(path.Dir(s.rel))
+	cached := st.decodeCached()
+	for k, s := range st.sources {
+		tenantNS := st.tenantOf(s)
 		for i, doc := range s.docs {
 			anyWorkload = anyWorkload || doc.Workload != nil
 			if s.kustom {
 				continue
 			}
-			tenantNS := ""
-			if tenant {
-				tenantNS = ns
+			var rendered []*unstructured.Unstructured
+			if cached[k] != nil {
+				rendered = cached[k][i]
 			}
-			for _, o := range st.renderCached(s, i, tenantNS) {
+			if rendered == nil {
+				rendered = st.renderCached(s, i, tenantNS)
+			}
+			for _, o := range rendered {
 				objs = st.add(objs, o, doc.File, doc.Pos)
 				origins[o] = origin{s: s, doc: doc}
 			}
@@ -80,6 +85,40 @@ func (st *run) add(objs []*unstructured.Unstructured, o *unstructured.Unstructur
 	}
 	st.objSrc[id] = where
 	return append(objs, o)
+}
+
+// tenantOf is the namespace of the tenant directory that holds s, or "".
+func (st *run) tenantOf(s *source) string {
+	if ns, tenant := st.namespaceFor(path.Dir(s.rel)); tenant {
+		return ns
+	}
+	return ""
+}
+
+// decodeCached returns the objects of every gpuctl document that the cache holds (by source
+// and document; nil where it holds none), decoded on every core: decoding them one after the
+// other was most of building a render of 10,000 gpuctl files.
+func (st *run) decodeCached() [][][]*unstructured.Unstructured {
+	out := make([][][]*unstructured.Unstructured, len(st.sources))
+	cores.Each(len(st.sources), func(k int) {
+		s := st.sources[k]
+		if s.kustom || s.entry == nil {
+			return
+		}
+		tenant := st.tenantOf(s)
+		for i, doc := range s.docs {
+			if doc.Manifest != nil {
+				continue
+			}
+			if objs := st.cache.rendered(s.entry, i, renderVariant{queued: st.queued(doc), tenant: tenant}); objs != nil {
+				if out[k] == nil {
+					out[k] = make([][]*unstructured.Unstructured, len(s.docs))
+				}
+				out[k][i] = objs
+			}
+		}
+	})
+	return out
 }
 
 // renderCached is renderDoc of document i of s, with tenantRendered when tenant names the

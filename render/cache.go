@@ -84,6 +84,9 @@ type cacheEntry struct {
 	// objs are the objects rendered from each document (by its position in docs), as JSON,
 	// for one value of queued.
 	objs    map[int]renderedDoc
+	// checks are the diagnostics and namespace of each workload document's own checks (by
+	// its position in docs), which depend on the file and the configuration alone.
+	checks  map[int]checkedDoc
 	evicted bool
 	used    uint64 // the render that used it last (Cache.render)
 }
@@ -93,6 +96,37 @@ type renderedDoc struct {
 	renderVariant
 	objs [][]byte // encodeObject
 	size int64
+}
+
+// checkedDoc is what validateWorkload gave for a document.
+type checkedDoc struct {
+	diags     []Diagnostic
+	namespace string
+}
+
+// validated returns the checks of the entry's document i, when it holds them.
+func (c *Cache) validated(e *cacheEntry, i int) ([]Diagnostic, string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := e.checks[i]
+	return d.diags, d.namespace, ok
+}
+
+// rememberValidated stores the checks of the entry's document i (copies of diags).
+func (c *Cache) rememberValidated(e *cacheEntry, i int, diags []*Diagnostic, namespace string) {
+	d := checkedDoc{namespace: namespace}
+	for _, x := range diags {
+		d.diags = append(d.diags, *x)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e.evicted {
+		return
+	}
+	if e.checks == nil {
+		e.checks = map[int]checkedDoc{}
+	}
+	e.checks[i] = d
 }
 
 // renderVariant is what a document's objects depend on beyond its file and the

@@ -23,12 +23,11 @@ func (st *run) validateAll() {
 		if isMapped {
 			st.checkTenantNamespace(s, mapped)
 		}
-		for _, doc := range s.docs {
+		for i, doc := range s.docs {
 			v := &validator{doc: doc, ds: st.ds, cfg: st.cfg}
 			switch {
 			case doc.Workload != nil:
-				v.workload(doc.Workload)
-				doc.Namespace = st.workloadNamespace(v, s, mapped, isMapped)
+				st.validateWorkload(s, i, mapped, isMapped)
 			case doc.Pool != nil:
 				st.teamDirForbidden(v, s, isMapped)
 				v.pool(doc.Pool)
@@ -53,6 +52,31 @@ func (st *run) validateAll() {
 	st.checkPoolReferences(poolDocs)
 	st.checkQuotaPools(poolDocs)
 	st.checkQueued()
+}
+
+// validateWorkload checks workload document i of s and sets its namespace. Both are a function
+// of the file and the configuration alone: they are kept in the render cache with the file's
+// entry, and a file whose entry holds them is not checked again.
+func (st *run) validateWorkload(s *source, i int, mapped string, isMapped bool) {
+	doc := s.docs[i]
+	if s.entry != nil {
+		if diags, ns, ok := st.cache.validated(s.entry, i); ok {
+			for j := range diags {
+				d := diags[j]
+				st.ds.add(&d)
+			}
+			doc.Namespace = ns
+			return
+		}
+	}
+	ds := &diagnostics{}
+	v := &validator{doc: doc, ds: ds, cfg: st.cfg}
+	v.workload(doc.Workload)
+	doc.Namespace = st.workloadNamespace(v, s, mapped, isMapped)
+	st.ds.list = append(st.ds.list, ds.list...)
+	if s.entry != nil {
+		st.cache.rememberValidated(s.entry, i, ds.list, doc.Namespace)
+	}
 }
 
 func (st *run) workloadNamespace(v *validator, s *source, mapped string, isMapped bool) string {
