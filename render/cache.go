@@ -83,7 +83,7 @@ type cacheEntry struct {
 	diags []Diagnostic
 	// objs are the objects rendered from each document (by its position in docs), as JSON,
 	// for one value of queued.
-	objs    map[int]renderedDoc
+	objs map[int]renderedDoc
 	// checks are the diagnostics and namespace of each workload document's own checks (by
 	// its position in docs), which depend on the file and the configuration alone.
 	checks  map[int]checkedDoc
