@@ -40,10 +40,18 @@ func TestResultConsistent(t *testing.T) {
 		"a file written since it was hashed, cached": {digest: true, consistent: true, change: func(dir string) { write(t, dir, "teams/alice/a.yaml", fmt.Sprintf(cm, "changed")) }},
 		"a file added since the hashing":             {digest: true, change: func(dir string) { write(t, dir, "teams/alice/new.yaml", fmt.Sprintf(cm, "new")) }},
 		"the configuration written since":            {digest: true, change: func(dir string) { write(t, dir, ".gpuctl.yaml", tenantConfig+"# edited\n") }},
-		"a kustomization (kustomize reads its files)": {digest: true, change: func(dir string) {
-			write(t, dir, "base/kustomization.yaml", "resources: [cm.yaml]\n")
+		"a kustomization as hashed (kustomize reads through the render)": {digest: true, consistent: true, change: func(dir string) {
+			write(t, dir, "base/kustomization.yaml", "resources: [cm.yaml]\npatches: [{path: patch.yaml}]\n")
 			write(t, dir, "base/cm.yaml", fmt.Sprintf(cm, "k"))
+			write(t, dir, "base/patch.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k}\ndata: {c: d}\n")
 			hashAll(dir)
+		}},
+		"a kustomization's patch written since the hashing": {digest: true, change: func(dir string) {
+			write(t, dir, "base/kustomization.yaml", "resources: [cm.yaml]\npatches: [{path: patch.yaml}]\n")
+			write(t, dir, "base/cm.yaml", fmt.Sprintf(cm, "k"))
+			write(t, dir, "base/patch.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k}\ndata: {c: d}\n")
+			hashAll(dir)
+			write(t, dir, "base/patch.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: k}\ndata: {c: changed}\n")
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {

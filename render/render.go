@@ -65,9 +65,9 @@ type Result struct {
 	// Root is the directory that source annotations and namespace rules are relative to.
 	Root string
 	// Consistent is true when Options.Digest was given and the render read nothing that it
-	// does not give: every file read had the content whose digest it gives (none changed since
-	// the caller hashed it), and no kustomization was built (kustomize reads its files
-	// itself). The objects are then those of the files as the caller hashed them.
+	// does not give: every file read, by the render or by kustomize, had the content whose
+	// digest it gives (none changed since the caller hashed it). The objects are then those
+	// of the files as the caller hashed them.
 	Consistent bool
 }
 
@@ -130,6 +130,8 @@ type run struct {
 	digest    func(abs string) ([sha256.Size]byte, bool) // Options.Digest
 	// unverified: a file was read whose content Options.Digest does not give (Result.Consistent).
 	unverified atomic.Bool
+	// disk: fsys is this machine's filesystem (onDisk).
+	disk bool
 	// namespaces memoizes cfg.NamespaceFor by directory (namespaceFor).
 	namespaces   map[string]mappedNamespace
 	namespacesMu sync.Mutex
@@ -157,15 +159,31 @@ func (st *run) namespaceFor(dir string) (string, bool) {
 	return m.ns, m.mapped
 }
 
-// verify notes a file read (absolute path abs, content data): its content must be what
-// Options.Digest gives for it for the result to be Consistent.
-func (st *run) verify(abs string, sum [sha256.Size]byte) {
-	if st.digest == nil {
-		return
+// verifiedFS is the filesystem of a render given Options.Digest: every file read through it
+// (by the render, and by kustomize) is checked against the digest the caller gives for it, for
+// Result.Consistent. A file opened rather than read is not checked, and makes the result
+// inconsistent.
+type verifiedFS struct {
+	filesys.FileSystem
+	st *run
+}
+
+// ReadFile reads p and checks what it read.
+func (f verifiedFS) ReadFile(p string) ([]byte, error) {
+	data, err := f.FileSystem.ReadFile(p)
+	if err == nil {
+		abs, aerr := filepath.Abs(p)
+		if want, ok := f.st.digest(abs); aerr != nil || !ok || want != sha256.Sum256(data) {
+			f.st.unverified.Store(true)
+		}
 	}
-	if want, ok := st.digest(abs); !ok || want != sum {
-		st.unverified.Store(true)
-	}
+	return data, err
+}
+
+// Open opens p, which then goes unchecked.
+func (f verifiedFS) Open(p string) (filesys.File, error) {
+	f.st.unverified.Store(true)
+	return f.FileSystem.Open(p)
 }
 
 // doing records that the render does something until the returned function is called.
@@ -218,6 +236,10 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[object.Ref]string{},
 		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{},
 		cache: r.opts.Cache, digest: r.opts.Digest}
+	st.disk = reflect.TypeOf(fsys) == diskFS
+	if st.digest != nil {
+		st.fsys = verifiedFS{FileSystem: fsys, st: st}
+	}
 	type outcome struct {
 		res *Result
 		err error
@@ -269,7 +291,7 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{Root: st.repo}
-	defer func() { res.Consistent = st.digest != nil && !st.unverified.Load() && len(st.kdirs) == 0 }()
+	defer func() { res.Consistent = st.digest != nil && !st.unverified.Load() }()
 	for _, s := range st.sources {
 		res.Files = append(res.Files, s.display)
 		res.Documents = append(res.Documents, s.docs...)
@@ -336,7 +358,6 @@ func (st *run) outerConfig(dir string) string {
 		if err != nil || len(data) > MaxFileSize {
 			return "" // reported when it is read for its own directory
 		}
-		st.unverified.Store(true) // a file above the rendered directory: no digest of it
 
 		cfg, _ := ParseConfig(f, data)
 		if _, ok := cfg.NamespaceFor(filepath.ToSlash(relTo(d, dir))); ok {
@@ -438,7 +459,7 @@ func (st *run) collect(path, abs string) error {
 var diskFS = reflect.TypeOf(filesys.MakeFsOnDisk())
 
 // onDisk tells a render of this machine's filesystem.
-func (st *run) onDisk() bool { return reflect.TypeOf(st.fsys) == diskFS }
+func (st *run) onDisk() bool { return st.disk }
 
 // walk is the filesystem's Walk, with directory entries: on this machine's filesystem it is
 // filepath.WalkDir, which reads the type of each file from its directory instead of a stat of
@@ -556,7 +577,6 @@ func (st *run) parseAll() {
 			return
 		}
 		sum := sha256.Sum256(data)
-		st.verify(s.abs, sum)
 		if st.cache == nil {
 			s.docs = parseFile(s.display, data, &per[i])
 			return

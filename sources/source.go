@@ -62,6 +62,10 @@ type Activity interface {
 	// Activity receives a value at the first event of a burst, before Changes does; values
 	// are coalesced.
 	Activity() <-chan struct{}
+	// Quiet reports whether nothing changed in the tree between the last two Fetches (no
+	// event came between them, and the last one trusted the watch): whatever was read of the
+	// tree between them is the tree of both.
+	Quiet() bool
 }
 
 // Notify sends on a coalescing channel (capacity 1) without blocking.

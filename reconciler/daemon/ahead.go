@@ -13,8 +13,10 @@ import (
 // says when the first event of a burst arrives (sources.Activity). The daemon renders the tree
 // then, while the events settle: the render ahead. The sync that follows fetches as ever, and
 // uses the render ahead only when it is of the very revision it fetched (a content hash of
-// every file) and read nothing else (render.Result.Consistent: no file read had changed since
-// the fetch that the render ahead made, no kustomization was built); else it renders. Nothing
+// every file), nothing changed in the tree between the two fetches (sources.Activity's Quiet:
+// no file event came between them) and the render read nothing else (render.Result.Consistent:
+// every file read, by the render or by kustomize, had the content the source hashed); else it
+// renders. Nothing
 // is applied before the events have settled, and nothing but the fetched revision is applied:
 // the render ahead only takes the render's time off an edit's way to the cluster.
 
@@ -68,6 +70,11 @@ func (d *Daemon) takeAhead(ctx context.Context, rev sources.Revision) (*ahead, b
 	d.ahead = nil
 	d.mu.Unlock()
 	if a == nil || a.rev.ID != rev.ID || a.rev.Dir != rev.Dir {
+		return nil, false
+	}
+	// Nothing may have changed between the two fetches: a file removed and put back would
+	// leave the revision as it was, and the render ahead without it.
+	if act, ok := d.opts.Source.(sources.Activity); !ok || !act.Quiet() {
 		return nil, false
 	}
 	select {

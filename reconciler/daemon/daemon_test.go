@@ -73,12 +73,18 @@ func (c countingSource) Fetch(ctx context.Context) (sources.Revision, error) {
 	return c.Source.Fetch(ctx)
 }
 
-// Activity and Digest are the source's, as the daemon would see them without the counter.
+// Activity, Quiet and Digest are the source's, as the daemon would see them without the
+// counter.
 func (c countingSource) Activity() <-chan struct{} {
 	if a, ok := c.Source.(sources.Activity); ok {
 		return a.Activity()
 	}
 	return nil
+}
+
+func (c countingSource) Quiet() bool {
+	a, ok := c.Source.(sources.Activity)
+	return ok && a.Quiet()
 }
 
 func (c countingSource) Digest(rel string) ([sha256.Size]byte, bool) {

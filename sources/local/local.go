@@ -77,6 +77,7 @@ type Source struct {
 	full   time.Time         // when the tree was last walked whole
 	reads  int               // files read by the last scan, for tests
 	walked bool              // the last Fetch walked the whole tree, for tests
+	quiet  bool              // the last Fetch found no event since the one before (Quiet)
 }
 
 // New checks that opts.Root is a directory, starts watching it and returns the Source. Close
@@ -159,6 +160,7 @@ func (s *Source) Fetch(ctx context.Context) (sources.Revision, error) {
 			s.walked = true
 		}
 	}
+	s.quiet = !s.walked && len(seen.dirty) == 0
 	if s.walked {
 		began := time.Now()
 		files, err = s.scan(ctx)
@@ -202,6 +204,14 @@ func (s *Source) Changes() <-chan struct{} { return s.changes }
 
 // Activity receives a value at the first file event of a burst, Debounce before Changes.
 func (s *Source) Activity() <-chan struct{} { return s.watch.activity }
+
+// Quiet reports whether the last Fetch found no file event since the Fetch before it and
+// trusted the watch (it did not walk the tree): nothing changed between the two.
+func (s *Source) Quiet() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.quiet
+}
 
 // Root is the directory, absolute: every revision's Dir, and where the daemon's API writes.
 func (s *Source) Root() string { return s.root }

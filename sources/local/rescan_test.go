@@ -202,3 +202,28 @@ func TestFetchWalksWithoutTheBarrier(t *testing.T) {
 		t.Errorf("a Fetch without the barrier: walked %v, Changed %q; want a walk that finds c.yaml", src.walked, rev.Changed)
 	}
 }
+
+// Quiet says that nothing changed between the last two fetches, even when the content is the
+// same again: a file removed and written back makes the same revision, and is not quiet.
+func TestQuiet(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "a.yaml", "a: 1\n")
+	src, _ := newSource(t, root)
+	first := fetch(t, src)
+	if src.Quiet() {
+		t.Error("the first Fetch (a walk) is quiet")
+	}
+	fetch(t, src)
+	if !src.Quiet() {
+		t.Error("a Fetch with no event since the one before is not quiet")
+	}
+	must(t, os.Remove(filepath.Join(root, "a.yaml")))
+	write(t, root, "a.yaml", "a: 1\n")
+	if rev := fetch(t, src); rev.ID != first.ID || src.Quiet() {
+		t.Errorf("removed and written back: same revision %v, quiet %v; want the same revision, not quiet", rev.ID == first.ID, src.Quiet())
+	}
+	fetch(t, src)
+	if !src.Quiet() {
+		t.Error("quiet again: not")
+	}
+}
