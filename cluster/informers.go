@@ -124,7 +124,8 @@ func StartInformersAfter(ctx context.Context, after <-chan struct{}, client kube
 }
 
 // trimObject leaves out of a cached object what no reader reads: its managedFields and
-// kubectl's last-applied annotation. Tombstones pass unchanged.
+// kubectl's last-applied annotation, and of a workload's pod template all but what the model
+// reads (slimTemplate). Tombstones pass unchanged.
 func trimObject(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
@@ -132,7 +133,31 @@ func trimObject(obj any) (any, error) {
 			delete(a, lastApplied)
 		}
 	}
+	switch o := obj.(type) {
+	case *batchv1.Job:
+		slimTemplate(&o.Spec.Template)
+	case *appsv1.Deployment:
+		slimTemplate(&o.Spec.Template)
+	case *appsv1.StatefulSet:
+		slimTemplate(&o.Spec.Template)
+	}
 	return obj, nil
+}
+
+// slimTemplate keeps of a cached workload's pod template what the model reads of it (see
+// workload): each container's name and resources (an init container's restart policy too: a
+// sidecar's requests add up), and the node selector (the GPU type). Images, commands,
+// environment, volumes and the API server's defaults are most of a Job's heap in the cache
+// (10,000 Jobs: issue #18, bar 6).
+func slimTemplate(t *corev1.PodTemplateSpec) {
+	spec := corev1.PodSpec{NodeSelector: t.Spec.NodeSelector}
+	for _, c := range t.Spec.Containers {
+		spec.Containers = append(spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
+	}
+	for _, c := range t.Spec.InitContainers {
+		spec.InitContainers = append(spec.InitContainers, corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy})
+	}
+	*t = corev1.PodTemplateSpec{Spec: spec}
 }
 
 // WaitForSync waits until the informers' first lists have completed: it returns nil once

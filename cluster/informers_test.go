@@ -6,8 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	fx "github.com/gpuctl/gpuctl/test/clusterfixture"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 )
@@ -70,6 +76,60 @@ func TestTrimObject(t *testing.T) {
 	}
 	if _, err := trimObject("not an object"); err != nil {
 		t.Errorf("a tombstone or other value: %v", err)
+	}
+}
+
+// A cached workload keeps of its pod template what the model reads — the requests (a
+// sidecar's too), the node selector — and of its spec the rest; images, commands, environment
+// and volumes go.
+func TestTrimWorkload(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	one, par := int32(1), int32(4)
+	req := func(cpu, gpu string) corev1.ResourceRequirements {
+		l := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), keys.ResourceGPU: resource.MustParse(gpu)}
+		return corev1.ResourceRequirements{Requests: l, Limits: l}
+	}
+	template := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "sft"}},
+		Spec: corev1.PodSpec{
+			NodeSelector:   map[string]string{keys.GPUType: "a100"},
+			Containers:     []corev1.Container{{Name: "main", Image: "trainer:1", Command: []string{"train"}, Env: []corev1.EnvVar{{Name: "A", Value: "b"}}, Resources: req("4", "8")}},
+			InitContainers: []corev1.Container{{Name: "proxy", Image: "proxy:1", RestartPolicy: &always, Resources: req("1", "0")}, {Name: "init", Image: "init:1", Resources: req("8", "0")}},
+			Volumes:        []corev1.Volume{{Name: "data"}},
+		},
+	}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "sft", Namespace: "alice", Labels: map[string]string{keys.ManagedBy: keys.ManagedByValue}},
+		Spec: batchv1.JobSpec{Parallelism: &par, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "sft"}}, Template: *template.DeepCopy()}}
+	dep := &appsv1.Deployment{Spec: appsv1.DeploymentSpec{Replicas: &one, Template: *template.DeepCopy()}}
+	sts := &appsv1.StatefulSet{Spec: appsv1.StatefulSetSpec{Replicas: &one, Template: *template.DeepCopy()}}
+	before := object.PodRequests(&template.Spec)
+	for _, o := range []struct {
+		obj  any
+		tmpl func() *corev1.PodTemplateSpec
+	}{
+		{job, func() *corev1.PodTemplateSpec { return &job.Spec.Template }},
+		{dep, func() *corev1.PodTemplateSpec { return &dep.Spec.Template }},
+		{sts, func() *corev1.PodTemplateSpec { return &sts.Spec.Template }},
+	} {
+		if _, err := trimObject(o.obj); err != nil {
+			t.Fatal(err)
+		}
+		got := o.tmpl()
+		if after := object.PodRequests(&got.Spec); !equality.Semantic.DeepEqual(after, before) {
+			t.Errorf("%T: requests %v after the trim, %v before", o.obj, after, before)
+		}
+		if got.Spec.NodeSelector[keys.GPUType] != "a100" {
+			t.Errorf("%T: node selector %v", o.obj, got.Spec.NodeSelector)
+		}
+		if got.Spec.Containers[0].Image != "" || got.Spec.Containers[0].Env != nil || got.Spec.Volumes != nil || got.Spec.InitContainers[0].Image != "" {
+			t.Errorf("%T: the template keeps what no reader reads: %+v", o.obj, got.Spec)
+		}
+	}
+	if *job.Spec.Parallelism != 4 || job.Spec.Selector.MatchLabels["app"] != "sft" || job.Labels[keys.ManagedBy] != keys.ManagedByValue {
+		t.Errorf("the Job's own fields changed: %+v", job.Spec)
+	}
+	if w := fromJob(job); w.gpus() != 4*8 || w.gpuType() != "a100" {
+		t.Errorf("the model reads %d GPUs of type %q from the trimmed Job, want 32 of a100", w.gpus(), w.gpuType())
 	}
 }
 
