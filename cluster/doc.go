@@ -97,8 +97,10 @@
 // By default (APIObjects, what the CLI uses) that is plain List and Get calls on every call,
 // and the reader keeps nothing. A long-running server gives InformerObjects instead: shared
 // informers, started once, that cache gpuctl's workloads, the pods, ReplicaSets, nodes,
-// quotas, events and the pool registry (without their managedFields), so that a read sends no
-// request once their first lists are done. Both answer the same. Logs are always read through
+// quotas, events and the pool registry (without their managedFields, and the workloads' pod
+// templates reduced to the containers' resources and the node selector, all the reader reads
+// of them), so that a read sends no request once their first lists are done. Both answer the
+// same. Logs are always read through
 // the API server (pods/log; a followed log watches the job's pods while it runs).
 //
 //	objects := cluster.StartInformers(ctx, clientset, dyn, "") // lists in the background

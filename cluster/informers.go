@@ -39,7 +39,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // g8s.host/managed-by=gpuctl), every pod, ReplicaSet, node, ResourceQuota and event, the pool
 // registry's ConfigMaps in one namespace, and, when the cluster serves Kueue's API (discovery,
 // asked at the start and then every 5 minutes until it does), Kueue's Workloads and
-// ClusterQueues, each without its managedFields; they need list and watch on those. Until the first lists complete, a read waits for them (or for its
+// ClusterQueues, each without its managedFields (and a workload's pod template with only
+// what the Reader reads of it: slimTemplate); they need list and watch on those. Until the first lists complete, a read waits for them (or for its
 // context to end), for at most 30 s.
 type InformerObjects struct {
 	namespace string

@@ -28,7 +28,9 @@ import (
 type Objects interface {
 	// Jobs, Deployments and StatefulSets list gpuctl's workloads, and Job, Deployment and
 	// StatefulSet get one. The reader asks only for those labelled g8s.host/managed-by=gpuctl
-	// (and checks the label of what it gets), so an implementation may see only those.
+	// (and checks the label of what it gets), so an implementation may see only those. Of
+	// their pod templates it reads the containers' resources (and restart policies) and the
+	// node selector alone, and an implementation may keep only those (InformerObjects).
 	Jobs(ctx context.Context, namespace string, sel labels.Selector) ([]*batchv1.Job, error)
 	Job(ctx context.Context, namespace, name string) (*batchv1.Job, error)
 	Deployments(ctx context.Context, namespace string, sel labels.Selector) ([]*appsv1.Deployment, error)
