@@ -102,14 +102,22 @@ func TestSymlinks(t *testing.T) {
 	}
 }
 
-func TestFetchReadsOnlyChangedFiles(t *testing.T) {
-	root := t.TempDir()
+// fetched200 is a Source over a tree of 200 files in 10 directories (d0/f000.yaml, ...),
+// written long ago, after its first Fetch.
+func fetched200(t *testing.T) (src *Source, root string) {
+	t.Helper()
+	root = t.TempDir()
 	for i := range 200 {
 		write(t, root, fmt.Sprintf("d%d/f%03d.yaml", i%10, i), fmt.Sprintf("i: %d\n", i))
 	}
 	backdate(t, root)
-	src, _ := newSource(t, root)
+	src, _ = newSource(t, root)
 	fetch(t, src)
+	return src, root
+}
+
+func TestFetchReadsOnlyChangedFiles(t *testing.T) {
+	src, root := fetched200(t)
 	if src.reads != 200 {
 		t.Errorf("first Fetch read %d files, want 200", src.reads)
 	}

@@ -154,13 +154,7 @@ func regular(p string) bool {
 // Fetch follows the write at once (before the debounce, and before the watcher has read its
 // events: the barrier waits for them).
 func TestFetchAfterAnEditReadsThatFile(t *testing.T) {
-	root := t.TempDir()
-	for i := range 200 {
-		write(t, root, fmt.Sprintf("d%d/f%03d.yaml", i%10, i), fmt.Sprintf("i: %d\n", i))
-	}
-	backdate(t, root)
-	src, _ := newSource(t, root)
-	fetch(t, src)
+	src, root := fetched200(t)
 	for i := range 20 {
 		rel := fmt.Sprintf("d%d/f%03d.yaml", i%10, i*7)
 		write(t, root, rel, fmt.Sprintf("edit: %d\n", i))
