@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gpuctl/gpuctl/sources"
@@ -78,6 +79,9 @@ type Source struct {
 	reads  int               // files read by the last scan, for tests
 	walked bool              // the last Fetch walked the whole tree, for tests
 	quiet  bool              // the last Fetch found no event since the one before (Quiet)
+
+	// digests is prev, for Digest: a map that no Fetch writes once it is published.
+	digests atomic.Pointer[map[string]digest]
 }
 
 // New checks that opts.Root is a directory, starts watching it and returns the Source. Close
@@ -180,15 +184,18 @@ func (s *Source) Fetch(ctx context.Context) (sources.Revision, error) {
 		rev.Changed = changed(s.prev, files)
 	}
 	s.prev, s.last = files, rev
+	s.digests.Store(&files)
 	return s.lastCopy(), nil
 }
 
 // Digest returns the SHA-256 of the file at rel (slash-separated, relative to Root) as the
 // last successful Fetch read it, and whether that revision has the file (sources.Digester).
 func (s *Source) Digest(rel string) ([sha256.Size]byte, bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	d, ok := s.prev[rel]
+	files := s.digests.Load() // not s.mu: a render asks for every file, and a Fetch holds s.mu
+	if files == nil {
+		return [sha256.Size]byte{}, false
+	}
+	d, ok := (*files)[rel]
 	return d.sum, ok
 }
 
