@@ -209,6 +209,7 @@ func (s *Source) rescan(ctx context.Context, prev map[string]digest, dirty []str
 		dirty = append(dirty, filepath.Join(s.real, filepath.FromSlash(rel)))
 	}
 	var list []listed
+	var dirs []string           // paths that may have had files below them: forgotten at once
 	warned := map[string]bool{} // paths outside dirty keep their warnings
 	for rel := range s.warned {
 		warned[rel] = true
@@ -218,17 +219,22 @@ func (s *Source) rescan(ctx context.Context, prev map[string]digest, dirty []str
 		if hidden(rel) {
 			continue
 		}
+		_, wasFile := files[rel]
 		delete(files, rel) // found again below, unless it is gone
 		delete(s.links, rel)
 		delete(warned, rel)
 		fi, err := os.Lstat(p)
 		switch {
 		case errors.Is(err, fs.ErrNotExist):
-			s.forget(files, warned, rel)
+			if delete(s.cache, rel); !wasFile {
+				dirs = append(dirs, rel)
+				dropBelow(warned, rel)
+			}
 		case err != nil:
 			return nil, err
 		case fi.IsDir():
-			s.forget(files, warned, rel)
+			dirs = append(dirs, rel)
+			dropBelow(warned, rel) // the walk warns again
 			found, err := s.walk(ctx, p, warned)
 			if err != nil {
 				return nil, err
@@ -240,6 +246,7 @@ func (s *Source) rescan(ctx context.Context, prev map[string]digest, dirty []str
 			}
 		}
 	}
+	s.forget(files, dirs)
 	for i, r := range s.hashAll(ctx, list) {
 		if r.err != nil {
 			return nil, r.err
@@ -253,14 +260,37 @@ func (s *Source) rescan(ctx context.Context, prev map[string]digest, dirty []str
 	return files, nil
 }
 
-// forget drops what is known of the files below the directory rel (and of rel itself).
-func (s *Source) forget(files map[string]digest, warned map[string]bool, rel string) {
-	prefix := rel + "/"
-	below := func(p string) bool { return p == rel || strings.HasPrefix(p, prefix) }
+// forget drops what is known of the paths below the directories dirs (a removed file that was
+// not known, or a directory gone or walked again), in one pass over each map: a checkout that
+// removes a thousand files must not go through 10,000 paths a thousand times.
+func (s *Source) forget(files map[string]digest, dirs []string) {
+	if len(dirs) == 0 {
+		return
+	}
+	set := make(map[string]bool, len(dirs))
+	for _, d := range dirs {
+		set[d] = true
+	}
+	below := func(p string) bool { // p is one of dirs, or below one
+		for {
+			if set[p] {
+				return true
+			}
+			i := strings.LastIndexByte(p, '/')
+			if i < 0 {
+				return false
+			}
+			p = p[:i]
+		}
+	}
 	maps.DeleteFunc(files, func(p string, _ digest) bool { return below(p) })
 	maps.DeleteFunc(s.cache, func(p string, _ cached) bool { return below(p) })
 	maps.DeleteFunc(s.links, func(p string, _ bool) bool { return below(p) })
-	maps.DeleteFunc(warned, func(p string, _ bool) bool { return below(p) })
+}
+
+// dropBelow deletes the warnings of the paths below the directory rel (a few: one pass).
+func dropBelow(warned map[string]bool, rel string) {
+	maps.DeleteFunc(warned, func(p string, _ bool) bool { return strings.HasPrefix(p, rel+"/") })
 }
 
 // noteLinks records the symlinks among the listed files: every rescan hashes them again.
