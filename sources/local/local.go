@@ -158,6 +158,12 @@ func (s *Source) Fetch(ctx context.Context) (sources.Revision, error) {
 	var files map[string]digest
 	var err error
 	if s.walked = s.prev == nil || !synced || seen.all || seen.dirty[s.real] || time.Since(s.full) >= FullScanEvery; !s.walked {
+		if s.quiet = len(seen.dirty) == 0; s.quiet && len(s.links) == 0 {
+			// No event, no link to follow: the revision is the last one (a sync request,
+			// a webhook, the interval), and its ID is not hashed again.
+			s.last.Changed, s.last.Time, s.reads = []string{}, time.Now(), 0
+			return s.lastCopy(), nil
+		}
 		files, err = s.rescan(ctx, s.prev, slices.Sorted(maps.Keys(seen.dirty)))
 		if err != nil { // the events' paths could not be read: the whole tree is
 			s.log.Debug("local: changed paths could not be hashed; walking the tree", "err", err)
