@@ -167,6 +167,13 @@ func (w *watcher) sync() bool {
 	if w.barrier == "" {
 		return false
 	}
+	for drained := false; !drained; { // numbers of earlier syncs that gave up waiting
+		select {
+		case <-w.barrierCh:
+		default:
+			drained = true
+		}
+	}
 	n := w.barrierSeq.Add(1)
 	name := filepath.Join(w.barrier, strconv.FormatUint(n, 10))
 	f, err := os.Create(name)
@@ -200,7 +207,7 @@ func (w *watcher) barrierEvent(ev fsnotify.Event) bool {
 	if n, err := strconv.ParseUint(filepath.Base(ev.Name), 10, 64); err == nil && ev.Has(fsnotify.Create) {
 		select {
 		case w.barrierCh <- n:
-		default: // a full channel holds a newer number, or nobody waits
+		default: // nobody waits (sync drains what is left before it waits)
 		}
 	}
 	return true
