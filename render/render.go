@@ -130,7 +130,9 @@ type run struct {
 	digest    func(abs string) ([sha256.Size]byte, bool) // Options.Digest
 	// unverified: a file was read whose content Options.Digest does not give (Result.Consistent).
 	unverified atomic.Bool
-	// disk: fsys is this machine's filesystem (onDisk).
+	// base is the filesystem given (fsys may be verifiedFS over it); disk: it is this
+	// machine's (onDisk).
+	base filesys.FileSystem
 	disk bool
 	// namespaces memoizes cfg.NamespaceFor by directory (namespaceFor).
 	namespaces   map[string]mappedNamespace
@@ -172,12 +174,21 @@ type verifiedFS struct {
 func (f verifiedFS) ReadFile(p string) ([]byte, error) {
 	data, err := f.FileSystem.ReadFile(p)
 	if err == nil {
-		abs, aerr := filepath.Abs(p)
-		if want, ok := f.st.digest(abs); aerr != nil || !ok || want != sha256.Sum256(data) {
+		if abs, aerr := filepath.Abs(p); aerr != nil {
 			f.st.unverified.Store(true)
+		} else {
+			f.st.verify(abs, sha256.Sum256(data))
 		}
 	}
 	return data, err
+}
+
+// verify notes that the file at abs was read with content sum: Result.Consistent when every
+// such content is the one Options.Digest gives.
+func (st *run) verify(abs string, sum [sha256.Size]byte) {
+	if want, ok := st.digest(abs); !ok || want != sum {
+		st.unverified.Store(true)
+	}
 }
 
 // Open opens p, which then goes unchecked.
@@ -236,7 +247,7 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[object.Ref]string{},
 		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{},
 		cache: r.opts.Cache, digest: r.opts.Digest}
-	st.disk = reflect.TypeOf(fsys) == diskFS
+	st.base, st.disk = fsys, reflect.TypeOf(fsys) == diskFS
 	if st.digest != nil {
 		st.fsys = verifiedFS{FileSystem: fsys, st: st}
 	}
@@ -571,12 +582,15 @@ func (st *run) parseAll() {
 				return
 			}
 		}
-		data, err := st.fsys.ReadFile(s.abs)
+		data, err := st.base.ReadFile(s.abs) // hashed below, and checked with that hash
 		if err != nil {
 			per[i].errorf(s.display, Pos{}, "", "cannot read: %v", err)
 			return
 		}
 		sum := sha256.Sum256(data)
+		if st.digest != nil {
+			st.verify(s.abs, sum)
+		}
 		if st.cache == nil {
 			s.docs = parseFile(s.display, data, &per[i])
 			return
