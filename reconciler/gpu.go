@@ -27,10 +27,9 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 	add := func(c *Change, u *unstructured.Unstructured, before, after bool) {
 		g, pool := c.gpus, c.pool
 		if u != c.Desired || c.key == "" { // prepare counted the desired object's
-			if g = object.GPUs(u); g == 0 {
-				return
+			if g = object.GPUs(u); g > 0 {
+				pool = poolOf(u)
 			}
-			pool = poolOf(u)
 		}
 		if g == 0 {
 			return
