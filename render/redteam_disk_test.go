@@ -279,3 +279,46 @@ func TestRedTeamLargeFileWithDigests(t *testing.T) {
 		t.Errorf("files read: %q, want small.yaml alone", res.Files)
 	}
 }
+
+// A workload's own checks are kept with its file's cache entry (validateWorkload). A team's
+// file that places a job in another team's namespace is refused by every render, the cached
+// ones too, with the same error, and nothing of it is rendered; fixed, it renders in its own
+// namespace.
+func TestRedTeamCachedWorkloadChecks(t *testing.T) {
+	escape := "kind: training\nversion: v0.1\njob:\n  name: sft\n  namespace: bob\nenvironment:\n  image: pytorch/pytorch:2.3.0\nresources:\n  gpu: 2\n"
+	dir := diskTree(t, map[string]string{"teams/alice/job.yaml": escape, "teams/bob/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"})
+	digest := func(abs string) (sum [sha256.Size]byte, ok bool) {
+		data, err := os.ReadFile(abs)
+		return sha256.Sum256(data), err == nil
+	}
+	cache := render.NewCache(0)
+	want := `job.namespace: files in teams/alice/ belong to namespace "alice" and cannot place jobs in "bob"`
+	for i := range 3 {
+		res, err := render.New(render.Options{Cache: cache, Digest: digest}).RenderContext(t.Context(), diskFS(), dir)
+		if err == nil || len(res.Objects) != 0 {
+			t.Fatalf("render %d: the escape rendered (%d objects, err %v)", i, len(res.Objects), err)
+		}
+		found := false
+		for _, d := range res.Errors() {
+			found = found || strings.Contains(d.Error(), want)
+		}
+		if !found {
+			t.Errorf("render %d: no error %q: %v", i, want, res.Errors())
+		}
+	}
+	if s := cache.Stats(); s.Hits == 0 {
+		t.Fatalf("no cache hit: the cached checks were not used (%+v)", s)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "teams/alice/job.yaml"), []byte(strings.Replace(escape, "  namespace: bob\n", "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res, err := render.New(render.Options{Cache: cache, Digest: digest}).RenderContext(t.Context(), diskFS(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range res.Objects {
+		if o.GetKind() == "Job" && o.GetNamespace() != "alice" {
+			t.Errorf("the fixed job renders in %q", o.GetNamespace())
+		}
+	}
+}
