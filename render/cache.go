@@ -112,21 +112,32 @@ func (c *Cache) validated(e *cacheEntry, i int) ([]Diagnostic, string, bool) {
 	return d.diags, d.namespace, ok
 }
 
-// rememberValidated stores the checks of the entry's document i (copies of diags).
+// rememberValidated stores the checks of the entry's document i (copies of diags), counted
+// in the bound like the rendered objects (remember): a team's file of many invalid documents
+// must not grow the cache past it.
 func (c *Cache) rememberValidated(e *cacheEntry, i int, diags []*Diagnostic, namespace string) {
 	d := checkedDoc{namespace: namespace}
+	n := int64(64 + len(namespace))
 	for _, x := range diags {
 		d.diags = append(d.diags, *x)
+		n += int64(96 + len(x.File) + len(x.Field) + len(x.Message) + len(x.Hint))
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e.evicted {
-		return
+	if _, had := e.checks[i]; had || e.evicted {
+		return // the same file and configuration: the same checks
 	}
 	if e.checks == nil {
 		e.checks = map[int]checkedDoc{}
 	}
 	e.checks[i] = d
+	e.size += n
+	c.size += n
+	if !c.evict() { // no room without evicting what this render uses: not kept
+		delete(e.checks, i)
+		e.size -= n
+		c.size -= n
+	}
 }
 
 // renderVariant is what a document's objects depend on beyond its file and the
