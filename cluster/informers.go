@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,8 +33,8 @@ const readWait = 30 * time.Second
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // InformerObjects are Objects answered from the caches of shared informers that watch the
-// cluster: once their first lists have completed, a read sends no request. The daemon starts
-// them once (StartInformers) for the Reader of its API and web page.
+// cluster: once their first lists have completed, a read sends no request. The daemon makes
+// them once (LazyInformers) for the Reader of its API and web page.
 //
 // They cache gpuctl's Jobs, Deployments and StatefulSets (labelled
 // g8s.host/managed-by=gpuctl), every pod, ReplicaSet, node, ResourceQuota and event, the pool
@@ -42,10 +43,29 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // ClusterQueues, each without its managedFields (and a workload's pod template with only
 // what the Reader reads of it: slimTemplate); they need list and watch on those. Until the first lists complete, a read waits for them (or for its
 // context to end), for at most 30 s.
+//
+// Lazy ones (LazyInformers) start with the first read and stop after a while without one: a
+// copy of every pod, event and workload of the cluster is most of the heap of a daemon whose
+// API nobody reads (issue #18, bar 6), and a read after the stop starts them again.
 type InformerObjects struct {
 	namespace string
-	synced    chan struct{}
-	err       error // why the first lists did not complete; set before synced is closed
+	client    kubernetes.Interface
+	dyn       dynamic.Interface
+	ctx       context.Context // until which informers may run
+	after     <-chan struct{} // they list once it is closed (nil: at once)
+	idle      time.Duration   // 0: never stopped
+
+	mu       sync.Mutex
+	cur      *informerSet // nil while none runs
+	lastRead atomic.Int64 // unix nanoseconds of the last read
+	starts   atomic.Int64 // informer sets started
+}
+
+// informerSet is one start of the informers, until its context is cancelled.
+type informerSet struct {
+	synced chan struct{}
+	err    error // why the first lists did not complete; set before synced is closed
+	cancel context.CancelFunc
 
 	jobs         batchlisters.JobLister
 	deployments  appslisters.DeploymentLister
@@ -73,18 +93,46 @@ func StartInformers(ctx context.Context, client kubernetes.Interface, dyn dynami
 // reconciler's first sync, while the API it serves is not ready) lets it go first. Reads wait
 // for the first lists as ever (WaitForSync).
 func StartInformersAfter(ctx context.Context, after <-chan struct{}, client kubernetes.Interface, dyn dynamic.Interface, namespace string) *InformerObjects {
+	o := LazyInformers(ctx, after, client, dyn, namespace, 0)
+	o.running()
+	return o
+}
+
+// LazyInformers are InformerObjects whose informers start with the first read (listing once
+// after is closed, as StartInformersAfter's) and stop once idle passes without a read (0:
+// never); the next read starts them again, and waits for their first lists.
+func LazyInformers(ctx context.Context, after <-chan struct{}, client kubernetes.Interface, dyn dynamic.Interface, namespace string, idle time.Duration) *InformerObjects {
 	if namespace == "" {
 		namespace = keys.SystemNamespace
 	}
+	return &InformerObjects{namespace: namespace, client: client, dyn: dyn, ctx: ctx, after: after, idle: idle}
+}
+
+// running returns the running informers, started when none runs, and counts a read.
+func (o *InformerObjects) running() *informerSet {
+	o.lastRead.Store(time.Now().UnixNano())
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.cur == nil {
+		o.cur = o.start()
+	}
+	return o.cur
+}
+
+// start starts a set of informers; with an idle bound, it stops them once no read came for
+// that long.
+func (o *InformerObjects) start() *informerSet {
+	o.starts.Add(1)
+	ctx, cancel := context.WithCancel(o.ctx)
 	trim := informers.WithTransform(trimObject)
-	all := informers.NewSharedInformerFactoryWithOptions(client, 0, trim)
-	managed := informers.NewSharedInformerFactoryWithOptions(client, 0, trim,
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = keys.ManagedBy + "=" + keys.ManagedByValue }))
-	registry := informers.NewSharedInformerFactoryWithOptions(client, 0, trim, informers.WithNamespace(namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = render.PoolRegistrySelector }))
-	o := &InformerObjects{
-		namespace:    namespace,
+	all := informers.NewSharedInformerFactoryWithOptions(o.client, 0, trim)
+	managed := informers.NewSharedInformerFactoryWithOptions(o.client, 0, trim,
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = keys.ManagedBy + "=" + keys.ManagedByValue }))
+	registry := informers.NewSharedInformerFactoryWithOptions(o.client, 0, trim, informers.WithNamespace(o.namespace),
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = render.PoolRegistrySelector }))
+	s := &informerSet{
 		synced:       make(chan struct{}),
+		cancel:       cancel,
 		jobs:         managed.Batch().V1().Jobs().Lister(),
 		deployments:  managed.Apps().V1().Deployments().Lister(),
 		statefulSets: managed.Apps().V1().StatefulSets().Lister(),
@@ -97,12 +145,12 @@ func StartInformersAfter(ctx context.Context, after <-chan struct{}, client kube
 	}
 	factories := []informers.SharedInformerFactory{all, managed, registry}
 	go func() {
-		defer close(o.synced)
-		if after != nil {
+		defer close(s.synced)
+		if o.after != nil {
 			select {
-			case <-after:
+			case <-o.after:
 			case <-ctx.Done():
-				o.err = fmt.Errorf("the informers did not start: %w", context.Cause(ctx))
+				s.err = fmt.Errorf("the informers did not start: %w", context.Cause(ctx))
 				return
 			}
 		}
@@ -112,16 +160,44 @@ func StartInformersAfter(ctx context.Context, after <-chan struct{}, client kube
 		for _, f := range factories {
 			for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
 				if !ok {
-					o.err = fmt.Errorf("informer of %v: stopped before its first list completed", typ)
+					s.err = fmt.Errorf("informer of %v: stopped before its first list completed", typ)
 					return
 				}
 			}
 		}
-		if dyn != nil {
-			o.err = o.firstKueue(ctx, client.Discovery(), dyn)
+		if o.dyn != nil {
+			s.err = s.firstKueue(ctx, o.client.Discovery(), o.dyn)
 		}
 	}()
-	return o
+	if o.idle > 0 {
+		go o.stopWhenIdle(ctx, s)
+	}
+	return s
+}
+
+// stopWhenIdle stops s once no read came for o.idle.
+func (o *InformerObjects) stopWhenIdle(ctx context.Context, s *informerSet) {
+	for {
+		wait := time.Until(time.Unix(0, o.lastRead.Load()).Add(o.idle))
+		if wait <= 0 {
+			o.mu.Lock()
+			if time.Since(time.Unix(0, o.lastRead.Load())) >= o.idle { // no read came meanwhile
+				if o.cur == s {
+					o.cur = nil
+				}
+				o.mu.Unlock()
+				s.cancel()
+				return
+			}
+			o.mu.Unlock()
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }
 
 // trimObject leaves out of a cached object what no reader reads: its managedFields and
@@ -161,28 +237,35 @@ func slimTemplate(t *corev1.PodTemplateSpec) {
 	*t = corev1.PodTemplateSpec{Spec: spec}
 }
 
-// WaitForSync waits until the informers' first lists have completed: it returns nil once
-// they have, or an error when they stopped before or ctx ended.
+// WaitForSync waits until the informers' first lists have completed (starting them when none
+// run): it returns nil once they have, or an error when they stopped before or ctx ended.
 func (o *InformerObjects) WaitForSync(ctx context.Context) error {
+	_, err := o.wait(ctx, o.running())
+	return err
+}
+
+func (o *InformerObjects) wait(ctx context.Context, s *informerSet) (*informerSet, error) {
 	select {
-	case <-o.synced:
-		return o.err
+	case <-s.synced:
+		return s, s.err
 	case <-ctx.Done():
-		return fmt.Errorf("waiting for the informers' first lists: %w", context.Cause(ctx))
+		return nil, fmt.Errorf("waiting for the informers' first lists: %w", context.Cause(ctx))
 	}
 }
 
-// ready waits, for at most readWait, until the first lists have completed.
-func (o *InformerObjects) ready(ctx context.Context) error {
+// ready returns the running informers (started when none run) once their first lists have
+// completed, waiting for at most readWait.
+func (o *InformerObjects) ready(ctx context.Context) (*informerSet, error) {
+	s := o.running()
 	select {
-	case <-o.synced:
-		return o.err
+	case <-s.synced:
+		return s, s.err
 	default:
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, readWait,
 		fmt.Errorf("the informers' first lists did not complete within %s (can the daemon list and watch them?)", readWait))
 	defer cancel()
-	return o.WaitForSync(ctx)
+	return o.wait(ctx, s)
 }
 
 // everything is sel, or every label set when sel is nil.
@@ -193,75 +276,91 @@ func everything(sel labels.Selector) labels.Selector {
 	return sel
 }
 
-// listIn lists a lister's objects in namespace ("" for all), after the first lists.
+// listIn lists the objects of a lister of the running informers in namespace ("" for all),
+// after their first lists.
 func listIn[T any](ctx context.Context, o *InformerObjects, namespace string, sel labels.Selector,
-	all func(labels.Selector) ([]T, error), in func(ns string, sel labels.Selector) ([]T, error)) ([]T, error) {
-	if err := o.ready(ctx); err != nil {
+	all func(*informerSet, labels.Selector) ([]T, error), in func(s *informerSet, ns string, sel labels.Selector) ([]T, error)) ([]T, error) {
+	s, err := o.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
 	if namespace == "" {
-		return all(everything(sel))
+		return all(s, everything(sel))
 	}
-	return in(namespace, everything(sel))
+	return in(s, namespace, everything(sel))
 }
 
 // Jobs lists the cached Jobs.
 func (o *InformerObjects) Jobs(ctx context.Context, namespace string, sel labels.Selector) ([]*batchv1.Job, error) {
-	return listIn(ctx, o, namespace, sel, o.jobs.List, func(ns string, s labels.Selector) ([]*batchv1.Job, error) {
-		return o.jobs.Jobs(ns).List(s)
-	})
+	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*batchv1.Job, error) { return s.jobs.List(sel) },
+		func(s *informerSet, ns string, sel labels.Selector) ([]*batchv1.Job, error) {
+			return s.jobs.Jobs(ns).List(sel)
+		})
 }
 
 // Job gets a cached Job.
 func (o *InformerObjects) Job(ctx context.Context, namespace, name string) (*batchv1.Job, error) {
-	if err := o.ready(ctx); err != nil {
+	s, err := o.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return o.jobs.Jobs(namespace).Get(name)
+	return s.jobs.Jobs(namespace).Get(name)
 }
 
 // Deployments lists the cached Deployments.
 func (o *InformerObjects) Deployments(ctx context.Context, namespace string, sel labels.Selector) ([]*appsv1.Deployment, error) {
-	return listIn(ctx, o, namespace, sel, o.deployments.List, func(ns string, s labels.Selector) ([]*appsv1.Deployment, error) {
-		return o.deployments.Deployments(ns).List(s)
-	})
+	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*appsv1.Deployment, error) {
+		return s.deployments.List(sel)
+	},
+		func(s *informerSet, ns string, sel labels.Selector) ([]*appsv1.Deployment, error) {
+			return s.deployments.Deployments(ns).List(sel)
+		})
 }
 
 // Deployment gets a cached Deployment.
 func (o *InformerObjects) Deployment(ctx context.Context, namespace, name string) (*appsv1.Deployment, error) {
-	if err := o.ready(ctx); err != nil {
+	s, err := o.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return o.deployments.Deployments(namespace).Get(name)
+	return s.deployments.Deployments(namespace).Get(name)
 }
 
 // StatefulSets lists the cached StatefulSets.
 func (o *InformerObjects) StatefulSets(ctx context.Context, namespace string, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
-	return listIn(ctx, o, namespace, sel, o.statefulSets.List, func(ns string, s labels.Selector) ([]*appsv1.StatefulSet, error) {
-		return o.statefulSets.StatefulSets(ns).List(s)
-	})
+	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
+		return s.statefulSets.List(sel)
+	},
+		func(s *informerSet, ns string, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
+			return s.statefulSets.StatefulSets(ns).List(sel)
+		})
 }
 
 // StatefulSet gets a cached StatefulSet.
 func (o *InformerObjects) StatefulSet(ctx context.Context, namespace, name string) (*appsv1.StatefulSet, error) {
-	if err := o.ready(ctx); err != nil {
+	s, err := o.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return o.statefulSets.StatefulSets(namespace).Get(name)
+	return s.statefulSets.StatefulSets(namespace).Get(name)
 }
 
 // ReplicaSets lists the cached ReplicaSets.
 func (o *InformerObjects) ReplicaSets(ctx context.Context, namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
-	return listIn(ctx, o, namespace, sel, o.replicaSets.List, func(ns string, s labels.Selector) ([]*appsv1.ReplicaSet, error) {
-		return o.replicaSets.ReplicaSets(ns).List(s)
-	})
+	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+		return s.replicaSets.List(sel)
+	},
+		func(s *informerSet, ns string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+			return s.replicaSets.ReplicaSets(ns).List(sel)
+		})
 }
 
 // Pods lists the cached pods, applying the field selector as the API server would.
 func (o *InformerObjects) Pods(ctx context.Context, namespace string, sel labels.Selector, fsel fields.Selector) ([]*corev1.Pod, error) {
-	pods, err := listIn(ctx, o, namespace, sel, o.pods.List, func(ns string, s labels.Selector) ([]*corev1.Pod, error) {
-		return o.pods.Pods(ns).List(s)
-	})
+	pods, err := listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*corev1.Pod, error) { return s.pods.List(sel) },
+		func(s *informerSet, ns string, sel labels.Selector) ([]*corev1.Pod, error) {
+			return s.pods.Pods(ns).List(sel)
+		})
 	if err != nil || fsel == nil || fsel.Empty() {
 		return pods, err
 	}
@@ -282,18 +381,20 @@ func podFields(p *corev1.Pod) fields.Set {
 
 // Nodes lists the cached nodes.
 func (o *InformerObjects) Nodes(ctx context.Context) ([]*corev1.Node, error) {
-	if err := o.ready(ctx); err != nil {
+	s, err := o.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return o.nodes.List(labels.Everything())
+	return s.nodes.List(labels.Everything())
 }
 
 // Node gets a cached node.
 func (o *InformerObjects) Node(ctx context.Context, name string) (*corev1.Node, error) {
-	if err := o.ready(ctx); err != nil {
+	s, err := o.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return o.nodes.Get(name)
+	return s.nodes.Get(name)
 }
 
 // errOtherRegistry is a read of a pool registry in a namespace that the informers do not watch.
@@ -305,22 +406,25 @@ func (o *InformerObjects) PoolRegistry(ctx context.Context, namespace string) ([
 	if namespace != o.namespace {
 		return nil, fmt.Errorf("pool registry in %s: %w (%s)", namespace, errOtherRegistry, o.namespace)
 	}
-	if err := o.ready(ctx); err != nil {
+	s, err := o.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
-	return o.configMaps.ConfigMaps(namespace).List(labels.Everything())
+	return s.configMaps.ConfigMaps(namespace).List(labels.Everything())
 }
 
 // ResourceQuotas lists the cached ResourceQuotas.
 func (o *InformerObjects) ResourceQuotas(ctx context.Context, namespace string, sel labels.Selector) ([]*corev1.ResourceQuota, error) {
-	return listIn(ctx, o, namespace, sel, o.quotas.List, func(ns string, s labels.Selector) ([]*corev1.ResourceQuota, error) {
-		return o.quotas.ResourceQuotas(ns).List(s)
-	})
+	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*corev1.ResourceQuota, error) { return s.quotas.List(sel) },
+		func(s *informerSet, ns string, sel labels.Selector) ([]*corev1.ResourceQuota, error) {
+			return s.quotas.ResourceQuotas(ns).List(sel)
+		})
 }
 
 // Events lists the cached events.
 func (o *InformerObjects) Events(ctx context.Context, namespace string) ([]*corev1.Event, error) {
-	return listIn(ctx, o, namespace, nil, o.events.List, func(ns string, s labels.Selector) ([]*corev1.Event, error) {
-		return o.events.Events(ns).List(s)
-	})
+	return listIn(ctx, o, namespace, nil, func(s *informerSet, sel labels.Selector) ([]*corev1.Event, error) { return s.events.List(sel) },
+		func(s *informerSet, ns string, sel labels.Selector) ([]*corev1.Event, error) {
+			return s.events.Events(ns).List(sel)
+		})
 }

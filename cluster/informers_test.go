@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -157,5 +158,88 @@ func TestStartInformersAfter(t *testing.T) {
 	}
 	if jobs, err := (&Reader{Client: client, Objects: informed}).Jobs(ctx, JobFilter{}); err != nil || len(jobs.Items) == 0 {
 		t.Fatalf("after the gate: %d jobs, %v", len(jobs.Items), err)
+	}
+}
+
+// TestLazyInformers: lazy informers list nothing before the first read, answer it from their
+// first lists, follow the cluster while read, stop once no read came for their idle time (a
+// copy of every pod and event is not kept for an API nobody reads), and start again, from the
+// cluster as it is then, with the next read.
+func TestLazyInformers(t *testing.T) {
+	client := fake.NewClientset(fx.Objects()...)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	const idle = 400 * time.Millisecond
+	informed := LazyInformers(ctx, nil, client, nil, "", idle)
+	listed := func() int {
+		n := 0
+		for _, a := range client.Actions() {
+			if a.GetVerb() == "list" {
+				n++
+			}
+		}
+		return n
+	}
+	time.Sleep(2 * idle)
+	if n := listed(); n != 0 || informed.starts.Load() != 0 {
+		t.Fatalf("before any read: %d lists, %d starts", n, informed.starts.Load())
+	}
+	r := &Reader{Client: client, Objects: informed}
+	jobNames := func() []string {
+		t.Helper()
+		jobs, err := r.Jobs(ctx, JobFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, j := range jobs.Items {
+			names = append(names, j.JobID)
+		}
+		return names
+	}
+	first := jobNames()
+	if len(first) == 0 || listed() == 0 {
+		t.Fatalf("the first read: jobs %v after %d lists", first, listed())
+	}
+	job := func(name string) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "alice",
+			Labels: map[string]string{keys.ManagedBy: keys.ManagedByValue, keys.JobType: "training"}}}
+	}
+	if _, err := client.BatchV1().Jobs("alice").Create(ctx, job("while-read"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// Reads more often than idle keep the informers: the watch brings the new Job.
+	for deadline := time.Now().Add(3 * idle); ; time.Sleep(idle / 4) {
+		if slices.Contains(jobNames(), "alice.while-read") && time.Now().After(deadline) {
+			break
+		}
+		if time.Now().After(deadline.Add(5 * time.Second)) {
+			t.Fatalf("the watch did not bring alice.while-read: %v", jobNames())
+		}
+	}
+	if n := informed.starts.Load(); n != 1 {
+		t.Fatalf("read every %s with idle %s: %d starts, want 1", idle/4, idle, n)
+	}
+	// No read: they stop.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		informed.mu.Lock()
+		stopped := informed.cur == nil
+		informed.mu.Unlock()
+		if stopped {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still running %s after the last read (idle %s)", 10*time.Second, idle)
+		}
+	}
+	if _, err := client.BatchV1().Jobs("alice").Create(ctx, job("while-stopped"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	before := listed()
+	if got := jobNames(); !slices.Contains(got, "alice.while-stopped") || !slices.Contains(got, "alice.while-read") {
+		t.Fatalf("the read after the stop: %v, want alice.while-stopped and alice.while-read", got)
+	}
+	if informed.starts.Load() != 2 || listed() <= before {
+		t.Fatalf("the read after the stop: %d starts, %d lists (%d before): the informers did not start again", informed.starts.Load(), listed(), before)
 	}
 }

@@ -129,10 +129,10 @@ func (k *kueueCache) queues() *queues {
 // firstKueue starts the informers of Kueue's objects when discovery shows its API (and waits
 // a while for their first lists); else it asks again every kueueRecheck in the background,
 // and starts them once the API is there.
-func (o *InformerObjects) firstKueue(ctx context.Context, d discovery.DiscoveryInterface, dyn dynamic.Interface) error {
+func (s *informerSet) firstKueue(ctx context.Context, d discovery.DiscoveryInterface, dyn dynamic.Interface) error {
 	if servesKueue(d) {
 		k, err := startKueue(ctx, dyn, "", nil)
-		o.kueue.Store(k)
+		s.kueue.Store(k)
 		return err
 	}
 	go func() {
@@ -144,7 +144,7 @@ func (o *InformerObjects) firstKueue(ctx context.Context, d discovery.DiscoveryI
 			}
 			if servesKueue(d) {
 				if k, err := startKueue(ctx, dyn, "", nil); err == nil {
-					o.kueue.Store(k)
+					s.kueue.Store(k)
 				}
 				return
 			}
@@ -155,10 +155,11 @@ func (o *InformerObjects) firstKueue(ctx context.Context, d discovery.DiscoveryI
 
 // kueueCached is the cache of Kueue's objects once synced, else ErrNoKueue.
 func (o *InformerObjects) kueueCached(ctx context.Context) (*kueueCache, error) {
-	if err := o.ready(ctx); err != nil {
+	s, err := o.ready(ctx)
+	if err != nil {
 		return nil, err
 	}
-	k := o.kueue.Load()
+	k := s.kueue.Load()
 	if k == nil || !k.synced() {
 		return nil, ErrNoKueue
 	}

@@ -60,6 +60,8 @@ type Options struct {
 	DriftHistory  int
 	DriftIgnore   []string
 	MemoryLimit   string
+	// ReadModelIdle stops the API's informers after this long without a read (0: never).
+	ReadModelIdle time.Duration
 	// ProfilingListen serves the Go runtime's profiles (net/http/pprof) on a second address.
 	ProfilingListen string
 	RenderCache     string
@@ -93,6 +95,7 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	fs.StringVar(&o.RenderCache, "render-cache-size", "64Mi", "memory kept for the render cache, which re-renders only the files a revision changed (64Mi holds about 10,000 files); 0 disables it")
 	fs.DurationVar(&o.SyncTimeout, "sync-timeout", daemon.DefaultSyncTimeout, "give up a sync (fetch, render, plan, apply) that takes longer")
 	fs.StringVar(&o.ProfilingListen, "profiling-listen", "", "serve the Go runtime's profiles (/debug/pprof/) on this address, e.g. 127.0.0.1:6060 (off by default; no authentication: keep it on localhost)")
+	fs.DurationVar(&o.ReadModelIdle, "read-model-idle", 10*time.Minute, "the API's read model (informers on gpuctl's workloads and every pod, node, quota and event) starts with the first read of the API or the web page and stops after this long without one; 0 starts it after the first sync and keeps it")
 	fs.StringVar(&o.MemoryLimit, "memory-limit", "auto", "soft memory limit of the Go runtime (GOMEMLIMIT): the garbage collector works harder near it; auto: 80% of the container's memory limit, or 400Mi without one; 0 disables")
 }
 
@@ -266,8 +269,14 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 			}
 		}
 	}
-	// The read model answers from informers: no LIST per request. They start with readModel.
-	objects := cluster.StartInformersAfter(ctx, readModel, kube, dyn, o.Namespace)
+	// The read model answers from informers: no LIST per request. They list once readModel
+	// is closed (after the first sync): at once without --read-model-idle, else on the first read.
+	var objects *cluster.InformerObjects
+	if o.ReadModelIdle > 0 {
+		objects = cluster.LazyInformers(ctx, readModel, kube, dyn, o.Namespace, o.ReadModelIdle)
+	} else {
+		objects = cluster.StartInformersAfter(ctx, readModel, kube, dyn, o.Namespace)
+	}
 	handler := httpapi.New(httpapi.Options{Backend: d, Writer: d, Kube: kube, Dynamic: dyn, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
 		Registry: reg, Webhooks: hooks, Ready: d.Ready, Log: log.With("component", "http")})
 	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
