@@ -79,6 +79,10 @@ func NewManager(cfg *rest.Config, opts Options) (*Manager, error) {
 // Options returns the manager's options.
 func (m *Manager) Options() Options { return m.opts }
 
+// InventoryID is the ApplySet id of the manager's inventory: the value of the
+// applyset.kubernetes.io/part-of label of the objects it applies.
+func (m *Manager) InventoryID() string { return m.inventoryID }
+
 // mapping resolves a kind to its resource, refreshing discovery once for kinds it does not know
 // (a CRD installed since the last sync).
 func (m *Manager) mapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {

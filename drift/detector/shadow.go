@@ -88,7 +88,11 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 		return err
 	}
 	if !found {
-		d.resolve(itemKey, "", "deleted")
+		why := "deleted"
+		if d.w.member(workloadResources[kind].GroupVersion().WithKind(kind).GroupKind(), ns, name) {
+			why = "now in Git" // the shadow watches leave gpuctl's own workloads out
+		}
+		d.resolve(itemKey, "", why)
 		return nil
 	}
 	m, err := metaOf(obj)

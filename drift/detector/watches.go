@@ -54,8 +54,18 @@ func (d *Detector) startWatches(ctx context.Context) (*watches, error) {
 	w := &watches{d: d, meta: map[schema.GroupVersionResource]*metaWatch{}}
 	f := informers.NewSharedInformerFactoryWithOptions(d.opts.Kube, 0, informers.WithTransform(slim))
 	w.nodes = f.Core().V1().Nodes().Informer()
-	w.workloads = map[string]cache.SharedIndexInformer{"Pod": f.Core().V1().Pods().Informer(), "Job": f.Batch().V1().Jobs().Informer(),
-		"Deployment": f.Apps().V1().Deployments().Informer(), "StatefulSet": f.Apps().V1().StatefulSets().Informer()}
+	wf := f // of the workloads that pods belong to
+	if d.opts.Engine != nil {
+		// The engine's own workloads are never shadows (enqueueWorkload) and the metadata
+		// watches hold them: the shadow watches leave them out. At 10,000 Jobs that was
+		// ~14 MiB of the heap and a second decode of every status update (issue #18, bar 6).
+		// Their pods carry no inventory label and are still watched.
+		notOurs := keys.ApplySetPartOf + "!=" + d.opts.Engine.InventoryID()
+		wf = informers.NewSharedInformerFactoryWithOptions(d.opts.Kube, 0, informers.WithTransform(slim),
+			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = notOurs }))
+	}
+	w.workloads = map[string]cache.SharedIndexInformer{"Pod": f.Core().V1().Pods().Informer(), "Job": wf.Batch().V1().Jobs().Informer(),
+		"Deployment": wf.Apps().V1().Deployments().Informer(), "StatefulSet": wf.Apps().V1().StatefulSets().Informer()}
 	if _, err := w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.enqueueNode(obj) },
 		UpdateFunc: func(old, obj any) {
@@ -75,9 +85,12 @@ func (d *Detector) startWatches(ctx context.Context) (*watches, error) {
 		}
 	}
 	f.Start(ctx.Done())
-	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
-		if !ok {
-			return nil, fmt.Errorf("drift: watch %v: the first list did not complete", typ)
+	wf.Start(ctx.Done())
+	for _, fa := range []informers.SharedInformerFactory{f, wf} {
+		for typ, ok := range fa.WaitForCacheSync(ctx.Done()) {
+			if !ok {
+				return nil, fmt.Errorf("drift: watch %v: the first list did not complete", typ)
+			}
 		}
 	}
 	if d.opts.Engine != nil {
@@ -200,6 +213,22 @@ func specOrMetaChanged(gk schema.GroupKind, old, obj any) bool {
 	}
 	return a.GetGeneration() != b.GetGeneration() || a.GetAnnotations()[metaHashKey] != b.GetAnnotations()[metaHashKey] ||
 		(a.GetDeletionTimestamp() == nil) != (b.GetDeletionTimestamp() == nil)
+}
+
+// member reports whether the metadata watches hold an object of gk namespace/name: one that
+// gpuctl applied.
+func (w *watches) member(gk schema.GroupKind, namespace, name string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, mw := range w.meta {
+		if mw.gk != gk {
+			continue
+		}
+		if _, found, err := mw.informer.GetIndexer().GetByKey(namespace + "/" + name); err == nil && found {
+			return true
+		}
+	}
+	return false
 }
 
 // managedUID reports whether a UID belongs to an object gpuctl applied.
