@@ -33,6 +33,8 @@ type Cache struct {
 	lru     *list.List // of *cacheEntry, most recently used first
 	entries map[cacheKey]*list.Element
 	stats   CacheStats
+	// intern is the table of the values that rendered objects share (cache_codec.go).
+	intern interner
 	// render counts the renders begun: an entry used by the newest one is never evicted for
 	// another (evict), so that a repository larger than the bound keeps what fits instead of
 	// evicting every entry before its next use (a render reads the files in the same order).
@@ -56,7 +58,8 @@ func NewCache(maxBytes int64) *Cache {
 	if maxBytes <= 0 {
 		maxBytes = DefaultCacheBytes
 	}
-	return &Cache{max: maxBytes, lru: list.New(), entries: map[cacheKey]*list.Element{}}
+	return &Cache{max: maxBytes, lru: list.New(), entries: map[cacheKey]*list.Element{},
+		intern: interner{seen: map[uint64]bool{}, index: map[string]int32{}, max: maxBytes / 8}}
 }
 
 // Stats returns what the cache did and holds.
@@ -344,13 +347,14 @@ func ownMap(obj map[string]any, path ...string) (map[string]any, bool) {
 func (c *Cache) rendered(e *cacheEntry, i int, v renderVariant) []*unstructured.Unstructured {
 	c.mu.Lock()
 	r, ok := e.objs[i]
+	table := c.intern.table
 	c.mu.Unlock()
 	if !ok || r.renderVariant != v {
 		return nil
 	}
 	out := make([]*unstructured.Unstructured, len(r.objs))
 	for j, b := range r.objs {
-		out[j] = &unstructured.Unstructured{Object: decodeObject(b)}
+		out[j] = &unstructured.Unstructured{Object: decodeObject(b, table)}
 	}
 	return out
 }
@@ -358,17 +362,23 @@ func (c *Cache) rendered(e *cacheEntry, i int, v renderVariant) []*unstructured.
 // remember stores the objects rendered from the entry's document i.
 func (c *Cache) remember(e *cacheEntry, i int, v renderVariant, objs []*unstructured.Unstructured) {
 	r := renderedDoc{renderVariant: v, objs: make([][]byte, len(objs))}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	before := c.intern.bytes
+	ok := true
 	for j, o := range objs {
-		b, ok := encodeObject(nil, o.Object)
-		if !ok {
-			return
+		var b []byte
+		if b, ok = encodeObject(nil, o.Object, &c.intern); !ok {
+			break
 		}
 		r.objs[j] = b
 		r.size += int64(cap(b)) + 64
 	}
+	c.size += c.intern.bytes - before // the table stays: it counts in the bound, but is not evicted
+	if !ok {
+		return
+	}
 	n := r.size
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if e.evicted {
 		return
 	}

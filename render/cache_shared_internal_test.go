@@ -2,7 +2,9 @@ package render
 
 import (
 	"encoding/json"
+	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"testing"
 
@@ -28,6 +30,14 @@ func TestCachedManifestsAreNotWritten(t *testing.T) {
 		"admin/web.yaml":         "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: default\n  labels: {app: web}\nspec:\n  selector: {matchLabels: {app: web}}\n  template:\n    metadata: {labels: {app: web}}\n    spec:\n      containers: [{name: main, image: nginx}]\n",
 		"admin/svc.yaml":         "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: default\n  annotations: {a: b}\nspec:\n  selector: {app: web}\n  ports: [{port: 80}]\n",
 	}
+	// gpuctl files whose objects share values in the cache (its interner): a team's, queued
+	// for Kueue (suspendQueuedJobs writes their spec and template labels), and the admin's.
+	for i := range 3 {
+		for _, dir := range []string{"teams/alice", "admin"} {
+			files[fmt.Sprintf("%s/train-%d.yaml", dir, i)] = fmt.Sprintf("kind: training\nversion: v0.1\njob: {name: train-%d, description: d%d}\n"+
+				"environment: {image: x, command: [run, '%d']}\nresources: {gpu: 1, cpu: 1, memory: 1Gi}\n", i, i, i)
+		}
+	}
 	fs, err := MemFS("/repo", files)
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +56,11 @@ func TestCachedManifestsAreNotWritten(t *testing.T) {
 	}
 	if len(parsed) != 5 {
 		t.Fatalf("the cache holds %d manifests, want 5", len(parsed))
+	}
+	renderJSON(t, r, fs) // the second sight of each value: now shared
+	shared := runtime.DeepCopyJSONValue(slices.Clone(cache.intern.table)).([]any)
+	if len(shared) < 4 { // at least the tolerations, affinity, volumes and resources
+		t.Fatalf("the cache shares %d values of the gpuctl files' objects: %v", len(shared), shared)
 	}
 	for round := range 3 {
 		var wg sync.WaitGroup
@@ -79,6 +94,11 @@ func TestCachedManifestsAreNotWritten(t *testing.T) {
 	for d, before := range parsed {
 		if !reflect.DeepEqual(d.Manifest, before) {
 			t.Errorf("%s: the cache's manifest was written:\n%v\nwas\n%v", d.File, d.Manifest, before)
+		}
+	}
+	for i, before := range shared {
+		if !reflect.DeepEqual(cache.intern.table[i], before) {
+			t.Errorf("the cache's shared value %d was written:\n%v\nwas\n%v", i, cache.intern.table[i], before)
 		}
 	}
 }

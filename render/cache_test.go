@@ -245,7 +245,8 @@ func TestCacheKeepsWhatFits(t *testing.T) {
 		sameRendering(t, fmt.Sprintf("render %d", i), want, renderWith(t, fs, "/repo", render.Options{Cache: cache}))
 	}
 	s := cache.Stats()
-	if s.Hits < 2*10 || s.Bytes > whole.Stats().Bytes/2+16<<10 {
+	// The values that objects share are never evicted: at most an eighth of the bound more.
+	if half := whole.Stats().Bytes / 2; s.Hits < 2*10 || s.Bytes > half+half/8+16<<10 {
 		t.Errorf("a cache of half the tree kept too little from render to render (or too much): %+v", s)
 	}
 }
