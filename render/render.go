@@ -597,7 +597,7 @@ func (st *run) parseAll() {
 		}
 		key := st.fileKey(s, sum)
 		if s.entry = st.cache.get(key); s.entry == nil {
-			s.entry = st.cache.put(newEntry(key, s.display, data))
+			s.entry = st.cache.put(st.cache.compact(newEntry(key, s.display, data)))
 		}
 		s.docs = s.entry.handOut(&per[i])
 	})
