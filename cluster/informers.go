@@ -276,26 +276,21 @@ func everything(sel labels.Selector) labels.Selector {
 	return sel
 }
 
-// listIn lists the objects of a lister of the running informers in namespace ("" for all),
-// after their first lists.
-func listIn[T any](ctx context.Context, o *InformerObjects, namespace string, sel labels.Selector,
-	all func(*informerSet, labels.Selector) ([]T, error), in func(s *informerSet, ns string, sel labels.Selector) ([]T, error)) ([]T, error) {
-	s, err := o.ready(ctx)
-	if err != nil {
-		return nil, err
-	}
+// listIn lists a lister's objects in namespace ("" for all).
+func listIn[T any](namespace string, sel labels.Selector, all func(labels.Selector) ([]T, error), in func(ns string, sel labels.Selector) ([]T, error)) ([]T, error) {
 	if namespace == "" {
-		return all(s, everything(sel))
+		return all(everything(sel))
 	}
-	return in(s, namespace, everything(sel))
+	return in(namespace, everything(sel))
 }
 
 // Jobs lists the cached Jobs.
 func (o *InformerObjects) Jobs(ctx context.Context, namespace string, sel labels.Selector) ([]*batchv1.Job, error) {
-	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*batchv1.Job, error) { return s.jobs.List(sel) },
-		func(s *informerSet, ns string, sel labels.Selector) ([]*batchv1.Job, error) {
-			return s.jobs.Jobs(ns).List(sel)
-		})
+	s, err := o.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return listIn(namespace, sel, s.jobs.List, func(ns string, sel labels.Selector) ([]*batchv1.Job, error) { return s.jobs.Jobs(ns).List(sel) })
 }
 
 // Job gets a cached Job.
@@ -309,12 +304,13 @@ func (o *InformerObjects) Job(ctx context.Context, namespace, name string) (*bat
 
 // Deployments lists the cached Deployments.
 func (o *InformerObjects) Deployments(ctx context.Context, namespace string, sel labels.Selector) ([]*appsv1.Deployment, error) {
-	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*appsv1.Deployment, error) {
-		return s.deployments.List(sel)
-	},
-		func(s *informerSet, ns string, sel labels.Selector) ([]*appsv1.Deployment, error) {
-			return s.deployments.Deployments(ns).List(sel)
-		})
+	s, err := o.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return listIn(namespace, sel, s.deployments.List, func(ns string, sel labels.Selector) ([]*appsv1.Deployment, error) {
+		return s.deployments.Deployments(ns).List(sel)
+	})
 }
 
 // Deployment gets a cached Deployment.
@@ -328,12 +324,13 @@ func (o *InformerObjects) Deployment(ctx context.Context, namespace, name string
 
 // StatefulSets lists the cached StatefulSets.
 func (o *InformerObjects) StatefulSets(ctx context.Context, namespace string, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
-	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
-		return s.statefulSets.List(sel)
-	},
-		func(s *informerSet, ns string, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
-			return s.statefulSets.StatefulSets(ns).List(sel)
-		})
+	s, err := o.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return listIn(namespace, sel, s.statefulSets.List, func(ns string, sel labels.Selector) ([]*appsv1.StatefulSet, error) {
+		return s.statefulSets.StatefulSets(ns).List(sel)
+	})
 }
 
 // StatefulSet gets a cached StatefulSet.
@@ -347,20 +344,22 @@ func (o *InformerObjects) StatefulSet(ctx context.Context, namespace, name strin
 
 // ReplicaSets lists the cached ReplicaSets.
 func (o *InformerObjects) ReplicaSets(ctx context.Context, namespace string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
-	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
-		return s.replicaSets.List(sel)
-	},
-		func(s *informerSet, ns string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
-			return s.replicaSets.ReplicaSets(ns).List(sel)
-		})
+	s, err := o.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return listIn(namespace, sel, s.replicaSets.List, func(ns string, sel labels.Selector) ([]*appsv1.ReplicaSet, error) {
+		return s.replicaSets.ReplicaSets(ns).List(sel)
+	})
 }
 
 // Pods lists the cached pods, applying the field selector as the API server would.
 func (o *InformerObjects) Pods(ctx context.Context, namespace string, sel labels.Selector, fsel fields.Selector) ([]*corev1.Pod, error) {
-	pods, err := listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*corev1.Pod, error) { return s.pods.List(sel) },
-		func(s *informerSet, ns string, sel labels.Selector) ([]*corev1.Pod, error) {
-			return s.pods.Pods(ns).List(sel)
-		})
+	s, err := o.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pods, err := listIn(namespace, sel, s.pods.List, func(ns string, sel labels.Selector) ([]*corev1.Pod, error) { return s.pods.Pods(ns).List(sel) })
 	if err != nil || fsel == nil || fsel.Empty() {
 		return pods, err
 	}
@@ -415,16 +414,20 @@ func (o *InformerObjects) PoolRegistry(ctx context.Context, namespace string) ([
 
 // ResourceQuotas lists the cached ResourceQuotas.
 func (o *InformerObjects) ResourceQuotas(ctx context.Context, namespace string, sel labels.Selector) ([]*corev1.ResourceQuota, error) {
-	return listIn(ctx, o, namespace, sel, func(s *informerSet, sel labels.Selector) ([]*corev1.ResourceQuota, error) { return s.quotas.List(sel) },
-		func(s *informerSet, ns string, sel labels.Selector) ([]*corev1.ResourceQuota, error) {
-			return s.quotas.ResourceQuotas(ns).List(sel)
-		})
+	s, err := o.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return listIn(namespace, sel, s.quotas.List, func(ns string, sel labels.Selector) ([]*corev1.ResourceQuota, error) {
+		return s.quotas.ResourceQuotas(ns).List(sel)
+	})
 }
 
 // Events lists the cached events.
 func (o *InformerObjects) Events(ctx context.Context, namespace string) ([]*corev1.Event, error) {
-	return listIn(ctx, o, namespace, nil, func(s *informerSet, sel labels.Selector) ([]*corev1.Event, error) { return s.events.List(sel) },
-		func(s *informerSet, ns string, sel labels.Selector) ([]*corev1.Event, error) {
-			return s.events.Events(ns).List(sel)
-		})
+	s, err := o.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return listIn(namespace, nil, s.events.List, func(ns string, sel labels.Selector) ([]*corev1.Event, error) { return s.events.Events(ns).List(sel) })
 }
