@@ -101,24 +101,41 @@ func (in *interner) encode(buf []byte, v any) ([]byte, bool) {
 		return binary.AppendUvarint(append(buf, tagShared), uint64(i)), true
 	}
 	h := maphash.Bytes(internSeed, inner)
-	if !in.seen[h] || in.bytes >= in.max {
-		if in.bytes < in.max {
+	if !in.seen[h] {
+		if in.bytes+seenBytes > in.max && len(in.seen) > 0 {
+			// Full of values met once (a long-lived daemon's past revisions): forget them,
+			// so that the values met from now on may still be shared while the table has room.
+			in.bytes -= seenBytes * int64(len(in.seen))
+			clear(in.seen)
+		}
+		if in.bytes+seenBytes <= in.max {
 			in.seen[h] = true
-			in.bytes += 16
+			in.bytes += seenBytes
 		}
 		return append(buf, inner...), true
 	}
 	delete(in.seen, h)
+	in.bytes -= seenBytes
+	if in.bytes >= in.max {
+		return append(buf, inner...), true
+	}
 	key := string(inner)
 	shared, _ := decodeValue(unsafe.Slice(unsafe.StringData(key), len(key)), in.table)
+	n := int64(len(key)) + sizeOf(shared) + 64
+	if in.bytes+n > in.max { // the table is full: the value stays in the encoding
+		return append(buf, inner...), true
+	}
 	i := int32(len(in.table))
 	in.table = append(in.table, shared)
 	in.index[key] = i
-	in.bytes += int64(len(key)) + sizeOf(shared) + 64
+	in.bytes += n
 	return binary.AppendUvarint(append(buf, tagShared), uint64(i)), true
 }
 
 var internSeed = maphash.MakeSeed()
+
+// seenBytes is the approximate heap of a hash in interner.seen.
+const seenBytes = 16
 
 // sizeOf is the approximate heap of a decoded value (Go's maps hold groups of 8 slots of
 // 16-byte keys and values); strings point into the encoding.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -114,4 +115,45 @@ func renderJSON(t *testing.T, r *Renderer, fs filesys.FileSystem) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestInternerKeepsSharing: values met once fill the interner's budget (a long-lived daemon's
+// past revisions) without stopping it from sharing a value met twice afterwards, and its
+// table never passes the budget.
+func TestInternerKeepsSharing(t *testing.T) {
+	in := &interner{seen: map[uint64]bool{}, index: map[string]int32{}, max: 64 << 10}
+	encode := func(v map[string]any) []byte {
+		t.Helper()
+		b, ok := encodeObject(nil, v, in)
+		if !ok {
+			t.Fatal("not encoded")
+		}
+		return b
+	}
+	obj := func(spec map[string]any) map[string]any {
+		return map[string]any{"kind": "Job", "metadata": map[string]any{"name": "x"}, "spec": spec}
+	}
+	for i := range 20000 { // each value met once
+		encode(obj(map[string]any{"n": int64(i)}))
+		if in.bytes > in.max {
+			t.Fatalf("after %d values the interner holds %d bytes, over its budget of %d", i, in.bytes, in.max)
+		}
+	}
+	repeated := obj(map[string]any{"affinity": map[string]any{"zone": "a"}})
+	encode(repeated)
+	b := encode(repeated)
+	if len(in.table) == 0 || !bytes.Contains(b, []byte{tagShared}) {
+		t.Fatalf("a value met twice after the budget filled with values met once is not shared (table %d)", len(in.table))
+	}
+	if got := decodeObject(b, in.table); !reflect.DeepEqual(got, repeated) {
+		t.Fatalf("decodes to %v, want %v", got, repeated)
+	}
+	for i := range 20000 { // values met twice: the table fills to the budget and stops there
+		v := obj(map[string]any{"m": int64(i)})
+		encode(v)
+		encode(v)
+		if in.bytes > in.max {
+			t.Fatalf("the shared values passed the budget: %d bytes of %d", in.bytes, in.max)
+		}
+	}
 }
