@@ -167,9 +167,9 @@ func TestStartInformersAfter(t *testing.T) {
 // cluster as it is then, with the next read.
 func TestLazyInformers(t *testing.T) {
 	client := fake.NewClientset(fx.Objects()...)
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
-	const idle = 400 * time.Millisecond
+	const idle = 2 * time.Second // long beside the reads' pace: a loaded machine may stall a read
 	informed := LazyInformers(ctx, nil, client, nil, "", idle)
 	listed := func() int {
 		n := 0
@@ -180,7 +180,7 @@ func TestLazyInformers(t *testing.T) {
 		}
 		return n
 	}
-	time.Sleep(2 * idle)
+	time.Sleep(300 * time.Millisecond)
 	if n := listed(); n != 0 || informed.starts.Load() != 0 {
 		t.Fatalf("before any read: %d lists, %d starts", n, informed.starts.Load())
 	}
@@ -209,7 +209,7 @@ func TestLazyInformers(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Reads more often than idle keep the informers: the watch brings the new Job.
-	for deadline := time.Now().Add(3 * idle); ; time.Sleep(idle / 4) {
+	for deadline := time.Now().Add(idle + idle/2); ; time.Sleep(idle / 10) {
 		if slices.Contains(jobNames(), "alice.while-read") && time.Now().After(deadline) {
 			break
 		}
@@ -218,10 +218,10 @@ func TestLazyInformers(t *testing.T) {
 		}
 	}
 	if n := informed.starts.Load(); n != 1 {
-		t.Fatalf("read every %s with idle %s: %d starts, want 1", idle/4, idle, n)
+		t.Fatalf("read every %s with idle %s: %d starts, want 1", idle/10, idle, n)
 	}
 	// No read: they stop.
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(5*idle + 10*time.Second); ; time.Sleep(50 * time.Millisecond) {
 		informed.mu.Lock()
 		stopped := informed.cur == nil
 		informed.mu.Unlock()
@@ -229,7 +229,7 @@ func TestLazyInformers(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("still running %s after the last read (idle %s)", 10*time.Second, idle)
+			t.Fatalf("still running %s after the last read (idle %s)", 5*idle+10*time.Second, idle)
 		}
 	}
 	if _, err := client.BatchV1().Jobs("alice").Create(ctx, job("while-stopped"), metav1.CreateOptions{}); err != nil {
