@@ -16,6 +16,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
@@ -101,6 +102,15 @@ func TestDiffAndSyncExamples(t *testing.T) {
 
 // deleteWorkloads deletes the workloads gpuctl manages (Deployments, StatefulSets, Jobs) in
 // every namespace, and waits until none of their pods holds a GPU.
+// gone is err, or nil when it says the object is not found: another test's cleanup (the
+// cluster is shared) may delete it between the list and the delete.
+func gone(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}
+
 func deleteWorkloads(t *testing.T, kube kubernetes.Interface) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -110,21 +120,21 @@ func deleteWorkloads(t *testing.T, kube kubernetes.Interface) {
 	var errs []error
 	if l, err := kube.AppsV1().Deployments("").List(ctx, sel); err == nil {
 		for _, o := range l.Items {
-			errs = append(errs, kube.AppsV1().Deployments(o.Namespace).Delete(ctx, o.Name, del))
+			errs = append(errs, gone(kube.AppsV1().Deployments(o.Namespace).Delete(ctx, o.Name, del)))
 		}
 	} else {
 		errs = append(errs, err)
 	}
 	if l, err := kube.AppsV1().StatefulSets("").List(ctx, sel); err == nil {
 		for _, o := range l.Items {
-			errs = append(errs, kube.AppsV1().StatefulSets(o.Namespace).Delete(ctx, o.Name, del))
+			errs = append(errs, gone(kube.AppsV1().StatefulSets(o.Namespace).Delete(ctx, o.Name, del)))
 		}
 	} else {
 		errs = append(errs, err)
 	}
 	if l, err := kube.BatchV1().Jobs("").List(ctx, sel); err == nil {
 		for _, o := range l.Items {
-			errs = append(errs, kube.BatchV1().Jobs(o.Namespace).Delete(ctx, o.Name, del))
+			errs = append(errs, gone(kube.BatchV1().Jobs(o.Namespace).Delete(ctx, o.Name, del)))
 		}
 	} else {
 		errs = append(errs, err)
