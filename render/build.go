@@ -122,19 +122,14 @@ func (st *run) decodeCached() [][][]*unstructured.Unstructured {
 }
 
 // renderCached is renderDoc of document i of s, with tenantRendered when tenant names the
-// namespace of a tenant directory, from the cache when it holds it: the objects of a gpuctl
-// document are a function of the file, the configuration and whether the document is queued
-// (the teams come from other files). Plain manifests are not cached: they are rendered as
-// written, sharing their maps with the document. Objects that break the pod policy are not
-// cached, so that every render reports them.
+// namespace of a tenant directory, kept in the cache (decodeCached hands out what it holds):
+// the objects of a gpuctl document are a function of the file, the configuration and whether
+// the document is queued (the teams come from other files). Plain manifests are not cached:
+// they are rendered as written, sharing their maps with the document. Objects that break the
+// pod policy are not cached, so that every render reports them.
 func (st *run) renderCached(s *source, i int, tenant string) []*unstructured.Unstructured {
 	doc := s.docs[i]
 	v := renderVariant{queued: st.queued(doc), tenant: tenant}
-	if s.entry != nil && doc.Manifest == nil {
-		if objs := st.cache.rendered(s.entry, i, v); objs != nil {
-			return objs
-		}
-	}
 	objs := st.renderDoc(doc, s)
 	errs := len(st.ds.list)
 	if tenant != "" {

@@ -40,12 +40,9 @@ type interner struct {
 	max   int64            // no new value once bytes passes it
 }
 
-// encodeObject appends the encoding of a map of JSON values; false when it holds another
-// type. With in, the values below the top level, but the metadata, may be shared.
+// encodeObject appends the encoding of a map of JSON values, in which the values below the
+// top level, but the metadata, may be shared; false when it holds another type.
 func encodeObject(buf []byte, m map[string]any, in *interner) ([]byte, bool) {
-	if in == nil {
-		return encodeValue(buf, m)
-	}
 	buf = binary.AppendUvarint(append(buf, tagMap), uint64(len(m)))
 	for k, e := range m {
 		buf = append(binary.AppendUvarint(buf, uint64(len(k))), k...)

@@ -21,8 +21,7 @@ func (st *run) readConfig(f string) *Config {
 		st.ds.errorf(f, Pos{}, "", "cannot read the configuration file")
 		return nil
 	}
-	if len(data) > MaxFileSize {
-		st.ds.errorf(f, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(len(data)), humanBytes(MaxFileSize))
+	if tooLarge(st.ds, f, int64(len(data))) {
 		return nil
 	}
 	var n yaml.Node

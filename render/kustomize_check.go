@@ -128,8 +128,7 @@ func (st *run) readKustomization(kfile string, c *kcheck) (*types.Kustomization,
 		st.ds.errorf(c.file, Pos{}, "", "cannot read the kustomization file")
 		return nil, false
 	}
-	if len(data) > MaxFileSize {
-		st.ds.errorf(c.file, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(len(data)), humanBytes(MaxFileSize))
+	if tooLarge(st.ds, c.file, int64(len(data))) {
 		return nil, false
 	}
 	var doc yaml.Node

@@ -29,8 +29,7 @@ func ParseFile(name string, data []byte) ([]*Document, []*Diagnostic) {
 }
 
 func parseFile(name string, data []byte, ds *diagnostics) []*Document {
-	if len(data) > MaxFileSize {
-		ds.errorf(name, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(len(data)), humanBytes(MaxFileSize))
+	if tooLarge(ds, name, int64(len(data))) {
 		return nil
 	}
 	if bytes.IndexByte(data, 0) >= 0 || !utf8.Valid(data) {

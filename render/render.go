@@ -371,7 +371,6 @@ func (st *run) outerConfig(dir string) string {
 		if err != nil || len(data) > MaxFileSize {
 			return "" // reported when it is read for its own directory
 		}
-
 		cfg, _ := ParseConfig(f, data)
 		if _, ok := cfg.NamespaceFor(filepath.ToSlash(relTo(d, dir))); ok {
 			return f
@@ -452,7 +451,7 @@ func (st *run) collect(path, abs string) error {
 			return nil
 		}
 		s := &source{display: p, abs: pAbs, rel: rel, size: -1}
-		if !st.onDisk() { // the entry holds the walk's stat
+		if !st.disk { // the entry holds the walk's stat
 			if info, err := d.Info(); err == nil {
 				s.size = info.Size()
 			}
@@ -471,14 +470,11 @@ func (st *run) collect(path, abs string) error {
 // diskFS is the type of kyaml's filesystem of this machine (filesys.MakeFsOnDisk).
 var diskFS = reflect.TypeOf(filesys.MakeFsOnDisk())
 
-// onDisk tells a render of this machine's filesystem.
-func (st *run) onDisk() bool { return st.disk }
-
 // walk is the filesystem's Walk, with directory entries: on this machine's filesystem it is
 // filepath.WalkDir, which reads the type of each file from its directory instead of a stat of
 // each (most of the time of listing 10,000 files).
 func (st *run) walk(root string, fn fs.WalkDirFunc) error {
-	if st.onDisk() {
+	if st.disk {
 		return filepath.WalkDir(root, fn)
 	}
 	return st.fsys.Walk(root, func(p string, info os.FileInfo, err error) error {
@@ -514,14 +510,22 @@ func (st *run) checkSizes() {
 	})
 	kept := st.sources[:0]
 	for _, s := range st.sources {
-		if s.size > MaxFileSize {
-			st.ds.errorf(s.display, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(int(s.size)), humanBytes(MaxFileSize))
+		if tooLarge(st.ds, s.display, s.size) {
 			delete(st.byAbs, s.abs)
 			continue
 		}
 		kept = append(kept, s)
 	}
 	st.sources = kept
+}
+
+// tooLarge reports a file of size bytes that is larger than MaxFileSize (it is not read).
+func tooLarge(ds *diagnostics, display string, size int64) bool {
+	if size <= MaxFileSize {
+		return false
+	}
+	ds.errorf(display, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(int(size)), humanBytes(MaxFileSize))
+	return true
 }
 
 // below is the absolute path of p, a path that a walk of path found, where path is abs:
@@ -578,9 +582,8 @@ func (st *run) parseAll() {
 		// Only a file read is marked: a render that runs out of time names the files it waits
 		// for (a slow disk, a pipe); the cache's entries are handed out at memory speed.
 		defer st.doing("reading %s", s.display)()
-		if s.size < 0 && st.onDisk() { // its entry was evicted since checkSizes
-			if fi, err := os.Lstat(s.abs); err == nil && fi.Size() > MaxFileSize {
-				per[i].errorf(s.display, Pos{}, "", "file is too large (%s, the limit is %s)", humanBytes(int(fi.Size())), humanBytes(MaxFileSize))
+		if s.size < 0 && st.disk { // its entry was evicted since checkSizes
+			if fi, err := os.Lstat(s.abs); err == nil && tooLarge(&per[i], s.display, fi.Size()) {
 				return
 			}
 		}
