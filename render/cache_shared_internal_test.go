@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 
@@ -154,6 +156,49 @@ func TestInternerKeepsSharing(t *testing.T) {
 		encode(v)
 		if in.bytes > in.max {
 			t.Fatalf("the shared values passed the budget: %d bytes of %d", in.bytes, in.max)
+		}
+	}
+}
+
+// TestRedTeamInternerFlood: a team writes a file whose documents repeat many different values
+// (each met twice, so each would be shared) to fill the cache's table of shared values. The
+// table stays within its budget, the cache within its bound and that budget, and every render
+// — the team's, and another team's whose values repeat too — equals an uncached one.
+func TestRedTeamInternerFlood(t *testing.T) {
+	var flood strings.Builder
+	for i := range 400 {
+		for range 2 {
+			fmt.Fprintf(&flood, "---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: flood-%d-%d}\ndata: {value: %q, more: [%d, %d]}\n", i, flood.Len(), strings.Repeat("x", 40)+strconv.Itoa(i), i, i)
+		}
+	}
+	files := map[string]string{
+		".gpuctl.yaml":          "namespaces:\n  - path: teams/*/**\n    namespace: $1\n",
+		"teams/evil/flood.yaml": flood.String(),
+	}
+	for i := range 3 {
+		files[fmt.Sprintf("teams/alice/train-%d.yaml", i)] = fmt.Sprintf("kind: training\nversion: v0.1\njob: {name: train-%d}\n"+
+			"environment: {image: x, command: [run]}\nresources: {gpu: 1, cpu: 1, memory: 1Gi}\n", i)
+	}
+	fs, err := MemFS("/repo", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := renderJSON(t, New(Options{}), fs)
+	const bound = 256 << 10
+	cache := NewCache(bound)
+	r := New(Options{Cache: cache})
+	for i := range 3 {
+		if got := renderJSON(t, r, fs); got != want {
+			t.Fatalf("render %d with the flooded cache differs from an uncached one", i)
+		}
+		cache.mu.Lock()
+		in, size, shared := cache.intern.bytes, cache.size, len(cache.intern.table)
+		cache.mu.Unlock()
+		if in > bound/8 || size > bound+bound/8+16<<10 {
+			t.Fatalf("render %d: the shared values take %d bytes (budget %d), the cache %d (bound %d)", i, in, bound/8, size, bound)
+		}
+		if shared == 0 || in < bound/8-4<<10 {
+			t.Fatalf("render %d: %d values shared in %d bytes: the flood did not fill the table", i, shared, in)
 		}
 	}
 }
