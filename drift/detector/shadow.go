@@ -7,7 +7,6 @@ import (
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/humanize"
-	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -79,13 +78,15 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 	ns, name, _ := strings.Cut(rest, "/")
 	ref := object.Ref{APIVersion: workloadResources[kind].GroupVersion().String(), Kind: kind, Namespace: ns, Name: name}
 	itemKey := drift.Item{Category: drift.Shadow, Object: ref}.Key()
-	inf := d.w.workloads[kind]
-	if inf == nil {
-		return nil
-	}
-	obj, found, err := inf.GetIndexer().GetByKey(ns + "/" + name)
-	if err != nil {
-		return err
+	var obj any
+	found := false
+	for _, inf := range d.w.workloads[kind] {
+		var err error
+		if obj, found, err = inf.GetIndexer().GetByKey(ns + "/" + name); err != nil {
+			return err
+		} else if found {
+			break
+		}
 	}
 	if !found {
 		why := "deleted"
@@ -138,7 +139,7 @@ func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj 
 		return "no longer requests GPUs", false
 	case ignored(m.GetAnnotations()):
 		return whyIgnored, false
-	case ds.partOf != "" && m.GetLabels()[keys.ApplySetPartOf] == ds.partOf:
+	case ours(m, ds.partOf):
 		return "now in Git", false
 	}
 	owner := metav1.GetControllerOf(m)
@@ -188,13 +189,15 @@ func (d *Detector) hasShadow(key string) bool {
 // shadowKeys lists the workloads in the caches that request GPUs, for a full pass.
 func (d *Detector) shadowKeys() []string {
 	var out []string
-	for kind, inf := range d.w.workloads {
-		for _, obj := range inf.GetStore().List() {
-			if gpusOf(obj) == 0 {
-				continue
-			}
-			if m, err := metaOf(obj); err == nil {
-				out = append(out, "s:"+kind+"/"+m.GetNamespace()+"/"+m.GetName())
+	for kind, infs := range d.w.workloads {
+		for _, inf := range infs {
+			for _, obj := range inf.GetStore().List() {
+				if gpusOf(obj) == 0 {
+					continue
+				}
+				if m, err := metaOf(obj); err == nil {
+					out = append(out, "s:"+kind+"/"+m.GetNamespace()+"/"+m.GetName())
+				}
 			}
 		}
 	}

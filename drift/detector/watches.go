@@ -36,8 +36,9 @@ type watches struct {
 	nodes cache.SharedIndexInformer
 	// inventory watches the engine's inventory parent (a ConfigMap), for the engine's plans.
 	inventory cache.SharedIndexInformer
-	// workloads are the informers of the kinds that may request GPUs, by kind.
-	workloads map[string]cache.SharedIndexInformer
+	// workloads are the informers of the kinds that may request GPUs, by kind (of a kind's
+	// workloads, each holds a part).
+	workloads map[string][]cache.SharedIndexInformer
 }
 
 type metaWatch struct {
@@ -54,18 +55,34 @@ func (d *Detector) startWatches(ctx context.Context) (*watches, error) {
 	w := &watches{d: d, meta: map[schema.GroupVersionResource]*metaWatch{}}
 	f := informers.NewSharedInformerFactoryWithOptions(d.opts.Kube, 0, informers.WithTransform(slim))
 	w.nodes = f.Core().V1().Nodes().Informer()
-	wf := f // of the workloads that pods belong to
-	if d.opts.Engine != nil {
-		// The engine's own workloads are never shadows (enqueueWorkload) and the metadata
-		// watches hold them: the shadow watches leave them out. At 10,000 Jobs that was
-		// ~14 MiB of the heap and a second decode of every status update (issue #18, bar 6).
-		// Their pods carry no inventory label and are still watched.
-		notOurs := keys.ApplySetPartOf + "!=" + d.opts.Engine.InventoryID()
-		wf = informers.NewSharedInformerFactoryWithOptions(d.opts.Kube, 0, informers.WithTransform(slim),
-			informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = notOurs }))
+	factories := []informers.SharedInformerFactory{f}
+	workloads := func(f informers.SharedInformerFactory) map[string]cache.SharedIndexInformer {
+		factories = append(factories, f)
+		return map[string]cache.SharedIndexInformer{"Job": f.Batch().V1().Jobs().Informer(),
+			"Deployment": f.Apps().V1().Deployments().Informer(), "StatefulSet": f.Apps().V1().StatefulSets().Informer()}
 	}
-	w.workloads = map[string]cache.SharedIndexInformer{"Pod": f.Core().V1().Pods().Informer(), "Job": wf.Batch().V1().Jobs().Informer(),
-		"Deployment": wf.Apps().V1().Deployments().Informer(), "StatefulSet": wf.Apps().V1().StatefulSets().Informer()}
+	w.workloads = map[string][]cache.SharedIndexInformer{"Pod": {f.Core().V1().Pods().Informer()}}
+	if d.opts.Engine == nil {
+		for kind, inf := range workloads(informers.NewSharedInformerFactoryWithOptions(d.opts.Kube, 0, informers.WithTransform(slim))) {
+			w.workloads[kind] = append(w.workloads[kind], inf)
+		}
+	} else {
+		// The engine's own workloads (both its labels: ours) are never shadows and the
+		// metadata watches hold them: the shadow watches leave them out, in two selections
+		// (a selector cannot say "not both"): the workloads of no or another inventory, and
+		// those that carry the inventory's label without gpuctl's — a team may forge the
+		// one, which the engine does not prune (it deletes only what gpuctl labelled). At
+		// 10,000 Jobs that was ~14 MiB of the heap and a second decode of every status update
+		// (issue #18, bar 6). Their pods carry no inventory label and are still watched.
+		id := d.opts.Engine.InventoryID()
+		for _, sel := range []string{keys.ApplySetPartOf + "!=" + id, keys.ApplySetPartOf + "=" + id + "," + keys.ManagedBy + "!=" + keys.ManagedByValue} {
+			f := informers.NewSharedInformerFactoryWithOptions(d.opts.Kube, 0, informers.WithTransform(slim),
+				informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.LabelSelector = sel }))
+			for kind, inf := range workloads(f) {
+				w.workloads[kind] = append(w.workloads[kind], inf)
+			}
+		}
+	}
 	if _, err := w.nodes.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(obj any) { w.enqueueNode(obj) },
 		UpdateFunc: func(old, obj any) {
@@ -77,16 +94,19 @@ func (d *Detector) startWatches(ctx context.Context) (*watches, error) {
 	}); err != nil {
 		return nil, err
 	}
-	for kind, inf := range w.workloads {
+	for kind, infs := range w.workloads {
 		h := func(obj any) { w.enqueueWorkload(kind, obj) }
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h,
-			UpdateFunc: func(_, obj any) { h(obj) }, DeleteFunc: h}); err != nil {
-			return nil, err
+		for _, inf := range infs {
+			if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: h,
+				UpdateFunc: func(_, obj any) { h(obj) }, DeleteFunc: h}); err != nil {
+				return nil, err
+			}
 		}
 	}
-	f.Start(ctx.Done())
-	wf.Start(ctx.Done())
-	for _, fa := range []informers.SharedInformerFactory{f, wf} {
+	for _, fa := range factories {
+		fa.Start(ctx.Done())
+	}
+	for _, fa := range factories {
 		for typ, ok := range fa.WaitForCacheSync(ctx.Done()) {
 			if !ok {
 				return nil, fmt.Errorf("drift: watch %v: the first list did not complete", typ)
@@ -256,12 +276,19 @@ func (w *watches) enqueueWorkload(kind string, obj any) {
 		return
 	}
 	key := kind + "/" + m.GetNamespace() + "/" + m.GetName()
-	if partOf := m.GetLabels()[keys.ApplySetPartOf]; partOf != "" && partOf == w.partOfNow() {
+	if ours(m, w.partOfNow()) {
 		return // applied by gpuctl: never a shadow
 	}
 	if gpusOf(obj) > 0 || w.d.hasShadow(key) {
 		w.d.queue.Add("s:" + key)
 	}
+}
+
+// ours tells a workload that gpuctl applied: it carries the inventory's label and gpuctl's,
+// as the engine labels what it applies (and prunes only what carries both).
+func ours(m metav1.Object, partOf string) bool {
+	l := m.GetLabels()
+	return partOf != "" && l[keys.ApplySetPartOf] == partOf && l[keys.ManagedBy] == keys.ManagedByValue
 }
 
 // partOfNow is the inventory id of the applied revision.
@@ -337,8 +364,13 @@ func slim(obj any) (any, error) {
 func slimMeta(m metav1.Object) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
 		Generation: m.GetGeneration(), CreationTimestamp: m.GetCreationTimestamp(), OwnerReferences: m.GetOwnerReferences()}
-	if v, ok := m.GetLabels()[keys.ApplySetPartOf]; ok { // the only label read: gpuctl applied it
-		out.Labels = map[string]string{keys.ApplySetPartOf: v}
+	for _, k := range []string{keys.ApplySetPartOf, keys.ManagedBy} { // the only labels read: gpuctl applied it (ours)
+		if v, ok := m.GetLabels()[k]; ok {
+			if out.Labels == nil {
+				out.Labels = map[string]string{}
+			}
+			out.Labels[k] = v
+		}
 	}
 	if v, ok := m.GetAnnotations()[keys.Drift]; ok {
 		out.Annotations = map[string]string{keys.Drift: v}

@@ -19,9 +19,10 @@ import (
 )
 
 // TestShadowWatchesLeaveOutOurs: the shadow watches (the workloads that may request GPUs) hold
-// no Job that the engine's inventory labels as its own — the metadata watches hold those — but
-// every other Job: unlabelled, or labelled by another inventory (another gpuctl, or a forged
-// label of one), which may be a shadow. member tells the engine's own from the others.
+// no Job that carries the engine's inventory label and gpuctl's, as the engine applies them —
+// the metadata watches hold those — but every other Job: unlabelled, labelled by another
+// inventory (another gpuctl), or with the inventory's label forged alone (the engine never
+// prunes it: it may be a shadow). member tells the inventory's members from the others.
 func TestShadowWatchesLeaveOutOurs(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
@@ -42,20 +43,22 @@ func TestShadowWatchesLeaveOutOurs(t *testing.T) {
 		t.Fatal(err)
 	}
 	gpu := corev1.ResourceList{keys.ResourceGPU: resource.MustParse("1")}
-	job := func(name string, partOf string) {
-		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+	job := func(name string, labels ...string) { // key, value, ...
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{}},
 			Spec: batchv1.JobSpec{Suspend: new(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 				Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: gpu, Requests: gpu}}}}}}}
-		if partOf != "" {
-			j.Labels = map[string]string{keys.ApplySetPartOf: partOf}
+		for i := 0; i+1 < len(labels); i += 2 {
+			j.Labels[labels[i]] = labels[i+1]
 		}
 		if _, err := kube.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	job("ours", engine.InventoryID())
-	job("by-hand", "")
-	job("other-inventory", "applyset-another-v1")
+	ours := []string{keys.ApplySetPartOf, engine.InventoryID(), keys.ManagedBy, keys.ManagedByValue} // as the engine applies
+	job("ours", ours...)
+	job("by-hand")
+	job("other-inventory", keys.ApplySetPartOf, "applyset-another-v1", keys.ManagedBy, keys.ManagedByValue)
+	job("forged", keys.ApplySetPartOf, engine.InventoryID()) // not gpuctl's: never pruned, so a possible shadow
 	w, err := d.startWatches(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -65,19 +68,22 @@ func TestShadowWatchesLeaveOutOurs(t *testing.T) {
 	w.mu.Lock()
 	w.meta[schema.GroupVersionResource{Group: "batch", Version: "v1", Resource: "jobs"}] = mw
 	w.mu.Unlock()
-	job("ours-later", engine.InventoryID()) // a watch event, not the first list
-	job("by-hand-later", "")
+	job("ours-later", ours...) // a watch event, not the first list
+	job("by-hand-later")
+	job("forged-later", keys.ApplySetPartOf, engine.InventoryID())
 	names := func() []string {
 		var out []string
-		for _, obj := range w.workloads["Job"].GetStore().List() {
-			if m, err := metaOf(obj); err == nil && m.GetNamespace() == ns {
-				out = append(out, m.GetName())
+		for _, inf := range w.workloads["Job"] {
+			for _, obj := range inf.GetStore().List() {
+				if m, err := metaOf(obj); err == nil && m.GetNamespace() == ns {
+					out = append(out, m.GetName())
+				}
 			}
 		}
 		slices.Sort(out)
 		return out
 	}
-	want := []string{"by-hand", "by-hand-later", "other-inventory"}
+	want := []string{"by-hand", "by-hand-later", "forged", "forged-later", "other-inventory"}
 	for deadline := time.Now().Add(20 * time.Second); !slices.Equal(names(), want); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatalf("the shadow watch of Jobs holds %v, want %v", names(), want)
