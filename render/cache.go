@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"maps"
 	"sync"
+	"sync/atomic"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -92,6 +93,12 @@ type cacheEntry struct {
 	checks  map[int]checkedDoc
 	evicted bool
 	used    uint64 // the render that used it last (Cache.render)
+	// encoded are the plain manifests of docs (by position; nil for the other documents) in the
+	// cache's encoding (compact). The render that read the file is given them decoded, as its
+	// own; the entry decodes its manifests again at its first hit (Cache.handOut), and warm
+	// says it has.
+	encoded [][]byte
+	warm    atomic.Bool
 }
 
 // renderedDoc is what renderCached gave for a document.
@@ -263,24 +270,80 @@ func newEntry(key cacheKey, name string, data []byte) *cacheEntry {
 	return e
 }
 
-// compact makes the plain manifests of a new entry share, with the manifests and objects the
-// cache holds, the values below their top level and outside their metadata that are equal
-// (cache_codec.go's interner): at 10,000 Job manifests their resources, limits and requests,
-// a fifth of the cache's heap. It returns e.
-func (c *Cache) compact(e *cacheEntry) *cacheEntry {
+// compact encodes the plain manifests of a new entry, sharing with the manifests and objects
+// the cache holds the values below their top level and outside their metadata that are equal
+// (cache_codec.go's interner): at 10,000 Job manifests their resources, limits and requests, a
+// fifth of the cache's heap. It returns the documents of the render that read the file (lend).
+// The entry is not shared yet.
+func (c *Cache) compact(e *cacheEntry, ds *diagnostics) []*Document {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	before := c.intern.bytes
-	for _, d := range e.docs {
+	lent := make([]map[string]any, len(e.docs))
+	for i, d := range e.docs {
 		if d.Manifest == nil {
 			continue
 		}
 		if b, ok := encodeObject(nil, d.Manifest, &c.intern); ok {
-			d.Manifest = decodeObject(b, c.intern.table)
+			if e.encoded == nil {
+				e.encoded = make([][]byte, len(e.docs))
+			}
+			e.encoded[i], lent[i] = b, decodeObject(b, c.intern.table)
 		}
 	}
 	c.size += c.intern.bytes - before
-	return e
+	c.mu.Unlock()
+	return e.lend(ds, lent)
+}
+
+// lend gives the render that read an entry's file its documents, the manifests decoded by
+// compact (lent) as its own: nothing else holds them, and the render and the engine write
+// into their tops as into a copy (sharedManifest). The entry forgets them (it decodes its own
+// at its first hit): a first sync of 10,000 manifests holds one map per value, not the cache's
+// manifest and a copy of its top for the render (11 MiB).
+func (e *cacheEntry) lend(ds *diagnostics, lent []map[string]any) []*Document {
+	for i, m := range lent {
+		if m != nil {
+			d := *e.docs[i]
+			d.Manifest = nil
+			e.docs[i] = &d
+		}
+	}
+	docs := e.handOut(ds)
+	for i, m := range lent {
+		if m != nil {
+			docs[i].Manifest = m
+		}
+	}
+	return docs
+}
+
+// handOut is the entry's handOut, its manifests decoded first when it has lent them (decoded
+// outside the lock: the renders of a tree warm its entries on every core).
+func (c *Cache) handOut(e *cacheEntry, ds *diagnostics) []*Document {
+	if e.encoded != nil && !e.warm.Load() {
+		c.mu.Lock()
+		table := c.intern.table // it only grows: the encodings refer to what it held then
+		c.mu.Unlock()
+		decoded := make([]map[string]any, len(e.encoded))
+		for i, b := range e.encoded {
+			if b != nil {
+				decoded[i] = decodeObject(b, table)
+			}
+		}
+		c.mu.Lock()
+		if !e.warm.Load() { // no other render warmed it meanwhile
+			for i, m := range decoded {
+				if m != nil {
+					d := *e.docs[i]
+					d.Manifest = m
+					e.docs[i] = &d
+				}
+			}
+			e.warm.Store(true)
+		}
+		c.mu.Unlock()
+	}
+	return e.handOut(ds)
 }
 
 // handOut gives a render its own copy of the entry's documents and diagnostics: a render

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -48,7 +49,25 @@ func TestCachedManifestsAreNotWritten(t *testing.T) {
 	want := renderJSON(t, New(Options{}), fs)
 	cache := NewCache(0)
 	r := New(Options{Cache: cache})
-	renderJSON(t, r, fs) // fills the cache
+	// The render that fills the cache is given the manifests as its own (lend): what it and
+	// the engine write into them must not reach the cache.
+	first, err := r.Render(fs, "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := json.Marshal(first.Objects); string(b) != want {
+		t.Fatalf("the render that fills the cache differs from an uncached one:\n%s\nwant\n%s", b, want)
+	}
+	planWrites(first.Objects)
+	var warm sync.WaitGroup
+	for range 2 { // two renders at once find the entries cold: each decodes, one keeps its own
+		warm.Go(func() {
+			if got := renderJSON(t, r, fs); got != want {
+				t.Errorf("a render that warms the cache differs from an uncached one:\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+	warm.Wait()
 	parsed := map[*Document]map[string]any{}
 	for _, el := range cache.entries {
 		for _, d := range el.Value.(*cacheEntry).docs {
@@ -60,7 +79,6 @@ func TestCachedManifestsAreNotWritten(t *testing.T) {
 	if len(parsed) != 5 {
 		t.Fatalf("the cache holds %d manifests, want 5", len(parsed))
 	}
-	renderJSON(t, r, fs) // the second sight of each value: now shared
 	shared := runtime.DeepCopyJSONValue(slices.Clone(cache.intern.table)).([]any)
 	if len(shared) < 4 { // at least the tolerations, affinity, volumes and resources
 		t.Fatalf("the cache shares %d values of the gpuctl files' objects: %v", len(shared), shared)
@@ -77,14 +95,7 @@ func TestCachedManifestsAreNotWritten(t *testing.T) {
 				}
 				b, _ := json.Marshal(res.Objects)
 				got[i] = string(b)
-				for _, o := range res.Objects { // what the engine's plan writes
-					object.SetLabel(o, keys.ApplySetPartOf, "inventory")
-					object.DropAppliedHash(o)
-					object.SetAnnotation(o, keys.AppliedHash, "h")
-					if o.GetNamespace() == "" && object.KindOf(o) != "Namespace" {
-						o.SetNamespace("default")
-					}
-				}
+				planWrites(res.Objects)
 			})
 		}
 		wg.Wait()
@@ -102,6 +113,18 @@ func TestCachedManifestsAreNotWritten(t *testing.T) {
 	for i, before := range shared {
 		if !reflect.DeepEqual(cache.intern.table[i], before) {
 			t.Errorf("the cache's shared value %d was written:\n%v\nwas\n%v", i, cache.intern.table[i], before)
+		}
+	}
+}
+
+// planWrites writes into rendered objects what the engine's plan writes.
+func planWrites(objs []*unstructured.Unstructured) {
+	for _, o := range objs {
+		object.SetLabel(o, keys.ApplySetPartOf, "inventory")
+		object.DropAppliedHash(o)
+		object.SetAnnotation(o, keys.AppliedHash, "h")
+		if o.GetNamespace() == "" && object.KindOf(o) != "Namespace" {
+			o.SetNamespace("default")
 		}
 	}
 }

@@ -574,7 +574,7 @@ func (st *run) parseAll() {
 			}
 			if s.key != nil {
 				if s.entry = st.cache.lookup(*s.key, false); s.entry != nil {
-					s.docs = s.entry.handOut(&per[i])
+					s.docs = st.cache.handOut(s.entry, &per[i])
 					return
 				}
 			}
@@ -601,10 +601,13 @@ func (st *run) parseAll() {
 			return
 		}
 		key := st.fileKey(s, sum)
-		if s.entry = st.cache.get(key); s.entry == nil {
-			s.entry = st.cache.put(st.cache.compact(newEntry(key, s.display, data)))
+		if s.entry = st.cache.get(key); s.entry != nil {
+			s.docs = st.cache.handOut(s.entry, &per[i])
+			return
 		}
-		s.docs = s.entry.handOut(&per[i])
+		e := newEntry(key, s.display, data)
+		s.docs = st.cache.compact(e, &per[i]) // this render's documents: the file is read
+		s.entry = st.cache.put(e)
 	})
 	for i := range per {
 		st.ds.list = append(st.ds.list, per[i].list...)

@@ -102,6 +102,8 @@ type Daemon struct {
 	// snapshot is what the last sync left as it found it (it had nothing to do), for a sync of
 	// the same revision to check from the watches alone.
 	snapshot atomic.Pointer[reconciler.Snapshot]
+	// release collects and frees the memory of large syncs when they end (release.go).
+	release *releaser
 }
 
 // Ready reports whether the replica can serve: a standby always can (status and sync
@@ -147,7 +149,7 @@ func New(opts Options) *Daemon {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &Daemon{opts: opts, requests: make(chan string, 16), firstSync: make(chan struct{})}
+	d := &Daemon{opts: opts, requests: make(chan string, 16), firstSync: make(chan struct{}), release: newReleaser()}
 	if opts.RenderCacheBytes >= 0 {
 		d.renderCache = render.NewCache(opts.RenderCacheBytes)
 	}
@@ -197,6 +199,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		}
 		request = d.drainRequests(request)
 		st := d.SyncOnce(ctx, request)
+		d.release.afterSync()
 		if ctx.Err() != nil {
 			return nil
 		}
