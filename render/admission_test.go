@@ -183,7 +183,7 @@ func TestAdmissionPolicyConfig(t *testing.T) {
 // binding once, labelled as gpuctl's, byte-identical whatever the order of the tenant set.
 func TestAdmissionPolicyRendered(t *testing.T) {
 	renderYAML := func() string {
-		st := &run{cfg: &Config{}, ds: &diagnostics{}, objSrc: map[object.Ref]string{},
+		st := &run{cfg: &Config{}, ds: &diagnostics{},
 			tenants: map[string]bool{"team-c": true, "alice": true, "bob": true}}
 		var b strings.Builder
 		for _, o := range st.build() {

@@ -14,8 +14,15 @@ import (
 
 // build renders every valid document; kustomization directories are built by kustomize.
 func (st *run) build() []*unstructured.Unstructured {
-	var objs []*unstructured.Unstructured
-	origins := map[*unstructured.Unstructured]origin{}
+	docs := 0
+	for _, s := range st.sources {
+		docs += len(s.docs)
+	}
+	// Sized for the documents: a map grown one object at a time allocated twice what it held
+	// (issue #18: allocations of an edit's sync).
+	st.objSrc = make(map[object.Ref]objectSource, docs)
+	objs := make([]*unstructured.Unstructured, 0, docs)
+	origins := make(map[*unstructured.Unstructured]origin, docs)
 	anyWorkload := false
 	cached := st.decodeCached()
 	for k, s := range st.sources {
@@ -72,6 +79,19 @@ func (st *run) build() []*unstructured.Unstructured {
 	return objs
 }
 
+// objectSource is the file and line an object was rendered from (line 0: none).
+type objectSource struct {
+	file string
+	line int
+}
+
+func (w objectSource) String() string {
+	if w.line > 0 {
+		return w.file + ":" + strconv.Itoa(w.line)
+	}
+	return w.file
+}
+
 // add appends an object unless another file already rendered the same one.
 func (st *run) add(objs []*unstructured.Unstructured, o *unstructured.Unstructured, file string, p Pos) []*unstructured.Unstructured {
 	id := object.RefOf(o)
@@ -79,11 +99,7 @@ func (st *run) add(objs []*unstructured.Unstructured, o *unstructured.Unstructur
 		st.ds.errorf(file, p, "", "%s is rendered twice: also from %s", id, first)
 		return objs
 	}
-	where := file
-	if p.Line > 0 {
-		where = file + ":" + strconv.Itoa(p.Line)
-	}
-	st.objSrc[id] = where
+	st.objSrc[id] = objectSource{file: file, line: p.Line}
 	return append(objs, o)
 }
 

@@ -2,7 +2,6 @@ package render
 
 import (
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -289,10 +288,8 @@ func (st *run) suspendQueuedJobs(objs []*unstructured.Unstructured) {
 // origin is the file and line an object was rendered from, for a diagnostic.
 func (st *run) origin(o *unstructured.Unstructured) (string, Pos) {
 	where := st.objSrc[object.RefOf(o)]
-	if i := strings.LastIndexByte(where, ':'); i > 0 {
-		if line, err := strconv.Atoi(where[i+1:]); err == nil {
-			return where[:i], Pos{Line: line, Column: 1}
-		}
+	if where.line > 0 {
+		return where.file, Pos{Line: where.line, Column: 1}
 	}
-	return where, Pos{}
+	return where.file, Pos{}
 }

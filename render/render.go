@@ -106,7 +106,7 @@ type run struct {
 	sources []*source
 	byAbs   map[string]*source
 	kdirs   []string // absolute kustomization directories
-	objSrc  map[object.Ref]string
+	objSrc  map[object.Ref]objectSource
 	argDir  string // the rendered directory as the user named it
 	argAbs  string // and its absolute path
 	// tenants are the namespaces of tenant directories (mapped by .gpuctl.yaml) that hold
@@ -246,7 +246,7 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("render %s: %w", path, context.Cause(ctx))
 	}
-	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{}, objSrc: map[object.Ref]string{},
+	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{},
 		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{},
 		cache: r.opts.Cache, digest: r.opts.Digest}
 	st.base, st.disk = fsys, reflect.TypeOf(fsys) == diskFS
@@ -605,9 +605,8 @@ func (st *run) parseAll() {
 			s.docs = st.cache.handOut(s.entry, &per[i])
 			return
 		}
-		e := newEntry(key, s.display, data)
-		s.docs = st.cache.compact(e, &per[i]) // this render's documents: the file is read
-		s.entry = st.cache.put(e)
+		s.entry = st.cache.put(st.cache.compact(newEntry(key, s.display, data)))
+		s.docs = st.cache.handOut(s.entry, &per[i])
 	})
 	for i := range per {
 		st.ds.list = append(st.ds.list, per[i].list...)

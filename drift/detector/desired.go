@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 
 	"github.com/gpuctl/gpuctl/internal/cores"
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -21,6 +22,7 @@ import (
 // when the object is evaluated.
 type desiredObject struct {
 	ref    object.Ref
+	key    string // ref.Key()
 	gvr    schema.GroupVersionResource
 	source string
 	hash   string // the applied-hash: equal hashes, equal JSON
@@ -71,11 +73,13 @@ func (c *compressor) compress(u *unstructured.Unstructured) ([]byte, error) {
 
 // compressAll compresses the objects that are not node intents (nil for those), on every
 // core: it is most of indexing a revision, and the sync that applied it waits for it. An
-// object that prev holds with the same applied-hash is not compressed again.
-func compressAll(objects []*unstructured.Unstructured, prev *desiredState) ([][]byte, error) {
-	raws := make([][]byte, len(objects))
+// object that prev holds with the same applied-hash (the same JSON) is prev's (same), not
+// compressed again: an edit's sync makes one desired object.
+func compressAll(objects []*unstructured.Unstructured, prev *desiredState) (raws [][]byte, same []*desiredObject, err error) {
+	raws = make([][]byte, len(objects))
+	same = make([]*desiredObject, len(objects))
 	errs := make([]error, len(objects))
-	compressors := make([]compressor, cores.Workers(len(objects))) // one a worker: it reuses its buffers
+	workers := make([]*compressor, cores.Workers(len(objects))) // one a worker: it reuses its buffers
 	cores.EachWorker(len(objects), func(w, i int) {
 		u := objects[i]
 		if object.IsNode(u) {
@@ -84,15 +88,26 @@ func compressAll(objects []*unstructured.Unstructured, prev *desiredState) ([][]
 		if prev != nil {
 			if h := object.AnnotationOf(u, keys.AppliedHash); h != "" {
 				if o := prev.objects[object.RefOf(u).Key()]; o != nil && o.hash == h {
-					raws[i] = o.raw // compressed data is never changed: shared
+					raws[i], same[i] = o.raw, o // never changed: shared
 					return
 				}
 			}
 		}
-		raws[i], errs[i] = compressors[w].compress(u)
+		if workers[w] == nil {
+			workers[w] = compressors.Get().(*compressor)
+		}
+		raws[i], errs[i] = workers[w].compress(u)
 	})
-	return raws, errors.Join(errs...)
+	for _, c := range workers {
+		if c != nil {
+			compressors.Put(c)
+		}
+	}
+	return raws, same, errors.Join(errs...)
 }
+
+// compressors keeps the compressors of past revisions: a flate writer is about 1 MB.
+var compressors = sync.Pool{New: func() any { return &compressor{} }}
 
 // nodeIntent is what the pools ask of one node.
 type nodeIntent struct {
@@ -118,10 +133,10 @@ type desiredState struct {
 // reconciler.Digest is digest; the objects that prev (the revision before, or nil) holds
 // with the same applied-hash keep their compressed form (an edit of one file compresses one).
 func newDesiredState(revision, digest string, objects []*unstructured.Unstructured, prev *desiredState, engine *reconciler.Manager) (*desiredState, error) {
-	ds := &desiredState{revision: revision, digest: digest, objects: map[string]*desiredObject{},
+	ds := &desiredState{revision: revision, digest: digest, objects: make(map[string]*desiredObject, len(objects)),
 		gvrs: map[schema.GroupVersionResource]schema.GroupKind{}, nodes: map[string]nodeIntent{}, namespaces: map[string]bool{}}
 	poolSource := map[string]string{}
-	raws, err := compressAll(objects, prev)
+	raws, same, err := compressAll(objects, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -135,8 +150,12 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 		if err != nil {
 			return nil, err
 		}
-		o := &desiredObject{ref: object.RefOf(u), gvr: gvr, source: object.AnnotationOf(u, keys.Source), hash: object.AnnotationOf(u, keys.AppliedHash), raw: raws[i]}
-		ds.objects[o.ref.Key()] = o
+		o := same[i] // the same JSON: the same reference, resource and source
+		if o == nil || o.gvr != gvr {
+			ref := object.RefOf(u)
+			o = &desiredObject{ref: ref, key: ref.Key(), gvr: gvr, source: object.AnnotationOf(u, keys.Source), hash: object.AnnotationOf(u, keys.AppliedHash), raw: raws[i]}
+		}
+		ds.objects[o.key] = o
 		ds.gvrs[gvr] = gvk.GroupKind()
 		if ns := u.GetNamespace(); ns != "" {
 			ds.namespaces[ns] = true

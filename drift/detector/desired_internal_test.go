@@ -21,7 +21,7 @@ func TestCompressAllKeepsUnchanged(t *testing.T) {
 		return u
 	}
 	before := []*unstructured.Unstructured{obj("same", "h1", "x"), obj("edited", "h2", "x")}
-	raws, err := compressAll(before, nil)
+	raws, _, err := compressAll(before, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,12 +30,15 @@ func TestCompressAllKeepsUnchanged(t *testing.T) {
 		prev.objects[object.RefOf(u).Key()] = &desiredObject{ref: object.RefOf(u), hash: "h" + string(rune('1'+i)), raw: raws[i]}
 	}
 	after := []*unstructured.Unstructured{obj("same", "h1", "x"), obj("edited", "h3", "y"), obj("new", "h4", "z")}
-	got, err := compressAll(after, prev)
+	got, same, err := compressAll(after, prev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if &got[0][0] != &raws[0][0] {
-		t.Error("the unchanged object was compressed again")
+	if &got[0][0] != &raws[0][0] || same[0] != prev.objects[object.RefOf(before[0]).Key()] {
+		t.Error("the unchanged object was compressed again, or is not the revision before's")
+	}
+	if same[1] != nil || same[2] != nil {
+		t.Error("an edited or new object is taken from the revision before")
 	}
 	if &got[1][0] == &raws[1][0] {
 		t.Error("the edited object kept the compressed form of its old configuration")
