@@ -161,11 +161,16 @@ func benchRSS(b *testing.B, n int, kind benchRepo) {
 	dir := b.TempDir()
 	bin := buildReconciler(ctx, b, dir)
 	repo := kind.write(b, dir, n)
-	cmd := startReconciler(ctx, b, bin, repo, "sys-rss", filepath.Join(dir, "log"))
-	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
-	store := daemon.NewStore(kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig()), "sys-rss")
+	kube := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
 	start := time.Now()
-	st := waitSync(ctx, b, store, time.Time{}, 12*time.Minute)
+	cmd := startReconciler(ctx, b, bin, repo, "sys-rss", filepath.Join(dir, "log"))
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		deleteJobs(ctx, b, kube) // the next benchmark of the run starts from an empty namespace
+	}()
+	store := daemon.NewStore(kube, "sys-rss")
+	st := waitSync(ctx, b, store, start, 12*time.Minute) // not a status of the run before
 	first := time.Since(start)
 	rss, firstPeak := memOf(b, cmd.Process.Pid)
 	quiet := settle(b, cmd.Process.Pid, 0.02, 3*time.Minute)
@@ -187,7 +192,6 @@ func benchRSS(b *testing.B, n int, kind benchRepo) {
 		noops = append(noops, st)
 	}
 	// Bar 2 on the real binary: one file edited (a label of one Job) → the Job has it.
-	kube := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
 	var edits []time.Duration
 	var editSteps []string
 	for i := range 15 {
@@ -248,6 +252,25 @@ func benchRSS(b *testing.B, n int, kind benchRepo) {
 	fmt.Printf("gpuctl-reconciler with %d objects (%s): the edits' syncs: %s\n", n, kind.what, strings.Join(editSteps, "; "))
 	fmt.Printf("gpuctl-reconciler with %d objects (%s): RSS %d MiB after the first sync (its peak %d MiB), %d MiB once settled, %d MiB after the no-ops and edits (their peak %d MiB); peak %d MiB (bar 150 MiB): %s; %.1f KiB per object; of the RSS, %d MiB are the binary's mapped pages\n",
 		n, kind.what, rss/1024, firstPeak/1024, settled/1024, rss2/1024, laterPeak/1024, hwm/1024, passFail(hwm <= 150*1024), float64(hwm)/float64(n), file/1024)
+}
+
+// deleteJobs deletes gpuctl's Jobs of namespace default and waits until they are gone.
+func deleteJobs(ctx context.Context, b *testing.B, kube kubernetes.Interface) {
+	sel := metav1.ListOptions{LabelSelector: keys.ManagedBy + "=" + keys.ManagedByValue}
+	jobs := kube.BatchV1().Jobs("default")
+	if err := jobs.DeleteCollection(ctx, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}, sel); err != nil {
+		b.Fatalf("delete the Jobs: %v", err)
+	}
+	for {
+		l, err := jobs.List(ctx, metav1.ListOptions{LabelSelector: sel.LabelSelector, Limit: 1})
+		if err != nil {
+			b.Fatalf("list the Jobs: %v", err)
+		}
+		if len(l.Items) == 0 {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // memOf returns VmRSS and VmHWM of a process in KiB.
