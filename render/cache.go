@@ -269,28 +269,49 @@ func newEntry(key cacheKey, name string, data []byte) *cacheEntry {
 // compact encodes the plain manifests of a new entry, sharing with the manifests and objects
 // the cache holds the values below their top level and outside their metadata that are equal
 // (cache_codec.go's interner): at 10,000 Job manifests their resources, limits and requests.
-// The entry keeps the encodings, not the parsed maps (Cache.handOut decodes them). It returns e.
+// The entry keeps the encodings, not the parsed maps (Cache.handOut decodes them); an entry of
+// manifests alone counts in the bound what it holds, not entryOverhead times its file (a
+// quarter of it: the default bound holds ~58,000 Job manifests instead of ~14,000). It returns e.
 func (c *Cache) compact(e *cacheEntry) *cacheEntry {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	before := c.intern.bytes
+	held := int64(entryBytes)
 	for i, d := range e.docs {
 		if d.Manifest == nil {
+			held = -1 // a gpuctl document: the estimate stays
 			continue
 		}
-		if b, ok := encodeObject(nil, d.Manifest, &c.intern); ok {
-			if e.encoded == nil {
-				e.encoded = make([][]byte, len(e.docs))
-			}
-			e.encoded[i] = b
-			kept := *d
-			kept.Manifest = nil
-			e.docs[i] = &kept
+		b, ok := encodeObject(nil, d.Manifest, &c.intern)
+		if !ok {
+			held = -1
+			continue
 		}
+		if e.encoded == nil {
+			e.encoded = make([][]byte, len(e.docs))
+		}
+		e.encoded[i] = b
+		kept := *d
+		kept.Manifest = nil
+		e.docs[i] = &kept
+		if held >= 0 {
+			held += int64(cap(b)) + manifestDocBytes + int64(len(d.File)+len(d.Kind))
+		}
+	}
+	if held >= 0 && len(e.diags) == 0 {
+		e.size = held
 	}
 	c.size += c.intern.bytes - before
 	return e
 }
+
+// entryBytes is the heap of an entry without its documents (the entry, its element of the LRU
+// list and of the map); manifestDocBytes that of a manifest's Document without its encoding
+// (the struct and its map of field positions), measured by TestCacheCountsWhatItHolds.
+const (
+	entryBytes       = 256
+	manifestDocBytes = 320
+)
 
 // handOut is the entry's handOut with its plain manifests decoded for the render, as its own.
 // Decoding a manifest makes about twice the maps of copying the top of a decoded one, as the

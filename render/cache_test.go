@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -341,4 +342,45 @@ func TestCacheDigest(t *testing.T) {
 	check("the same digest again: cached under what was read", "teams/team-b/cm.yaml")
 	delete(lie, "teams/team-b/cm.yaml")
 	check("its true digest")
+}
+
+// TestCacheCountsWhatItHolds: the bytes that the cache counts for plain manifests are, within
+// a quarter, the heap that holding them takes (the bound is what the daemon spends on them).
+func TestCacheCountsWhatItHolds(t *testing.T) {
+	const n = 5000
+	files := map[string]string{}
+	for j := range n {
+		files[fmt.Sprintf("batch-%02d/job-%05d.yaml", j/100, j)] = fmt.Sprintf(`apiVersion: batch/v1
+kind: Job
+metadata: {name: job-%05d, namespace: default, labels: {g8s.host/job-type: training}}
+spec:
+  suspend: true
+  backoffLimit: 0
+  template:
+    spec:
+      restartPolicy: Never
+      containers:
+        - name: train
+          image: registry.example.com/llama-factory:v0.8.0
+          command: [llamafactory-cli, train, --stage, sft, --seed, "%d"]
+          resources: {limits: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}, requests: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}}
+`, j, j)
+	}
+	fs, err := render.MemFS("/repo", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := render.NewCache(0)
+	if _, err := render.New(render.Options{Cache: cache}).Render(fs, "/repo"); err != nil {
+		t.Fatal(err)
+	}
+	s := cache.Stats()
+	with := liveHeap()
+	runtime.KeepAlive(cache)
+	held := with - liveHeap() // the cache is garbage now
+	counted := s.Bytes
+	if s.Entries != n || counted < held*3/4 || counted > held*5/4 {
+		t.Fatalf("the cache holds %d bytes for %d manifest files and counts %d (%d entries)", held, n, counted, s.Entries)
+	}
+	t.Logf("%d manifest files: %.0f bytes each held, %.0f counted", n, float64(held)/n, float64(counted)/n)
 }
