@@ -143,7 +143,10 @@ func parseDocument(name string, index int, n *yaml.Node, ds *diagnostics) *Docum
 	}
 	kindNode, apiVersion := topLevel(n, "kind"), topLevel(n, "apiVersion")
 	if apiVersion != nil {
-		return parseManifest(doc, n, ds)
+		if doc = parseManifest(doc, n, ds); doc != nil {
+			doc.compactFields()
+		}
+		return doc
 	}
 	if kindNode == nil {
 		ds.errorf(name, doc.Pos, "kind", "required field is missing").Hint =
@@ -177,6 +180,7 @@ func parseDocument(name string, index int, n *yaml.Node, ds *diagnostics) *Docum
 		return nil
 	}
 	checkVersion(doc, n, ds)
+	doc.compactFields()
 	return doc
 }
 
