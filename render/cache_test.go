@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -350,21 +351,7 @@ func TestCacheCountsWhatItHolds(t *testing.T) {
 	const n = 5000
 	files := map[string]string{}
 	for j := range n {
-		files[fmt.Sprintf("batch-%02d/job-%05d.yaml", j/100, j)] = fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata: {name: job-%05d, namespace: default, labels: {g8s.host/job-type: training}}
-spec:
-  suspend: true
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: train
-          image: registry.example.com/llama-factory:v0.8.0
-          command: [llamafactory-cli, train, --stage, sft, --seed, "%d"]
-          resources: {limits: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}, requests: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}}
-`, j, j)
+		files[fmt.Sprintf("batch-%02d/job-%05d.yaml", j/100, j)] = clusterfixture.JobManifest("default", j, "")
 	}
 	fs, err := render.MemFS("/repo", files)
 	if err != nil {

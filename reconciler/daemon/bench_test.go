@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -106,7 +107,7 @@ var manifestRepo = benchRepo{
 	what:  "plain Job manifests",
 	write: func(b *testing.B, dir string, n int) string { return writeJobsRepo(b, dir, n, "default") },
 	edit: func(repo string, j int, value string) (string, string) {
-		return filepath.Join(repo, fmt.Sprintf("batch-%03d", j/100), fmt.Sprintf("job-%05d.yaml", j)), jobManifest("default", j, value)
+		return filepath.Join(repo, fmt.Sprintf("batch-%03d", j/100), fmt.Sprintf("job-%05d.yaml", j)), clusterfixture.JobManifest("default", j, value)
 	},
 	name:  func(j int) string { return fmt.Sprintf("default-%05d", j) },
 	value: func(job *batchv1.Job) string { return job.Labels["g8s.test/edit"] },

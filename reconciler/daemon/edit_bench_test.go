@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources/local"
+	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -23,7 +24,7 @@ import (
 // GPUCTL_BENCH_CPUPROFILE=file profiles the edits alone (not the set-up).
 func BenchmarkEditFetchRender10k(b *testing.B) {
 	benchEditFetchRender(b, writeJobsRepo(b, b.TempDir(), 10000, "default"), func(j, i int) (string, string) {
-		return filepath.Join(fmt.Sprintf("batch-%03d", j/100), fmt.Sprintf("job-%05d.yaml", j)), jobManifest("default", j, strconv.Itoa(i))
+		return filepath.Join(fmt.Sprintf("batch-%03d", j/100), fmt.Sprintf("job-%05d.yaml", j)), clusterfixture.JobManifest("default", j, strconv.Itoa(i))
 	})
 }
 

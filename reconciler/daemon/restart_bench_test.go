@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	"k8s.io/client-go/kubernetes"
 )
@@ -115,29 +116,6 @@ func buildReconciler(ctx context.Context, b *testing.B, dir string) string {
 	return bin
 }
 
-// jobManifest is Job j of writeJobsRepo, with label g8s.test/edit: edit when edit is set.
-func jobManifest(ns string, j int, edit string) string {
-	labels := "g8s.host/job-type: training"
-	if edit != "" {
-		labels += ", g8s.test/edit: " + strconv.Quote(edit)
-	}
-	return fmt.Sprintf(`apiVersion: batch/v1
-kind: Job
-metadata: {name: %s-%05d, namespace: %s, labels: {%s}}
-spec:
-  suspend: true
-  backoffLimit: 0
-  template:
-    spec:
-      restartPolicy: Never
-      containers:
-        - name: train
-          image: registry.example.com/llama-factory:v0.8.0
-          command: [llamafactory-cli, train, --stage, sft, --seed, "%d"]
-          resources: {limits: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}, requests: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}}
-`, ns, j, ns, labels, j)
-}
-
 // writeJobsRepo writes a directory of n plain suspended Job manifests of namespace ns named
 // <ns>-NNNNN, a hundred a directory (and the Namespace, unless it is default), and returns it.
 func writeJobsRepo(b *testing.B, dir string, n int, ns string) string {
@@ -155,7 +133,7 @@ func writeJobsRepo(b *testing.B, dir string, n int, ns string) string {
 		if err := os.MkdirAll(sub, 0o755); err != nil {
 			b.Fatal(err)
 		}
-		job := jobManifest(ns, j, "")
+		job := clusterfixture.JobManifest(ns, j, "")
 		if err := os.WriteFile(filepath.Join(sub, fmt.Sprintf("job-%05d.yaml", j)), []byte(job), 0o644); err != nil {
 			b.Fatal(err)
 		}
