@@ -15,7 +15,7 @@ import (
 // objects live: the heap grows to twice the daemon's memory plus theirs, and stays there until
 // the next collection. Collected when such a sync ends, the goal is twice what stays between
 // syncs, and the runtime's scavenger returns the pages above it to the system in the
-// background: at 10,000 manifests 141–144 MiB once settled, against ~218 (bench/README.md).
+// background: at 10,000 manifests 139–152 MiB once settled, against ~218 (bench/README.md).
 // (debug.FreeOSMemory returned them at once, for the same RSS once settled, but every sync then
 // faulted its pages in again: edits among 10,000 gpuctl files 326 ms at p50 against 283.) A
 // no-op sync allocates a few MiB and does not collect.
