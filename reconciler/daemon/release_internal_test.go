@@ -54,8 +54,8 @@ func TestReleaseAfterLargeSyncs(t *testing.T) {
 }
 
 // The collection sets the heap's next goal from what stays live: after 64 MiB that a sync
-// held and dropped, about twice the little that is left, not twice the 64 MiB (measured with
-// the runtime's own counters).
+// held and dropped, the goal falls by about twice that (measured with the runtime's own
+// counters).
 func TestReleaseLowersTheHeapGoal(t *testing.T) {
 	goal := func() uint64 {
 		s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}}
@@ -78,7 +78,9 @@ func TestReleaseLowersTheHeapGoal(t *testing.T) {
 	for r.running.Load() && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
-	if after := goal(); during < 128<<20 || after > during/4 {
-		t.Fatalf("heap goal %d MiB during the sync, %d MiB after the collection; want at least 128, then under a quarter of it", during>>20, after>>20)
+	// Other tests of the package may hold memory too: the goal must fall by about twice what
+	// was dropped.
+	if after := goal(); during < 128<<20 || after > during-96<<20 {
+		t.Fatalf("heap goal %d MiB during the sync, %d MiB after the collection; want at least 128, then 96 less", during>>20, after>>20)
 	}
 }
