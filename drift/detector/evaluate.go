@@ -47,7 +47,7 @@ func (d *Detector) evaluateAll(ctx context.Context, ds *desiredState, full bool)
 			}
 		}
 	}
-	for _, key := range d.shadowKeys() {
+	for _, key := range append(d.shadowKeys(), d.w.undesiredWorkloads(ds)...) {
 		d.queue.Add(key)
 	}
 	d.reportedKeys(func(it drift.Item) { // re-check what is reported: it may be gone

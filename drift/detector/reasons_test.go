@@ -103,3 +103,28 @@ func TestForgedInventoryLabelIsNotAHidingPlace(t *testing.T) {
 	}
 	h.waitReport("the forged Job as a shadow", has(drift.Shadow, "Job", "hidden"))
 }
+
+// TestForgedGpuctlLabelsAreNotAHidingPlace: a team that forges both the inventory's label and
+// gpuctl's on a GPU Job it made by hand (one that the shadow watches leave out as gpuctl's),
+// and keeps the engine from pruning it with the prune annotation, does not hide it: it is not
+// in Git, and the report names it a shadow after the next sync. gpuctl never deletes it as a
+// shadow (what carries its labels is the engine's to prune).
+func TestForgedGpuctlLabelsAreNotAHidingPlace(t *testing.T) {
+	run := uniq()
+	ns := "drift-forged2-" + run
+	h := newHarness(t, "forged2-"+run, detector.Options{Mode: drift.ModeCorrect, DeleteShadow: true}, files(ns, "forged2-pool", "gpu-t4-1"))
+	rl := corev1.ResourceList{keys.ResourceGPU: resource.MustParse("1")}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "hidden", Namespace: ns,
+		Labels:      map[string]string{keys.ApplySetPartOf: h.engine.InventoryID(), keys.ManagedBy: keys.ManagedByValue},
+		Annotations: map[string]string{keys.Prune: keys.PruneDisabled}},
+		Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}}}
+	if _, err := h.kube.BatchV1().Jobs(ns).Create(h.ctx, job, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatal(err)
+	}
+	h.write("note.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: note, namespace: "+ns+"}\ndata: {a: b}\n") // a sync
+	h.waitReport("the forged Job as a shadow", has(drift.Shadow, "Job", "hidden"))
+	if _, err := h.kube.BatchV1().Jobs(ns).Get(h.ctx, "hidden", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the forged Job was deleted as a shadow: %v", err)
+	}
+}

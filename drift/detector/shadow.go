@@ -10,6 +10,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/object"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,6 +71,11 @@ var workloadResources = map[string]schema.GroupVersionResource{
 	"StatefulSet": {Group: "apps", Version: "v1", Resource: "statefulsets"},
 }
 
+// workloadGK is the group-kind of a workload kind of workloadResources.
+func workloadGK(kind string) schema.GroupKind {
+	return schema.GroupKind{Group: workloadResources[kind].Group, Kind: kind}
+}
+
 // evalShadow decides whether one workload (key kind/namespace/name) is a shadow: it requests
 // GPUs, gpuctl did not apply it, nothing gpuctl applied owns it, and it runs in a namespace
 // gpuctl manages (or, for a pod, on a pool node).
@@ -89,12 +95,24 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 		}
 	}
 	if !found {
-		why := "deleted"
-		if d.w.member(workloadResources[kind].GroupVersion().WithKind(kind).GroupKind(), ns, name) {
-			why = "now in Git" // the shadow watches leave gpuctl's own workloads out
+		// The shadow watches leave out what carries gpuctl's labels; the metadata watches hold
+		// it. Labels are only a claim: what is not in Git is looked at all the same.
+		gk := workloadGK(kind)
+		switch {
+		case !d.w.member(gk, ns, name):
+			d.resolve(itemKey, "", "deleted")
+			return nil
+		case ds.objects[object.KeyOf(gk, ns, name)] != nil:
+			d.resolve(itemKey, "", "now in Git")
+			return nil
 		}
-		d.resolve(itemKey, "", why)
-		return nil
+		var err error
+		if obj, err = d.getWorkload(ctx, kind, ns, name); apierrors.IsNotFound(err) {
+			d.resolve(itemKey, "", "deleted")
+			return nil
+		} else if err != nil {
+			return err
+		}
 	}
 	m, err := metaOf(obj)
 	if err != nil {
@@ -119,7 +137,12 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 		t := m.GetCreationTimestamp().UTC()
 		it.Changed = &t
 	}
-	if d.opts.Mode == drift.ModeCorrect && d.opts.DeleteShadow {
+	labelled := ours(m, ds.partOf) // and not in Git (isShadow): forged, or a prune it was told not to make
+	if labelled {
+		it.Message += "; it carries gpuctl's labels, which gpuctl did not apply (or keeps a prune from deleting it)"
+	}
+	if d.opts.Mode == drift.ModeCorrect && d.opts.DeleteShadow && !labelled { // what carries gpuctl's labels is the engine's to prune
+
 		it.Correction = "delete"
 		d.set(it)
 		return d.deleteShadow(ctx, kind, m, it)
@@ -139,7 +162,7 @@ func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj 
 		return "no longer requests GPUs", false
 	case ignored(m.GetAnnotations()):
 		return whyIgnored, false
-	case ours(m, ds.partOf):
+	case ours(m, ds.partOf) && ds.objects[object.KeyOf(workloadGK(kind), m.GetNamespace(), m.GetName())] != nil:
 		return "now in Git", false
 	}
 	owner := metav1.GetControllerOf(m)
@@ -184,6 +207,26 @@ func (d *Detector) hasShadow(key string) bool {
 	defer d.mu.Unlock()
 	_, ok := d.items[k]
 	return ok
+}
+
+// getWorkload reads a workload that the shadow watches leave out, trimmed as they trim theirs.
+func (d *Detector) getWorkload(ctx context.Context, kind, ns, name string) (any, error) {
+	var obj any
+	var err error
+	switch kind {
+	case "Job":
+		obj, err = d.opts.Kube.BatchV1().Jobs(ns).Get(ctx, name, metav1.GetOptions{})
+	case "Deployment":
+		obj, err = d.opts.Kube.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	case "StatefulSet":
+		obj, err = d.opts.Kube.AppsV1().StatefulSets(ns).Get(ctx, name, metav1.GetOptions{})
+	default:
+		return nil, apierrors.NewNotFound(workloadResources[kind].GroupResource(), name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return slim(obj)
 }
 
 // shadowKeys lists the workloads in the caches that request GPUs, for a full pass.

@@ -251,6 +251,27 @@ func (w *watches) member(gk schema.GroupKind, namespace, name string) bool {
 	return false
 }
 
+// undesiredWorkloads are the shadow keys of the Jobs, Deployments and StatefulSets that the
+// metadata watches hold (they carry the inventory's label) and ds does not declare: the
+// shadow watches leave them out, and a full pass reads each (evalShadow).
+func (w *watches) undesiredWorkloads(ds *desiredState) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for _, mw := range w.meta {
+		if _, workload := workloadResources[mw.gk.Kind]; !workload || mw.gk.Kind == "Pod" || mw.gk != workloadGK(mw.gk.Kind) {
+			continue
+		}
+		for _, k := range mw.informer.GetIndexer().ListKeys() {
+			ns, name, _ := cache.SplitMetaNamespaceKey(k)
+			if ds.objects[object.KeyOf(mw.gk, ns, name)] == nil {
+				out = append(out, "s:"+mw.gk.Kind+"/"+ns+"/"+name)
+			}
+		}
+	}
+	return out
+}
+
 // managedUID reports whether a UID belongs to an object gpuctl applied.
 func (w *watches) managedUID(uid string) bool {
 	w.mu.Lock()
