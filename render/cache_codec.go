@@ -18,7 +18,7 @@ import (
 // volumes and resources, so decoding them for a render makes half the maps it made, and half
 // the garbage. Such a value is shared by every object decoded from the cache, and by every
 // render: nothing writes below an object's metadata but suspendQueuedJobs, which copies what it
-// writes (ownMap), as for the plain manifests that the cache shares (sharedManifest).
+// writes (ownMap).
 const (
 	tagNull byte = iota
 	tagFalse

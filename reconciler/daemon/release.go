@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 )
 
-// ReleaseAfter is how much the daemon allocates (syncs, renders ahead) before it collects its
+// releaseAfter is how much the daemon allocates (syncs, renders ahead) before it collects its
 // garbage once a sync has ended.
 //
 // A sync of many objects allocates several times what stays live: a first sync of 10,000
@@ -19,9 +19,9 @@ import (
 // (debug.FreeOSMemory returned them at once, for the same RSS once settled, but every sync then
 // faulted its pages in again: edits among 10,000 gpuctl files 326 ms at p50 against 283.) A
 // no-op sync allocates a few MiB and does not collect.
-const ReleaseAfter = 32 << 20
+const releaseAfter = 32 << 20
 
-// releaser collects after syncs that allocated at least ReleaseAfter since the last time, one
+// releaser collects after syncs that allocated at least releaseAfter since the last time, one
 // collection at a time, in the background: the next sync need not wait for it.
 type releaser struct {
 	mark    atomic.Uint64 // bytes allocated when the last collection began
@@ -46,7 +46,7 @@ func heapAllocated() uint64 {
 // and says whether it did.
 func (r *releaser) afterSync() bool {
 	now := heapAllocated()
-	if now-r.mark.Load() < ReleaseAfter || !r.running.CompareAndSwap(false, true) {
+	if now-r.mark.Load() < releaseAfter || !r.running.CompareAndSwap(false, true) {
 		return false
 	}
 	r.mark.Store(now)

@@ -17,7 +17,7 @@ func allocate(n int) {
 	sink = nil
 }
 
-// A sync that allocated ReleaseAfter or more since the last release starts one; a no-op's few
+// A sync that allocated releaseAfter or more since the last release starts one; a no-op's few
 // allocations do not; one release runs at a time.
 func TestReleaseAfterLargeSyncs(t *testing.T) {
 	released := make(chan struct{})
@@ -27,11 +27,11 @@ func TestReleaseAfterLargeSyncs(t *testing.T) {
 	if r.afterSync() {
 		t.Fatal("released after a sync that allocated nothing")
 	}
-	allocate(ReleaseAfter + 1<<20)
+	allocate(releaseAfter + 1<<20)
 	if !r.afterSync() {
-		t.Fatal("no release after a sync that allocated more than ReleaseAfter")
+		t.Fatal("no release after a sync that allocated more than releaseAfter")
 	}
-	allocate(ReleaseAfter + 1<<20)
+	allocate(releaseAfter + 1<<20)
 	if r.afterSync() {
 		t.Fatal("a second release started while the first runs")
 	}
