@@ -160,6 +160,7 @@ func TestGetAndDescribe(t *testing.T) {
 		Spec:       corev1.ResourceQuotaSpec{Hard: hard}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
+	quotaComputed(t, kube, ns, "team-quota")
 	createJob(t, kube, "huge", 1, 64, nil, nil)
 	createJob(t, kube, "done", 1, 0, onCPU, nil)
 	createJob(t, kube, "oom", 1, 0, onCPU, func(j *batchv1.Job) { testcluster.FailingPod(&j.Spec.Template, "OOMKilled", 137) })

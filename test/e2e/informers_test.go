@@ -99,19 +99,26 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // StatefulSet, a quota, and a pool registry entry in sys.
 func readModelCluster(t *testing.T, kube kubernetes.Interface, ns, sys string) {
 	t.Helper()
-	trainingJob(t, kube, ns, "inf-multi", 2, 1, false)
-	trainingJob(t, kube, ns, "inf-pending", 1, 64, false)
-	trainingJob(t, kube, ns, "inf-queued", 1, 1, true)
-	replicas := int32(1)
-	tmpl := gpuTemplate("inf-web", "inference", 1)
-	tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
 	create := func(what string, err error) {
 		t.Helper()
 		if err != nil {
 			t.Fatalf("create %s: %v", what, err)
 		}
 	}
-	_, err := kube.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
+	// The quota first, and its status computed before any pod is asked for (quotaComputed). It
+	// holds more GPUs than the cases ask for, so that every pod is admitted.
+	q := clusterfixture.Quota(ns, ns, corev1.ResourceList{keys.QuotaRequestsGPU: clusterfixture.Q("80")}, nil)
+	q.Status = corev1.ResourceQuotaStatus{}
+	_, err := kube.CoreV1().ResourceQuotas(ns).Create(t.Context(), q, metav1.CreateOptions{})
+	create("ResourceQuota", err)
+	quotaComputed(t, kube, ns, ns)
+	trainingJob(t, kube, ns, "inf-multi", 2, 1, false)
+	trainingJob(t, kube, ns, "inf-pending", 1, 64, false)
+	trainingJob(t, kube, ns, "inf-queued", 1, 1, true)
+	replicas := int32(1)
+	tmpl := gpuTemplate("inf-web", "inference", 1)
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	_, err = kube.AppsV1().Deployments(ns).Create(t.Context(), &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "inf-web", Namespace: ns, Labels: tmpl.Labels},
 		Spec: appsv1.DeploymentSpec{Replicas: &replicas, Template: tmpl,
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{keys.App: "inf-web"}}},
@@ -125,10 +132,6 @@ func readModelCluster(t *testing.T, kube kubernetes.Interface, ns, sys string) {
 			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{keys.App: "inf-lab"}}},
 	}, metav1.CreateOptions{})
 	create("StatefulSet inf-lab", err)
-	q := clusterfixture.Quota(ns, ns, corev1.ResourceList{keys.QuotaRequestsGPU: clusterfixture.Q("8")}, nil)
-	q.Status = corev1.ResourceQuotaStatus{}
-	_, err = kube.CoreV1().ResourceQuotas(ns).Create(t.Context(), q, metav1.CreateOptions{})
-	create("ResourceQuota", err)
 	cm := render.PoolRecord{Name: "informer-pool", Description: "for the informers' test"}.ConfigMap(sys, "pools/informer.yaml")
 	_, err = kube.CoreV1().ConfigMaps(sys).Create(t.Context(), cm, metav1.CreateOptions{})
 	create("pool registry ConfigMap", err)
@@ -225,7 +228,7 @@ func TestInformersAnswerAsTheAPIServer(t *testing.T) {
 	// The answers say something: the cases are there.
 	if a := modelAnswers(t.Context(), cached, ns); !strings.Contains(a["Job "+ns+".inf-multi"], `"status":"Running"`) ||
 		!strings.Contains(a["JobEvents "+ns+".inf-pending"], "FailedScheduling") || !strings.Contains(a["Pools"], "informer-pool") ||
-		!strings.Contains(a["Job "+ns+".nope"], "unknown job") || !strings.Contains(a["Quota "+ns], `"gpu":8`) {
+		!strings.Contains(a["Job "+ns+".nope"], "unknown job") || !strings.Contains(a["Quota "+ns], `"gpu":80`) {
 		t.Errorf("answers lack a case:\n%v", a)
 	}
 	if a := modelAnswers(t.Context(), cached, ns); strings.Contains(a["Jobs"], `"queue"`) || strings.Contains(a["Job "+ns+".inf-queued"], `"queue"`) ||

@@ -75,6 +75,17 @@ func trainingJob(t *testing.T, kube kubernetes.Interface, ns, name string, pods 
 	}
 }
 
+// quotaComputed waits until the quota controller has computed the status of quota name in ns:
+// until then the API server refuses every pod of the namespace ("status unknown for quota"),
+// and the Job and ReplicaSet controllers back off for longer after each refusal.
+func quotaComputed(t *testing.T, kube kubernetes.Interface, ns, name string) {
+	t.Helper()
+	waitUntil(t, "the status of quota "+ns+"/"+name, func(ctx context.Context) bool {
+		q, err := kube.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && len(q.Status.Hard) > 0
+	})
+}
+
 // startedPods waits until the job (selected by app=name) has n pods bound to a node and
 // returns them by name.
 func startedPods(t *testing.T, kube kubernetes.Interface, ns, name string, n int) []corev1.Pod {

@@ -119,17 +119,24 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 	trainingJob(t, kube, a, "shared", 1, 1, true)
 	trainingJob(t, kube, b, "shared", 1, 1, true)
 	trainingJob(t, kube, a, "too-big", 1, 64, false)
-	// too-big's pod exists before the quotas, which would refuse it.
-	waitUntil(t, "the pod of too-big", func(ctx context.Context) bool {
-		l, err := kube.CoreV1().Pods(a).List(ctx, metav1.ListOptions{LabelSelector: keys.App + "=too-big"})
-		return err == nil && len(l.Items) == 1
-	})
+	// The pods exist before the quotas: a quota would refuse too-big's, and every pod asked for
+	// before the quota controller has computed a new quota's status.
+	for _, w := range []struct {
+		ns, app string
+		pods    int
+	}{{a, "too-big", 1}, {a, "alpha", 2}, {b, "beta", 1}} {
+		waitUntil(t, "the pods of "+w.app, func(ctx context.Context) bool {
+			l, err := kube.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{LabelSelector: keys.App + "=" + w.app})
+			return err == nil && len(l.Items) == w.pods
+		})
+	}
 	for _, ns := range []string{a, b} {
 		q := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "team", Namespace: ns, Labels: map[string]string{keys.Quota: ns}},
 			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{keys.QuotaRequestsGPU: *resource.NewQuantity(16, resource.DecimalSI)}}}
 		if _, err := kube.CoreV1().ResourceQuotas(ns).Create(t.Context(), q, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		quotaComputed(t, kube, ns, "team")
 	}
 	for _, p := range startedPods(t, kube, a, "alpha", 2) {
 		writeLog(t, a, p.Name, "hello from "+p.Name, "step 1 loss 0.5")
