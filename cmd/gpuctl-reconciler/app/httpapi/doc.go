@@ -103,12 +103,14 @@
 // job's page: its status and facts (the Git file that declares it, GPUs, pool), its pods with
 // why each is in its state (a waiting container's reason, the scheduler's message), its last 50
 // events and the last 200 lines of its log (shared among its pods, read for at most 5 s); an
-// unknown job is a 404 page, an ambiguous name a 400 page. The pages are rendered
-// on the server (html/template, no script, no external asset: it works offline), reloads
-// itself every 30 s, and shows a failed data source as an error in that section only. It needs the same tokens as /api/v1; since a browser cannot send
-// a bearer token, it also accepts HTTP Basic authentication with any user name and a token as
-// the password, and answers 401 with WWW-Authenticate: Basic realm="gpuctl" so that the browser
-// asks for them. Serve it over TLS (a Basic password is only encoded). Other paths outside /api
+// unknown job is a 404 page, an ambiguous name a 400 page. The pages are rendered on the
+// server (ui_html.go, with gomponents rather than html/template, whose executor would make the
+// linker keep every exported method of the binary; no script, no external asset: they work
+// offline), reload themselves every 30 s, and show a failed data source as an error in that
+// section only. They need the same tokens as /api/v1; since a browser cannot send a bearer
+// token, they also accept HTTP Basic authentication with any user name and a token as the
+// password, and answer 401 with WWW-Authenticate: Basic realm="gpuctl" so that the browser
+// asks for them. Serve them over TLS (a Basic password is only encoded). Other paths outside /api
 // stay JSON 404s.
 //
 // # Job identifiers

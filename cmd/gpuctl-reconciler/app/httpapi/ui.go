@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"embed"
+	_ "embed" // the stylesheet
 	"encoding/base64"
 	"fmt"
-	htmltmpl "html/template"
+	"html"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,41 +18,25 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	g "maragu.dev/gomponents"
 )
 
 // The web page: server-rendered HTML documents (the overview at /, a page per job at
 // /jobs/{jobId}), their stylesheet inlined, no script and no other asset, so that they work
-// offline and under a strict Content-Security-Policy.
+// offline and under a strict Content-Security-Policy. Their HTML is built in ui_html.go.
 
-//go:embed ui/*.tmpl ui/style.css
-var uiFiles embed.FS
+// uiCSS is the pages' stylesheet, inlined in their head.
+//
+//go:embed ui/style.css
+var uiCSS string
 
-var (
-	// uiTemplates are the pages (index.html.tmpl, job.html.tmpl) and their shared parts
-	// (parts.html.tmpl: head and top bar, status badge, bar chart).
-	uiTemplates = htmltmpl.Must(htmltmpl.New("ui").Funcs(htmltmpl.FuncMap{
-		"when":        uiWhen,
-		"stamp":       uiStamp,
-		"dict":        uiDict,
-		"duration":    humanize.Duration,
-		"plural":      uiPlural,
-		"statusClass": statusClass,
-	}).ParseFS(uiFiles, "ui/*.tmpl"))
-	uiCSS = func() string {
-		b, err := uiFiles.ReadFile("ui/style.css")
-		if err != nil {
-			panic(err)
-		}
-		return string(b)
-	}()
-	// uiCSP allows the inline stylesheet (by its digest) and nothing else: no script, no
-	// frame, no request; the favicon is an empty data: URL.
-	uiCSP = func() string {
-		sum := sha256.Sum256([]byte(uiCSS))
-		return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
-			"'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
-	}()
-)
+// uiCSP allows the inline stylesheet (by its digest) and nothing else: no script, no frame, no
+// request; the favicon is an empty data: URL.
+var uiCSP = func() string {
+	sum := sha256.Sum256([]byte(uiCSS))
+	return "default-src 'none'; style-src 'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) +
+		"'; img-src data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+}()
 
 // Limits of the page.
 const (
@@ -81,7 +65,6 @@ type uiFrame struct {
 	Now     time.Time
 	User    string
 	Refresh int
-	CSS     htmltmpl.CSS
 }
 
 // uiPage is what the overview renders. Each section has its own error: a failed data source
@@ -202,7 +185,7 @@ func (s *server) authenticatePage(next http.Handler) http.Handler {
 
 // frame is the frame of a page of that title, for the signed-in principal.
 func frame(ctx context.Context, title string, now time.Time) uiFrame {
-	f := uiFrame{Title: title, Now: now, Refresh: uiRefresh, CSS: htmltmpl.CSS(uiCSS)}
+	f := uiFrame{Title: title, Now: now, Refresh: uiRefresh}
 	if p, ok := PrincipalFrom(ctx); ok {
 		f.User = p.Name
 	}
@@ -224,14 +207,14 @@ func (s *server) getPage(w http.ResponseWriter, r *http.Request) {
 	if page.Drift.Err == "" {
 		page.Frame.Title += " · " + page.Drift.Summary
 	}
-	s.writePage(w, http.StatusOK, "index.html.tmpl", page)
+	s.writePage(w, http.StatusOK, overviewDoc(page))
 }
 
-// writePage renders a page template with the headers of every page.
-func (s *server) writePage(w http.ResponseWriter, code int, name string, data any) {
+// writePage renders a page with the headers of every page.
+func (s *server) writePage(w http.ResponseWriter, code int, page g.Node) {
 	var buf bytes.Buffer
-	if err := uiTemplates.ExecuteTemplate(&buf, name, data); err != nil {
-		s.log.Error("web page", "page", name, "err", err)
+	if err := page.Render(&buf); err != nil {
+		s.log.Error("web page", "err", err)
 		writeText(w, http.StatusInternalServerError, "500 internal error: "+err.Error())
 		return
 	}
@@ -429,33 +412,6 @@ func newChart(rows []uiBar) uiChart {
 	return c
 }
 
-// uiPlural is humanize.Plural for the template, whose numbers are ints and int64s.
-func uiPlural(n any, noun string, plural ...string) (string, error) {
-	switch n := n.(type) {
-	case int:
-		return humanize.Plural(n, noun, plural...), nil
-	case int64:
-		return humanize.Plural(n, noun, plural...), nil
-	}
-	return "", fmt.Errorf("plural: %v is not a count", n)
-}
-
-// uiDict builds a map from key, value pairs, to pass several values to a template.
-func uiDict(kv ...any) (map[string]any, error) {
-	if len(kv)%2 != 0 {
-		return nil, fmt.Errorf("dict: odd number of arguments")
-	}
-	m := make(map[string]any, len(kv)/2)
-	for i := 0; i < len(kv); i += 2 {
-		k, ok := kv[i].(string)
-		if !ok {
-			return nil, fmt.Errorf("dict: key %v is not a string", kv[i])
-		}
-		m[k] = kv[i+1]
-	}
-	return m, nil
-}
-
 // uiStamp formats a time for the page, in UTC ("never" for the zero time).
 func uiStamp(t time.Time) string {
 	if t.IsZero() {
@@ -464,12 +420,13 @@ func uiStamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
-// uiWhen is a <time> element that shows how long ago t was (37s ago, 5m ago, as kubectl
-// prints ages), with the date as its title.
-func uiWhen(now, t time.Time) htmltmpl.HTML {
+// uiWhen is the HTML of a <time> element that shows how long ago t was (37s ago, 5m ago, as
+// kubectl prints ages), with the date as its title. It escapes its parts: the pages write it
+// as it is.
+func uiWhen(now, t time.Time) string {
 	if t.IsZero() {
 		return `<span class="muted">never</span>`
 	}
-	return htmltmpl.HTML(fmt.Sprintf(`<time datetime="%s" title="%s">%s ago</time>`,
-		t.UTC().Format(time.RFC3339), uiStamp(t), htmltmpl.HTMLEscapeString(humanize.Age(now.Sub(t)))))
+	return fmt.Sprintf(`<time datetime="%s" title="%s">%s ago</time>`, html.EscapeString(t.UTC().Format(time.RFC3339)),
+		html.EscapeString(uiStamp(t)), html.EscapeString(humanize.Age(now.Sub(t))))
 }

@@ -73,7 +73,7 @@ func (s *server) getJobPage(w http.ResponseWriter, r *http.Request) {
 			s.log.Warn("job page", "job", id, "err", err)
 		}
 		page.Err = e.Message
-		s.writePage(w, e.Code, "job.html.tmpl", page)
+		s.writePage(w, e.Code, jobDoc(page))
 		return
 	}
 	page.ID = page.Job.JobID
@@ -83,7 +83,7 @@ func (s *server) getJobPage(w http.ResponseWriter, r *http.Request) {
 	wg.Go(func() { page.Events = s.uiEvents(ctx, rd, page.Job.JobID) })
 	wg.Go(func() { page.Logs = s.uiLogs(ctx, rd, page.Job) })
 	wg.Wait()
-	s.writePage(w, http.StatusOK, "job.html.tmpl", page)
+	s.writePage(w, http.StatusOK, jobDoc(page))
 }
 
 // uiPods are the job's pods as `gpuctl get jobs` shows them (cluster.JobPods: the status in
