@@ -98,8 +98,9 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 		// The shadow watches leave out what carries gpuctl's labels; the metadata watches hold
 		// it. Labels are only a claim: what is not in Git is looked at all the same.
 		gk := workloadGK(kind)
+		version, member := d.w.memberVersion(gk, ns, name)
 		switch {
-		case !d.w.member(gk, ns, name):
+		case !member:
 			d.resolve(itemKey, "", "deleted")
 			return nil
 		case ds.objects[object.KeyOf(gk, ns, name)] != nil:
@@ -107,7 +108,7 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 			return nil
 		}
 		var err error
-		if obj, err = d.getWorkload(ctx, kind, ns, name); apierrors.IsNotFound(err) {
+		if obj, err = d.readLabelled(ctx, kind, ns, name, version); apierrors.IsNotFound(err) {
 			d.resolve(itemKey, "", "deleted")
 			return nil
 		} else if err != nil {
@@ -142,7 +143,6 @@ func (d *Detector) evalShadow(ctx context.Context, ds *desiredState, key string)
 		it.Message += "; it carries gpuctl's labels, which gpuctl did not apply (or keeps a prune from deleting it)"
 	}
 	if d.opts.Mode == drift.ModeCorrect && d.opts.DeleteShadow && !labelled { // what carries gpuctl's labels is the engine's to prune
-
 		it.Correction = "delete"
 		d.set(it)
 		return d.deleteShadow(ctx, kind, m, it)

@@ -32,6 +32,9 @@ type watches struct {
 	mu     sync.Mutex
 	meta   map[schema.GroupVersionResource]*metaWatch
 	partOf string
+	// labelled are the workloads that carry gpuctl's labels and that Git does not declare, as
+	// evalShadow last read them (readLabelled), by key kind/namespace/name.
+	labelled map[string]labelledRead
 
 	nodes cache.SharedIndexInformer
 	// inventory watches the engine's inventory parent (a ConfigMap), for the engine's plans.
@@ -238,26 +241,37 @@ func specOrMetaChanged(gk schema.GroupKind, old, obj any) bool {
 // member reports whether the metadata watches hold an object of gk namespace/name: one that
 // gpuctl applied.
 func (w *watches) member(gk schema.GroupKind, namespace, name string) bool {
+	_, ok := w.memberVersion(gk, namespace, name)
+	return ok
+}
+
+// memberVersion is the resourceVersion of the metadata watches' object of gk namespace/name,
+// and whether they hold one.
+func (w *watches) memberVersion(gk schema.GroupKind, namespace, name string) (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, mw := range w.meta {
 		if mw.gk != gk {
 			continue
 		}
-		if _, found, err := mw.informer.GetIndexer().GetByKey(namespace + "/" + name); err == nil && found {
-			return true
+		if obj, found, err := mw.informer.GetIndexer().GetByKey(namespace + "/" + name); err == nil && found {
+			if m, err := metaOf(obj); err == nil {
+				return m.GetResourceVersion(), true
+			}
 		}
 	}
-	return false
+	return "", false
 }
 
 // undesiredWorkloads are the shadow keys of the Jobs, Deployments and StatefulSets that the
 // metadata watches hold (they carry the inventory's label) and ds does not declare: the
-// shadow watches leave them out, and a full pass reads each (evalShadow).
+// shadow watches leave them out, and a full pass evaluates each (evalShadow). What
+// readLabelled remembers of the others is forgotten.
 func (w *watches) undesiredWorkloads(ds *desiredState) []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []string
+	undesired := map[string]bool{}
 	for _, mw := range w.meta {
 		if _, workload := workloadResources[mw.gk.Kind]; !workload || mw.gk.Kind == "Pod" || mw.gk != workloadGK(mw.gk.Kind) {
 			continue
@@ -265,11 +279,51 @@ func (w *watches) undesiredWorkloads(ds *desiredState) []string {
 		for _, k := range mw.informer.GetIndexer().ListKeys() {
 			ns, name, _ := cache.SplitMetaNamespaceKey(k)
 			if ds.objects[object.KeyOf(mw.gk, ns, name)] == nil {
-				out = append(out, "s:"+mw.gk.Kind+"/"+ns+"/"+name)
+				key := mw.gk.Kind + "/" + ns + "/" + name
+				undesired[key] = true
+				out = append(out, "s:"+key)
 			}
 		}
 	}
+	for key := range w.labelled {
+		if !undesired[key] {
+			delete(w.labelled, key)
+		}
+	}
 	return out
+}
+
+// labelledRead is a workload as readLabelled read it, and the resourceVersion that the
+// metadata watches had for it then.
+type labelledRead struct {
+	version string
+	obj     any
+}
+
+// readLabelled is getWorkload of a workload that carries gpuctl's labels and that Git does not
+// declare, whose object in the metadata watches is at version: read again only when that
+// changed. Every full pass evaluates each such workload, and a team may label thousands of its
+// own (a GET of each at every pass, else).
+func (d *Detector) readLabelled(ctx context.Context, kind, ns, name, version string) (any, error) {
+	key := kind + "/" + ns + "/" + name
+	d.w.mu.Lock()
+	r, ok := d.w.labelled[key]
+	d.w.mu.Unlock()
+	if ok && r.version == version {
+		return r.obj, nil
+	}
+	obj, err := d.getWorkload(ctx, kind, ns, name)
+	d.w.mu.Lock()
+	defer d.w.mu.Unlock()
+	if err != nil {
+		delete(d.w.labelled, key)
+		return nil, err
+	}
+	if d.w.labelled == nil {
+		d.w.labelled = map[string]labelledRead{}
+	}
+	d.w.labelled[key] = labelledRead{version: version, obj: obj}
+	return obj, nil
 }
 
 // managedUID reports whether a UID belongs to an object gpuctl applied.

@@ -2,8 +2,11 @@ package detector
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,10 +15,12 @@ import (
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 )
 
 // TestShadowWatchesLeaveOutOurs: the shadow watches (the workloads that may request GPUs) hold
@@ -102,5 +107,79 @@ func TestShadowWatchesLeaveOutOurs(t *testing.T) {
 	}
 	if w.member(schema.GroupKind{Group: "apps", Kind: "Deployment"}, ns, "ours") {
 		t.Error("member of another kind")
+	}
+}
+
+// countingTransport counts the requests of a method whose path ends with suffix.
+type countingTransport struct {
+	rt             http.RoundTripper
+	method, suffix string
+	n              atomic.Int32
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == c.method && strings.HasSuffix(r.URL.Path, c.suffix) {
+		c.n.Add(1)
+	}
+	return c.rt.RoundTrip(r)
+}
+
+// TestLabelledWorkloadsAreReadOnce: a workload that carries gpuctl's labels and that Git does
+// not declare is read (a GET) by every full pass's evaluation, unless the metadata watches'
+// resourceVersion of it is the one of the last read. A team that labels thousands of its own
+// Jobs so makes no request per Job per pass.
+func TestLabelledWorkloadsAreReadOnce(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cfg := rest.CopyConfig(testcluster.Current().RESTConfig())
+	gets := &countingTransport{method: http.MethodGet, suffix: "/jobs/labelled"}
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { gets.rt = rt; return gets })
+	kube := kubernetes.NewForConfigOrDie(cfg)
+	ns := "labelled-read-" + strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	if _, err := kube.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "labelled", Namespace: ns,
+		Labels: map[string]string{keys.ApplySetPartOf: "applyset-x-v1", keys.ManagedBy: keys.ManagedByValue}},
+		Spec: batchv1.JobSpec{Suspend: new(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "x"}}}}}}
+	if _, err := kube.BatchV1().Jobs(ns).Create(ctx, j, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	d := &Detector{opts: Options{Kube: kube}}
+	d.w = &watches{d: d}
+	read := func(version string) (any, error) { return d.readLabelled(ctx, "Job", ns, "labelled", version) }
+	for range 3 {
+		obj, err := read("7")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, err := metaOf(obj); err != nil || m.GetLabels()[keys.ManagedBy] != keys.ManagedByValue {
+			t.Fatalf("read %v (%v), want the Job with gpuctl's labels", obj, err)
+		}
+	}
+	if n := gets.n.Load(); n != 1 {
+		t.Errorf("three evaluations at one resourceVersion sent %d GETs, want 1", n)
+	}
+	if _, err := read("8"); err != nil || gets.n.Load() != 2 {
+		t.Errorf("at a new resourceVersion: %v, %d GETs in all, want 2", err, gets.n.Load())
+	}
+	direct := kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig()) // not counted
+	if err := direct.BatchV1().Jobs(ns).Delete(ctx, "labelled", metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := direct.BatchV1().Jobs(ns).Get(ctx, "labelled", metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			break
+		} else if ctx.Err() != nil {
+			t.Fatalf("the Job is still there: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := read("9"); !apierrors.IsNotFound(err) {
+		t.Fatalf("after its deletion: %v, want not found", err)
+	}
+	if _, err := read("9"); !apierrors.IsNotFound(err) || gets.n.Load() != 4 {
+		t.Errorf("a failed read is remembered: %v, %d GETs in all, want 4", err, gets.n.Load())
 	}
 }
