@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -28,14 +29,12 @@ func TestQuotaRejectsPodOverGPUQuota(t *testing.T) {
 			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}}}
 	}
 	// The quota controller must have computed the quota's usage before admission counts it.
-	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		q, err := e.kube.CoreV1().ResourceQuotas("quota-team").Get(e.ctx, "team", metav1.GetOptions{})
-		return err == nil && len(q.Status.Hard) > 0, nil
-	})
-	if err != nil {
+	computed, cancel := context.WithTimeout(e.ctx, 30*time.Second)
+	defer cancel()
+	if err := clusterfixture.QuotaComputed(computed, e.kube, "quota-team", "team"); err != nil {
 		t.Fatalf("the quota controller never computed the quota: %v", err)
 	}
-	err = wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(e.ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		_, err := e.kube.CoreV1().Pods("quota-team").Create(e.ctx, pod("fits", 2), metav1.CreateOptions{})
 		return err == nil, nil
 	})

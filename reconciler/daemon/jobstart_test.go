@@ -1,13 +1,14 @@
 package daemon_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"github.com/gpuctl/gpuctl/test/clusterfixture"
 )
 
 // quotaJob is a plain Job in namespace qjobs; resources is its container's resources block.
@@ -29,14 +30,10 @@ func TestJobRefusedByQuotaInStatus(t *testing.T) {
 	h.start()
 	first := h.waitStatus("the quota's sync", func(s daemon.Status) bool { return s.Result == daemon.ResultSucceeded })
 	// The API server enforces a quota once its controller has computed its status.
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		q, err := h.kube.CoreV1().ResourceQuotas("qjobs").Get(h.ctx, "team-quota", metav1.GetOptions{})
-		if err == nil && len(q.Status.Hard) > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the quota has no status: %v", err)
-		}
+	computed, cancel := context.WithTimeout(h.ctx, 30*time.Second)
+	defer cancel()
+	if err := clusterfixture.QuotaComputed(computed, h.kube, "qjobs", "team-quota"); err != nil {
+		t.Fatalf("the quota has no status: %v", err)
 	}
 	queued := strings.Replace(quotaJob("queued", ""), "namespace: qjobs}", "namespace: qjobs, labels: {"+keys.KueueQueueName+": "+keys.KueueLocalQueue+"}}", 1)
 	queued = strings.Replace(queued, "spec:\n  template:", "spec:\n  suspend: true\n  template:", 1)

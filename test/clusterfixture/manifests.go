@@ -1,8 +1,14 @@
 package clusterfixture
 
 import (
+	"context"
 	"fmt"
 	"strconv"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 )
 
 // JobManifest is the plain manifest of suspended training Job j of namespace ns, named
@@ -28,4 +34,15 @@ spec:
           command: [llamafactory-cli, train, --stage, sft, --seed, "%d"]
           resources: {limits: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}, requests: {nvidia.com/gpu: "1", cpu: "1", memory: 1Gi}}
 `, ns, j, ns, labels, j)
+}
+
+// QuotaComputed waits until the quota controller has computed the status of quota name in ns,
+// polling every 50 ms until ctx ends: until then the API server refuses every pod of the
+// namespace ("status unknown for quota"), and the Job and ReplicaSet controllers back off for
+// longer after each refusal.
+func QuotaComputed(ctx context.Context, kube kubernetes.Interface, ns, name string) error {
+	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		q, err := kube.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && len(q.Status.Hard) > 0, nil
+	})
 }

@@ -100,8 +100,6 @@ func TestDiffAndSyncExamples(t *testing.T) {
 	}
 }
 
-// deleteWorkloads deletes the workloads gpuctl manages (Deployments, StatefulSets, Jobs) in
-// every namespace, and waits until none of their pods holds a GPU.
 // gone is err, or nil when it says the object is not found: another test's cleanup (the
 // cluster is shared) may delete it between the list and the delete.
 func gone(err error) error {
@@ -111,6 +109,8 @@ func gone(err error) error {
 	return err
 }
 
+// deleteWorkloads deletes the workloads gpuctl manages (Deployments, StatefulSets, Jobs) in
+// every namespace, and waits until none of their pods holds a GPU.
 func deleteWorkloads(t *testing.T, kube kubernetes.Interface) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

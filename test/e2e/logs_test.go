@@ -26,6 +26,7 @@ import (
 	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
 	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
@@ -75,15 +76,15 @@ func trainingJob(t *testing.T, kube kubernetes.Interface, ns, name string, pods 
 	}
 }
 
-// quotaComputed waits until the quota controller has computed the status of quota name in ns:
-// until then the API server refuses every pod of the namespace ("status unknown for quota"),
-// and the Job and ReplicaSet controllers back off for longer after each refusal.
+// quotaComputed waits, for at most 30 s, until the status of quota name in ns is computed
+// (clusterfixture.QuotaComputed).
 func quotaComputed(t *testing.T, kube kubernetes.Interface, ns, name string) {
 	t.Helper()
-	waitUntil(t, "the status of quota "+ns+"/"+name, func(ctx context.Context) bool {
-		q, err := kube.CoreV1().ResourceQuotas(ns).Get(ctx, name, metav1.GetOptions{})
-		return err == nil && len(q.Status.Hard) > 0
-	})
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	if err := clusterfixture.QuotaComputed(ctx, kube, ns, name); err != nil {
+		t.Fatalf("waiting for the status of quota %s/%s: %v", ns, name, err)
+	}
 }
 
 // startedPods waits until the job (selected by app=name) has n pods bound to a node and
