@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -233,14 +234,16 @@ func describeStates(states map[string]*workloadState) string {
 	return strings.Join(parts, ", ")
 }
 
-// fourGPUJob is a Job of one pod asking for 4 GPUs, without a queue-name label or suspend.
+// fourGPUJob is a Job of one pod asking for 4 GPUs, without a queue-name label or suspend. Its
+// pod runs for 5 s: kwok's usual second could end a Job before Kueue has written that the third
+// Workload waits, and the test would never see two Workloads hold quota while one waits.
 func fourGPUJob(name string) *batchv1.Job {
 	requests := corev1.ResourceList{
 		corev1.ResourceCPU:    resource.MustParse("1"),
 		corev1.ResourceMemory: resource.MustParse("1Gi"),
 		keys.ResourceGPU:      resource.MustParse("4"),
 	}
-	return &batchv1.Job{
+	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: batchv1.JobSpec{
 			BackoffLimit: new(int32(0)),
@@ -253,6 +256,8 @@ func fourGPUJob(name string) *batchv1.Job {
 			}},
 		},
 	}
+	testcluster.RunFor(&job.Spec.Template, 5*time.Second)
+	return job
 }
 
 // conditionStatus returns the status of u's condition typ, or "" without one.
