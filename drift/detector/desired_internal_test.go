@@ -57,8 +57,9 @@ func TestCompressAllKeepsUnchanged(t *testing.T) {
 // TestPriorityClassEditIsEvaluated: an update of a PriorityClass (generation 1 whatever
 // changes) is evaluated; a Deployment's status update (same generation and metadata) is not.
 func TestPriorityClassEditIsEvaluated(t *testing.T) {
-	meta := func(rv string) *metav1.PartialObjectMetadata {
-		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", ResourceVersion: rv, Generation: 1}}
+	meta := func(rv string) any {
+		m, _ := slimMetadata(&metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "x", ResourceVersion: rv, Generation: 1}})
+		return m
 	}
 	if !specOrMetaChanged(schema.GroupKind{Group: "scheduling.k8s.io", Kind: "PriorityClass"}, meta("5"), meta("6")) {
 		t.Error("an edited PriorityClass is not evaluated")

@@ -128,3 +128,46 @@ func TestForgedGpuctlLabelsAreNotAHidingPlace(t *testing.T) {
 		t.Fatalf("the forged Job was deleted as a shadow: %v", err)
 	}
 }
+
+// TestWorkloadOfAGitObjectIsNotAShadow: a GPU Job whose controller is an object in Git (a
+// CronJob's Job) is not a shadow; one whose controller is a CronJob made by hand is. (An owner
+// reference that names no existing object, a forged UID, makes a Job that the garbage
+// collector deletes.)
+func TestWorkloadOfAGitObjectIsNotAShadow(t *testing.T) {
+	run := uniq()
+	ns := "drift-owned-" + run
+	fs := files(ns, "owned-pool", "gpu-t4-1")
+	fs["nightly.yaml"] = "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly, namespace: " + ns + "}\n" +
+		"spec:\n  schedule: '0 3 * * *'\n  suspend: true\n  jobTemplate:\n    spec:\n      template:\n        spec:\n" +
+		"          restartPolicy: Never\n          containers: [{name: c, image: x}]\n"
+	h := newHarness(t, "owned-"+run, detector.Options{Mode: drift.ModeReport}, fs)
+	var cron *batchv1.CronJob
+	h.poll("the CronJob from Git", func() (bool, string) {
+		var err error
+		cron, err = h.kube.BatchV1().CronJobs(ns).Get(h.ctx, "nightly", metav1.GetOptions{})
+		return err == nil, fmt.Sprint(err)
+	})
+	rl := corev1.ResourceList{keys.ResourceGPU: resource.MustParse("1")}
+	job := func(name, owner string, uid types.UID) {
+		t.Helper()
+		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "batch/v1", Kind: "CronJob", Name: owner, UID: uid, Controller: ptr(true)}}},
+			Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}}}
+		if _, err := h.kube.BatchV1().Jobs(ns).Create(h.ctx, j, metav1.CreateOptions{FieldManager: "kube-controller-manager"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	byHand := cron.DeepCopy()
+	byHand.ObjectMeta = metav1.ObjectMeta{Name: "by-hand", Namespace: ns}
+	byHand, err := h.kube.BatchV1().CronJobs(ns).Create(h.ctx, byHand, metav1.CreateOptions{FieldManager: "kubectl-create"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	job("nightly-1", "nightly", cron.UID)
+	job("by-hand-1", "by-hand", byHand.UID)
+	r, _ := h.waitReport("the Job of the CronJob made by hand as a shadow", has(drift.Shadow, "Job", "by-hand-1"))
+	if it := item(r, drift.Shadow, "Job", "nightly-1"); it != nil {
+		t.Errorf("the Git CronJob's Job is a shadow: %s", it.Message)
+	}
+}

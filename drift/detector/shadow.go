@@ -166,7 +166,7 @@ func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj 
 		return "now in Git", false
 	}
 	owner := metav1.GetControllerOf(m)
-	if owner != nil && d.w.managedUID(string(owner.UID)) {
+	if owner != nil && d.w.managedOwner(m.GetNamespace(), owner) {
 		return "now in Git (made by " + owner.Kind + " " + owner.Name + ")", false
 	}
 	inManaged := ds.namespaces[m.GetNamespace()]

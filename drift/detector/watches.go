@@ -50,9 +50,6 @@ type metaWatch struct {
 	stop     context.CancelFunc
 }
 
-// uidIndex indexes the managed objects by UID, to tell the pods and jobs they own.
-const uidIndex = "uid"
-
 // startWatches starts the typed informers and waits for their first lists.
 func (d *Detector) startWatches(ctx context.Context) (*watches, error) {
 	w := &watches{d: d, meta: map[schema.GroupVersionResource]*metaWatch{}}
@@ -166,21 +163,15 @@ func (w *watches) ensure(ctx context.Context, ds *desiredState) error {
 
 func (w *watches) startMeta(ctx context.Context, gvr schema.GroupVersionResource, gk schema.GroupKind, partOf string) *metaWatch {
 	inf := metadatainformer.NewFilteredMetadataInformer(w.d.meta, gvr, metav1.NamespaceAll, 0,
-		cache.Indexers{uidIndex: func(obj any) ([]string, error) {
-			m, err := metaOf(obj)
-			if err != nil {
-				return nil, err
-			}
-			return []string{string(m.GetUID())}, nil
-		}},
+		cache.Indexers{},
 		func(o *metav1.ListOptions) { o.LabelSelector = keys.ApplySetPartOf + "=" + partOf }).Informer()
 	_ = inf.SetTransform(slimMetadata)
 	key := func(obj any) string {
-		m, err := metaOf(obj)
-		if err != nil {
+		m, ok := asMember(obj)
+		if !ok {
 			return ""
 		}
-		return "o:" + object.KeyOf(gk, m.GetNamespace(), m.GetName())
+		return "o:" + object.KeyOf(gk, m.Namespace, m.Name)
 	}
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(obj any, initial bool) {
@@ -200,25 +191,44 @@ func (w *watches) startMeta(ctx context.Context, gvr schema.GroupVersionResource
 	return &metaWatch{informer: inf, gk: gk, stop: cancel}
 }
 
-// metaHashKey holds, in the metadata cache, a hash of an object's labels and annotations:
-// enough to tell that they changed, at a fraction of their size.
-const metaHashKey = "gpuctl.internal/meta-hash"
+// member is what a metadata watch keeps of an object gpuctl applied (slimMetadata): what the
+// engine's plan reads of it (reconciler.Member), with the hash of its labels and annotations
+// in their place. About 100 bytes, against ~650 for a PartialObjectMetadata that kept the hash
+// in an annotations map: ~5 MiB less between syncs at 10,000 members (issue #18, bar 6).
+type member struct{ reconciler.Member }
+
+// GetObjectMeta lets the informer's key functions (meta.Accessor) read the member's identity.
+func (m *member) GetObjectMeta() metav1.Object {
+	om := &metav1.ObjectMeta{Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation}
+	if m.Deleting {
+		om.DeletionTimestamp = &metav1.Time{}
+	}
+	return om
+}
+
+func (m *member) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectKind }
+func (m *member) DeepCopyObject() runtime.Object   { c := *m; return &c }
+
+// asMember returns a metadata watch's member, also from a deletion whose final state is unknown.
+func asMember(obj any) (*member, bool) {
+	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+		obj = t.Obj
+	}
+	m, ok := obj.(*member)
+	return m, ok
+}
 
 // slimMetadata keeps what the metadata cache needs: identity, generation, deletion, and the
 // hash of labels and annotations (managedFields are fetched fresh when a field is attributed).
+// An informer may transform an object again (a relist replaces its store with what it holds):
+// a member stays as it is.
 func slimMetadata(obj any) (any, error) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return obj, nil
 	}
-	if _, slimmed := m.Annotations[metaHashKey]; slimmed && len(m.Annotations) == 1 && len(m.Labels) == 0 {
-		// Slimmed already: the informer may transform an object again (a relist replaces
-		// its store with what it holds). Members always carry the inventory label.
-		return obj, nil
-	}
-	return &metav1.PartialObjectMetadata{TypeMeta: m.TypeMeta, ObjectMeta: metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace,
-		UID: m.UID, ResourceVersion: m.ResourceVersion, Generation: m.Generation, DeletionTimestamp: m.DeletionTimestamp,
-		Annotations: map[string]string{metaHashKey: object.MetaHash(m.Labels, m.Annotations)}}}, nil
+	return &member{reconciler.Member{Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
+		Generation: m.Generation, MetaHash: object.MetaHash(m.Labels, m.Annotations), Deleting: m.DeletionTimestamp != nil}}, nil
 }
 
 // specOrMetaChanged tells an update worth evaluating: a new generation (the spec changed),
@@ -226,16 +236,15 @@ func slimMetadata(obj any) (any, error) {
 // that does not follow its changes: object.GenerationTracksChanges). Status
 // updates of Jobs and Deployments are skipped without a request.
 func specOrMetaChanged(gk schema.GroupKind, old, obj any) bool {
-	a, errA := metaOf(old)
-	b, errB := metaOf(obj)
-	if errA != nil || errB != nil {
+	a, okA := asMember(old)
+	b, okB := asMember(obj)
+	if !okA || !okB {
 		return true
 	}
-	if b.GetGeneration() == 0 || !object.GenerationTracksChanges(gk) {
-		return a.GetResourceVersion() != b.GetResourceVersion()
+	if b.Generation == 0 || !object.GenerationTracksChanges(gk) {
+		return a.ResourceVersion != b.ResourceVersion
 	}
-	return a.GetGeneration() != b.GetGeneration() || a.GetAnnotations()[metaHashKey] != b.GetAnnotations()[metaHashKey] ||
-		(a.GetDeletionTimestamp() == nil) != (b.GetDeletionTimestamp() == nil)
+	return a.Generation != b.Generation || a.MetaHash != b.MetaHash || a.Deleting != b.Deleting
 }
 
 // member reports whether the metadata watches hold an object of gk namespace/name: one that
@@ -255,8 +264,8 @@ func (w *watches) memberVersion(gk schema.GroupKind, namespace, name string) (st
 			continue
 		}
 		if obj, found, err := mw.informer.GetIndexer().GetByKey(namespace + "/" + name); err == nil && found {
-			if m, err := metaOf(obj); err == nil {
-				return m.GetResourceVersion(), true
+			if m, ok := asMember(obj); ok {
+				return m.ResourceVersion, true
 			}
 		}
 	}
@@ -326,13 +335,28 @@ func (d *Detector) readLabelled(ctx context.Context, kind, ns, name, version str
 	return obj, nil
 }
 
-// managedUID reports whether a UID belongs to an object gpuctl applied.
-func (w *watches) managedUID(uid string) bool {
+// managedOwner reports whether a workload's controller (of namespace ns) is an object gpuctl
+// applied: the metadata watch of its kind holds it, with its UID. An owner is looked up in the
+// workload's namespace, or cluster-wide; an owner reference that names another object's UID
+// names no member.
+func (w *watches) managedOwner(ns string, owner *metav1.OwnerReference) bool {
+	gv, err := schema.ParseGroupVersion(owner.APIVersion)
+	if err != nil {
+		return false
+	}
+	gk := schema.GroupKind{Group: gv.Group, Kind: owner.Kind}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, mw := range w.meta {
-		if objs, err := mw.informer.GetIndexer().ByIndex(uidIndex, uid); err == nil && len(objs) > 0 {
-			return true
+		if mw.gk != gk {
+			continue
+		}
+		for _, key := range []string{ns + "/" + owner.Name, owner.Name} {
+			if obj, found, err := mw.informer.GetIndexer().GetByKey(key); err == nil && found {
+				if m, ok := asMember(obj); ok && m.UID == owner.UID {
+					return true
+				}
+			}
 		}
 	}
 	return false
@@ -381,11 +405,13 @@ func metaOf(obj any) (metav1.Object, error) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	m, ok := obj.(metav1.Object)
-	if !ok {
-		return nil, fmt.Errorf("drift: unexpected object %T", obj)
+	switch m := obj.(type) {
+	case metav1.Object:
+		return m, nil
+	case *member:
+		return m.GetObjectMeta(), nil
 	}
-	return m, nil
+	return nil, fmt.Errorf("drift: unexpected object %T", obj)
 }
 
 func labelsOf(obj any) map[string]string {
@@ -489,12 +515,11 @@ func (d *Detector) Members(id string, gk schema.GroupKind) ([]reconciler.Member,
 		objs := mw.informer.GetStore().List()
 		out := make([]reconciler.Member, 0, len(objs))
 		for _, obj := range objs {
-			m, ok := obj.(*metav1.PartialObjectMetadata)
+			m, ok := obj.(*member)
 			if !ok {
 				return nil, false
 			}
-			out = append(out, reconciler.Member{Namespace: m.Namespace, Name: m.Name, UID: m.UID, ResourceVersion: m.ResourceVersion,
-				Generation: m.Generation, MetaHash: m.Annotations[metaHashKey], Deleting: m.DeletionTimestamp != nil})
+			out = append(out, m.Member)
 		}
 		return out, true
 	}
