@@ -232,3 +232,60 @@ func TestRedTeamInternerFlood(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderForgetsValuesMetOnce: the hashes of the values a render met once are forgotten
+// when it ends (a daemon kept those of every file between its syncs), the values it met twice
+// stay shared, and the cache's size counts what it holds: the same after a render of the same
+// tree again.
+func TestRenderForgetsValuesMetOnce(t *testing.T) {
+	files := map[string]string{}
+	for i := range 50 {
+		files[fmt.Sprintf("job-%d.yaml", i)] = fmt.Sprintf("apiVersion: batch/v1\nkind: Job\nmetadata: {name: job-%d}\n"+
+			"spec:\n  template:\n    spec:\n      restartPolicy: Never\n      containers: [{name: c, image: x, args: [%q], resources: {limits: {cpu: '1'}}}]\n", i, strconv.Itoa(i))
+	}
+	fs, err := MemFS("/repo", files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := NewCache(0)
+	r := New(Options{Cache: cache})
+	state := func() (seen, shared int, size int64) {
+		t.Helper()
+		cache.mu.Lock()
+		defer cache.mu.Unlock()
+		held := cache.intern.bytes // what the size counts: the entries and the interner
+		for el := cache.lru.Front(); el != nil; el = el.Next() {
+			held += el.Value.(*cacheEntry).size
+		}
+		if held != cache.size {
+			t.Errorf("the cache's size is %d, what it holds %d", cache.size, held)
+		}
+		return len(cache.intern.seen), len(cache.intern.table), cache.size
+	}
+	want := renderJSON(t, New(Options{}), fs)
+	if got := renderJSON(t, r, fs); got != want {
+		t.Fatal("the cached render differs from an uncached one")
+	}
+	seen, shared, size := state()
+	if seen != 0 {
+		t.Errorf("%d hashes of values met once kept after the render", seen)
+	}
+	if shared == 0 {
+		t.Error("no value shared: every Job's resources are the same")
+	}
+	files["job-0.yaml"] += "  backoffLimit: 1\n" // an edit: one file encoded again
+	if fs, err = MemFS("/repo", files); err != nil {
+		t.Fatal(err)
+	}
+	renderJSON(t, r, fs)
+	files["job-0.yaml"] = strings.TrimSuffix(files["job-0.yaml"], "  backoffLimit: 1\n")
+	if fs, err = MemFS("/repo", files); err != nil {
+		t.Fatal(err)
+	}
+	if got := renderJSON(t, r, fs); got != want {
+		t.Fatal("the cached render after the edits differs from an uncached one")
+	}
+	if seen2, _, size2 := state(); seen2 != 0 || size2 < size || size2 > size+4<<10 {
+		t.Errorf("after the edit and its undoing: %d hashes kept, size %d against %d (the edit's entry and no more)", seen2, size2, size)
+	}
+}

@@ -293,6 +293,7 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 	if st.cache != nil {
 		st.cfgDigest = configDigest(st.cfg)
 		st.cache.beginRender()
+		defer st.cache.endRender()
 	}
 	if err := st.collect(path, abs); err != nil {
 		return nil, err
