@@ -30,7 +30,7 @@ type desiredObject struct {
 }
 
 func (o *desiredObject) decode() (*unstructured.Unstructured, error) {
-	b, err := io.ReadAll(flate.NewReader(bytes.NewReader(o.raw)))
+	b, err := io.ReadAll(flate.NewReaderDict(bytes.NewReader(o.raw), jsonDictionary))
 	if err != nil {
 		return nil, fmt.Errorf("%s: decompress desired object: %w", o.ref, err)
 	}
@@ -56,7 +56,7 @@ func (c *compressor) compress(u *unstructured.Unstructured) ([]byte, error) {
 	c.raw = raw
 	c.buf.Reset()
 	if c.w == nil {
-		if c.w, err = flate.NewWriter(&c.buf, flate.BestSpeed); err != nil {
+		if c.w, err = flate.NewWriterDict(&c.buf, compressLevel, jsonDictionary); err != nil {
 			return nil, err
 		}
 	} else {
@@ -70,6 +70,45 @@ func (c *compressor) compress(u *unstructured.Unstructured) ([]byte, error) {
 	}
 	return bytes.Clone(c.buf.Bytes()), nil
 }
+
+// compressLevel is the flate level of the desired objects: the lowest that uses a preset
+// dictionary (flate.BestSpeed starts from an empty window whatever it is given).
+const compressLevel = 2
+
+// jsonDictionary is the preset dictionary of the desired objects' compression: the JSON that
+// gpuctl's objects share (their labels and annotations, a Job's pod template), which flate
+// finds in it instead of in the object's own first bytes. A Job of ~800 bytes of JSON
+// compresses to ~235 bytes with it, ~465 without: at 10,000 objects the detector holds ~2.3
+// MB less (issue #18, bar 6). The compressed objects live in memory only: the dictionary may
+// change from one version to the next, never while one runs.
+var jsonDictionary = func() []byte {
+	quantities := map[string]any{"cpu": "1", "memory": "1Gi", keys.ResourceGPU: "1"}
+	template := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{keys.App: "", keys.JobType: "training"}},
+		"spec": map[string]any{
+			"containers": []any{map[string]any{"args": []any{}, "command": []any{}, "env": []any{map[string]any{"name": "", "value": ""}},
+				"image": "", "name": "", "ports": []any{map[string]any{"containerPort": int64(8080), "protocol": "TCP"}},
+				"resources":    map[string]any{"limits": quantities, "requests": quantities},
+				"volumeMounts": []any{map[string]any{"mountPath": "/", "name": ""}}}},
+			"nodeSelector": map[string]any{keys.Pool: ""}, "priorityClassName": keys.PriorityClassMedium, "restartPolicy": "Never",
+			"tolerations": []any{map[string]any{"effect": "NoSchedule", "key": keys.ResourceGPU, "operator": "Exists"}},
+			"volumes":     []any{map[string]any{"hostPath": map[string]any{"path": "/"}, "name": ""}},
+		},
+	}
+	job := map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+		"metadata": map[string]any{
+			"annotations": map[string]any{keys.AppliedHash: "", keys.Source: ".yaml"},
+			"labels":      map[string]any{keys.ManagedBy: keys.ManagedByValue, keys.ApplySetPartOf: "applyset-", keys.JobType: "training"},
+			"name":        "", "namespace": keys.DefaultNamespace},
+		"spec": map[string]any{"backoffLimit": int64(0), "suspend": true, "template": template}}
+	b, err := object.AppendJSON([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":1,"selector":{"matchLabels":{}}}}`+
+		`{"apiVersion":"v1","kind":"Service","spec":{"ports":[{"port":80,"targetPort":8080}],"type":"ClusterIP"}}`+
+		`{"apiVersion":"v1","kind":"ConfigMap","data":{}}`), job)
+	if err != nil {
+		panic("drift: the compression dictionary has no JSON form: " + err.Error())
+	}
+	return b
+}()
 
 // compressAll compresses the objects that are not node intents (nil for those), on every
 // core: it is most of indexing a revision, and the sync that applied it waits for it. An
