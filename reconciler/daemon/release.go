@@ -63,7 +63,8 @@ func (r *releaser) afterSync() bool {
 // the collector lets the heap grow to twice that. While it applies, the collector runs at
 // largeSyncGCPercent, so that the heap grows to 1.5 times what is live: a little more of a
 // core for the collector, during a phase that waits for the API server. Below largeSyncWrites
-// writes (an edit), the sync is short and nothing changes.
+// writes (an edit), the sync is short and nothing changes. gpuctl-reconciler runs at GOGC 50
+// already unless GOGC is set: this matters when it sets a higher percentage.
 const (
 	largeSyncWrites    = 1000
 	largeSyncGCPercent = 50

@@ -155,6 +155,7 @@ func run(ctx context.Context, o *Options) error {
 	if err := setMemoryLimit(o.MemoryLimit); err != nil {
 		return err
 	}
+	setGCPercent()
 	renderOpts, err := o.Render.Options()
 	if err != nil {
 		return err
@@ -302,6 +303,20 @@ func setMemoryLimit(s string) error {
 		debug.SetMemoryLimit(limit)
 	}
 	return nil
+}
+
+// gcPercent is the daemon's collector percentage (GOGC), unless GOGC is set: the heap grows to
+// 1.5 times what a collection found live, not twice. What the daemon keeps between syncs is
+// small (~30 MB at 10,000 objects), and an edit's sync allocates ~60 MB in a burst; the goal
+// that GOGC 100 gave let that burst take twice the pages. At 10,000 manifests: peak RSS 158 →
+// 139 MiB, edit → applied p50 0.21 s either way; 10,000 gpuctl files 198 MiB (bench/README.md).
+const gcPercent = 50
+
+// setGCPercent sets the collector's percentage to gcPercent, unless GOGC is set.
+func setGCPercent() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 }
 
 // defaultMemoryLimit is --memory-limit=auto outside a container with a memory limit.

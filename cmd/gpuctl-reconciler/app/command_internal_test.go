@@ -1,6 +1,9 @@
 package app
 
-import "testing"
+import (
+	"runtime/debug"
+	"testing"
+)
 
 // TestMemoryLimit: auto is 80 % of the container's limit, or 400Mi without one; a size is
 // taken as it is; 0 disables; a bad value names the flag.
@@ -16,5 +19,21 @@ func TestMemoryLimit(t *testing.T) {
 	}
 	if _, err := memoryLimit("lots", 0); err == nil || err.Error()[:15] != "--memory-limit " {
 		t.Errorf("a bad value: %v", err)
+	}
+}
+
+// TestGCPercent: the daemon collects at GOGC 50 unless GOGC is set, which wins.
+func TestGCPercent(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(was)
+	t.Setenv("GOGC", "")
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != gcPercent {
+		t.Errorf("GOGC unset: the collector's percentage is %d, want %d", got, gcPercent)
+	}
+	t.Setenv("GOGC", "100")
+	setGCPercent()
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("GOGC=100: the collector's percentage is %d, want 100 (the environment wins)", got)
 	}
 }
