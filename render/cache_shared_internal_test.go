@@ -22,8 +22,9 @@ import (
 // the cache (sharedManifest). Nothing may write into what is shared: not the render (a team's
 // Jobs and CronJobs are suspended and labelled for Kueue, tenant manifests get their
 // namespace), not what the engine does to the rendered objects (labels, annotations,
-// namespace), not two renders at once (go test -race). The cache's manifests must be as
-// parsed after all of it, and every cached render must equal an uncached one.
+// namespace), not two renders at once (go test -race). The cache's manifests and the typed
+// specs of its gpuctl files must be as parsed after all of it, and every cached render must
+// equal an uncached one.
 func TestCachedManifestsAreNotWritten(t *testing.T) {
 	files := map[string]string{
 		".gpuctl.yaml":           "namespaces:\n  - path: teams/*/**\n    namespace: $1\nqueueing: kueue\n",
@@ -86,6 +87,26 @@ func TestCachedManifestsAreNotWritten(t *testing.T) {
 	if len(parsed) != 5 {
 		t.Fatalf("the cache holds %d manifests, want 5", len(parsed))
 	}
+	// The typed specs of the gpuctl files, shared by every render that hands a file out, as
+	// a parse of their file makes them.
+	specs := map[*Document]string{}
+	for _, el := range cache.entries {
+		for i, d := range el.Value.(*cacheEntry).docs {
+			if d.Workload == nil && d.Pool == nil && d.Quota == nil {
+				continue
+			}
+			for name, data := range files {
+				if strings.HasSuffix(d.File, "/"+name) {
+					parsed, _ := ParseFile(d.File, []byte(data))
+					b, _ := json.Marshal([]any{parsed[i].Workload, parsed[i].Pool, parsed[i].Quota})
+					specs[d] = string(b)
+				}
+			}
+		}
+	}
+	if len(specs) != 7 { // six training files and the quota
+		t.Fatalf("the cache holds %d typed specs, want 7", len(specs))
+	}
 	shared := runtime.DeepCopyJSONValue(slices.Clone(cache.intern.table)).([]any)
 	if len(shared) < 4 { // at least the tolerations, affinity, volumes and resources
 		t.Fatalf("the cache shares %d values of the gpuctl files' objects: %v", len(shared), shared)
@@ -115,6 +136,11 @@ func TestCachedManifestsAreNotWritten(t *testing.T) {
 	for _, k := range parsed {
 		if now := decodeObject(k.enc, cache.intern.table); !bytes.Equal(k.enc, k.orig) || !reflect.DeepEqual(now, k.decoded) {
 			t.Errorf("%s: the cache's manifest was written:\n%v\nwas\n%v", k.file, now, k.decoded)
+		}
+	}
+	for d, before := range specs {
+		if b, _ := json.Marshal([]any{d.Workload, d.Pool, d.Quota}); string(b) != before {
+			t.Errorf("%s: the cache's typed spec was written:\n%s\nwas\n%s", d.File, b, before)
 		}
 	}
 	for i, before := range shared {
