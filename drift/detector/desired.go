@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sync"
 
 	"github.com/gpuctl/gpuctl/internal/cores"
@@ -83,23 +84,28 @@ const compressLevel = 2
 // change from one version to the next, never while one runs.
 var jsonDictionary = func() []byte {
 	quantities := map[string]any{"cpu": "1", "memory": "1Gi", keys.ResourceGPU: "1"}
-	template := map[string]any{
-		"metadata": map[string]any{"labels": map[string]any{keys.App: "", keys.JobType: "training"}},
+	labels := map[string]any{keys.App: "", keys.JobType: "training", keys.ManagedBy: keys.ManagedByValue,
+		keys.Pool: keys.DefaultPool, keys.Priority: "medium"}
+	template := map[string]any{ // as the render writes a training workload's
+		"metadata": map[string]any{"labels": labels},
 		"spec": map[string]any{
+			"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
+				"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": keys.Pool, "operator": "DoesNotExist"}}}}}}},
 			"containers": []any{map[string]any{"args": []any{}, "command": []any{}, "env": []any{map[string]any{"name": "", "value": ""}},
 				"image": "", "name": "", "ports": []any{map[string]any{"containerPort": int64(8080), "protocol": "TCP"}},
 				"resources":    map[string]any{"limits": quantities, "requests": quantities},
-				"volumeMounts": []any{map[string]any{"mountPath": "/", "name": ""}}}},
+				"volumeMounts": []any{map[string]any{"mountPath": "/dev/shm", "name": "dshm"}}}},
 			"nodeSelector": map[string]any{keys.Pool: ""}, "priorityClassName": keys.PriorityClassMedium, "restartPolicy": "Never",
 			"tolerations": []any{map[string]any{"effect": "NoSchedule", "key": keys.ResourceGPU, "operator": "Exists"}},
-			"volumes":     []any{map[string]any{"hostPath": map[string]any{"path": "/"}, "name": ""}},
+			"volumes":     []any{map[string]any{"emptyDir": map[string]any{"medium": "Memory"}, "name": "dshm"}},
 		},
 	}
+	jobLabels := maps.Clone(labels)
+	jobLabels[keys.ApplySetPartOf] = "applyset-"
 	job := map[string]any{"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{
-			"annotations": map[string]any{keys.AppliedHash: "", keys.Source: ".yaml"},
-			"labels":      map[string]any{keys.ManagedBy: keys.ManagedByValue, keys.ApplySetPartOf: "applyset-", keys.JobType: "training"},
-			"name":        "", "namespace": keys.DefaultNamespace},
+			"annotations": map[string]any{keys.AppliedHash: "", keys.Description: "", keys.Paused: keys.PausedValue, keys.Source: ".yaml"},
+			"labels":      jobLabels, "name": "", "namespace": keys.DefaultNamespace},
 		"spec": map[string]any{"backoffLimit": int64(0), "suspend": true, "template": template}}
 	b, err := object.AppendJSON([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":1,"selector":{"matchLabels":{}}}}`+
 		`{"apiVersion":"v1","kind":"Service","spec":{"ports":[{"port":80,"targetPort":8080}],"type":"ClusterIP"}}`+
