@@ -1,6 +1,9 @@
 package render
 
-import "testing"
+import (
+	"testing"
+	"unsafe"
+)
 
 // After parsing, a document keeps the positions of its fields in a sorted slice, not a map;
 // At and Has answer as the map did (the value's position), renamed blocks included.
@@ -36,5 +39,29 @@ func TestFieldPositionsAfterParsing(t *testing.T) {
 		if got := c.doc.At(c.field); got != want {
 			t.Errorf("At(%q) = %+v, want %+v", c.field, got, want)
 		}
+	}
+}
+
+// The names of the fields are interned: two files that write resources.gpu share one copy of
+// the name (the render cache holds every file's positions).
+func TestFieldNamesAreShared(t *testing.T) {
+	file := []byte("kind: training\nversion: v0.1\njob: {name: x}\nenvironment: {image: i, command: [run]}\nresources: {gpu: 1}\n")
+	ds := &diagnostics{}
+	a, b := parseFile("a.yaml", file, ds), parseFile("b.yaml", file, ds)
+	if len(a) != 1 || len(b) != 1 || len(ds.list) != 0 {
+		t.Fatalf("%d and %d documents, diagnostics %v", len(a), len(b), ds.list)
+	}
+	shared := 0
+	for i, f := range a[0].fields {
+		g := b[0].fields[i]
+		if f.field != g.field {
+			t.Fatalf("field %d: %q and %q", i, f.field, g.field)
+		}
+		if unsafe.StringData(f.field) == unsafe.StringData(g.field) {
+			shared++
+		}
+	}
+	if shared != len(a[0].fields) || shared == 0 {
+		t.Errorf("%d of %d field names shared by the two documents", shared, len(a[0].fields))
 	}
 }
