@@ -7,7 +7,6 @@ import (
 	_ "embed" // the stylesheet
 	"encoding/base64"
 	"fmt"
-	"html"
 	"net/http"
 	"slices"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	g "maragu.dev/gomponents"
+	h "maragu.dev/gomponents/html"
 )
 
 // The web page: server-rendered HTML documents (the overview at /, a page per job at
@@ -420,13 +420,11 @@ func uiStamp(t time.Time) string {
 	return t.UTC().Format("2006-01-02 15:04:05 UTC")
 }
 
-// uiWhen is the HTML of a <time> element that shows how long ago t was (37s ago, 5m ago, as
-// kubectl prints ages), with the date as its title. It escapes its parts: the pages write it
-// as it is.
-func uiWhen(now, t time.Time) string {
+// uiWhen is a <time> element that shows how long ago t was (37s ago, 5m ago, as kubectl
+// prints ages), with the date as its title.
+func uiWhen(now, t time.Time) g.Node {
 	if t.IsZero() {
-		return `<span class="muted">never</span>`
+		return muted("never")
 	}
-	return fmt.Sprintf(`<time datetime="%s" title="%s">%s ago</time>`, html.EscapeString(t.UTC().Format(time.RFC3339)),
-		html.EscapeString(uiStamp(t)), html.EscapeString(humanize.Age(now.Sub(t))))
+	return h.Time(h.DateTime(t.UTC().Format(time.RFC3339)), h.Title(uiStamp(t)), g.Text(humanize.Age(now.Sub(t))+" ago"))
 }

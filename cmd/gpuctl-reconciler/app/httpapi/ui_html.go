@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"net/url"
 	"strconv"
 	"strings"
@@ -14,9 +15,8 @@ import (
 
 // The pages' HTML, built as gomponents nodes: the overview, the job page and the parts they
 // share. g.Text and the attribute nodes escape what they are given, so every value from the
-// cluster, from Git or from a user goes through them; only constant markup, the stylesheet and
-// uiWhen's <time> element (which escapes its own parts) are written raw; a job's id in a link
-// is escaped for a URL path. html/template is not used on purpose: its executor looks methods
+// cluster, from Git or from a user goes through them; only constant markup and the stylesheet
+// are written raw; a job's id in a link is escaped for a URL path. html/template is not used on purpose: its executor looks methods
 // up by name at run time, so the linker keeps every exported method of every type in the
 // binary, 40 MB more of it and some 20 MiB more of the daemon's memory (see
 // TestNoTemplateExecutor in cmd/gpuctl-reconciler).
@@ -106,19 +106,19 @@ func syncSection(now time.Time, s uiStatus) g.Node {
 		return section("sync", head, errorBox("Status unavailable:", s.Err))
 	}
 	head = append(head, h.Span(h.ID("sync-result"), h.Class("badge badge-"+s.ResultClass),
-		g.Text(or(string(s.St.Result), "Unknown"))))
+		g.Text(cmp.Or(string(s.St.Result), "Unknown"))))
 	applied := muted("none yet")
 	if s.Applied != "" {
 		applied = h.Code(h.Title(s.St.AppliedRevision), g.Text(s.Applied))
 	}
 	facts := h.Dl(h.Class("facts"),
-		fact("Source", h.Code(g.Text(or(s.St.Source, uiNone)))),
+		fact("Source", h.Code(g.Text(cmp.Or(s.St.Source, uiNone)))),
 		fact("Applied revision", applied, g.If(s.Attempted != "", g.Group{g.Text(" "),
 			h.Span(h.Class("muted"), g.Text("(last attempt: "), h.Code(h.Title(s.St.Revision), g.Text(s.Attempted)), g.Text(")"))})),
-		fact("Last attempt", when(now, s.St.LastAttempt), g.If(s.St.Duration != 0, g.Group{g.Text(" "),
+		fact("Last attempt", uiWhen(now, s.St.LastAttempt), g.If(s.St.Duration != 0, g.Group{g.Text(" "),
 			muted("· took " + humanize.Duration(s.St.Duration))})),
-		fact("Last success", when(now, s.St.LastSuccess)),
-		wideFact("Summary", or(s.St.Summary, uiNone)),
+		fact("Last success", uiWhen(now, s.St.LastSuccess)),
+		wideFact("Summary", cmp.Or(s.St.Summary, uiNone)),
 		g.If(s.St.Message != "", wideFact("Message", s.St.Message)),
 		g.If(s.St.RevisionMessage != "", wideFact("Commit", s.St.RevisionMessage)),
 	)
@@ -192,7 +192,7 @@ func driftSection(now time.Time, d uiDrift) g.Node {
 	}
 	generated := g.Text("report not generated yet")
 	if !d.Report.Generated.IsZero() {
-		generated = g.Group{g.Text("report generated "), when(now, d.Report.Generated)}
+		generated = g.Group{g.Text("report generated "), uiWhen(now, d.Report.Generated)}
 	}
 	var items g.Node = h.Div(h.ID("no-drift"), h.Class("ok-box"), g.Text("✓ No drift: the cluster matches Git."))
 	if !d.Clean {
@@ -235,7 +235,7 @@ func driftRow(now time.Time, it uiItem) g.Node {
 		h.Td(categoryBadge(it.Category)),
 		h.Td(h.Code(h.Class("object"), g.Text(it.Object)), g.If(it.Source != "", h.Div(h.Class("muted small"), g.Text(it.Source)))),
 		h.Td(h.Class("who"), who),
-		h.Td(h.Class("nowrap"), when(now, it.When)),
+		h.Td(h.Class("nowrap"), uiWhen(now, it.When)),
 		h.Td(h.Class("diff"),
 			h.Div(g.Text(it.Message), g.If(it.GPUs != 0, g.Group{g.Text(" "),
 				h.Span(h.Class("badge badge-bad"), g.Text(humanize.Plural(it.GPUs, "GPU")))})),
@@ -248,7 +248,7 @@ func driftRow(now time.Time, it uiItem) g.Node {
 // historyRow is an entry of the drift history: when an item was detected or resolved, and why.
 func historyRow(now time.Time, e uiEntry) g.Node {
 	return h.Tr(h.Class("history-row"),
-		h.Td(h.Class("nowrap"), when(now, e.Time)),
+		h.Td(h.Class("nowrap"), uiWhen(now, e.Time)),
 		h.Td(h.Span(h.Class("badge change-"+e.Change), g.Text(e.Change)),
 			g.If(e.Reason != "", g.Group{g.Text(" "), h.Span(h.Class("reason"), g.Text(e.Reason))})),
 		h.Td(categoryBadge(e.Category)),
@@ -328,7 +328,7 @@ func jobSection(now time.Time, j cluster.JobDetail) g.Node {
 			fact("Per pod", g.Text(strconv.FormatFloat(r.CPU, 'g', -1, 64)+" CPU · "+r.Memory+" memory")),
 			queueFact(j.Queue),
 			fact("Object", h.Code(g.Text(j.K8sResources.Kind+"/"+j.K8sResources.JobName))),
-			fact("Created", when(now, j.CreatedAt)),
+			fact("Created", uiWhen(now, j.CreatedAt)),
 			fact("Started", whenOr(now, j.StartedAt, muted("not yet"))),
 		),
 	)
@@ -375,7 +375,7 @@ func podsSection(p uiPods) g.Node {
 			h.Td(statusBadge(pod.Status)),
 			h.Td(h.Class("num"), g.Text(pod.Ready)),
 			h.Td(h.Class("num"), g.Text(strconv.Itoa(int(pod.Restarts)))),
-			h.Td(g.Text(or(pod.Node, uiNone))),
+			h.Td(g.Text(cmp.Or(pod.Node, uiNone))),
 			h.Td(textOrDash(pod.Reason)),
 		)
 	})
@@ -396,7 +396,7 @@ func eventsSection(now time.Time, id string, e uiEvents) g.Node {
 			typeClass = "badge badge-warn"
 		}
 		return h.Tr(h.Class("event-row"),
-			h.Td(h.Class("nowrap"), when(now, ev.LastSeen), g.If(ev.Count > 1, g.Group{g.Text(" "),
+			h.Td(h.Class("nowrap"), uiWhen(now, ev.LastSeen), g.If(ev.Count > 1, g.Group{g.Text(" "),
 				h.Span(h.Class("muted small"), g.Text("(×"+strconv.Itoa(int(ev.Count))+")"))})),
 			h.Td(h.Span(h.Class(typeClass), g.Text(ev.Type))),
 			h.Td(g.Text(ev.Reason)),
@@ -420,7 +420,7 @@ func logsSection(id string, l uiLogs) g.Node {
 			g.If(l.Note != "", smallNote(l.Note)),
 		}
 	case l.Err == "":
-		lines = mutedP(or(l.Note, "No log lines."))
+		lines = mutedP(cmp.Or(l.Note, "No log lines."))
 	}
 	return section("logs", g.Group{h.H2(g.Text("Logs")), h.Span(h.Class("muted small"), g.Text(l.Scope))},
 		g.If(l.Err != "", errorBox("Logs unavailable:", l.Err)),
@@ -486,21 +486,10 @@ func codeOrDash(s string) g.Node {
 	return h.Code(g.Text(s))
 }
 
-// when is uiWhen's <time> element.
-func when(now, t time.Time) g.Node { return g.Raw(uiWhen(now, t)) }
-
-// whenOr is when for a time that may be missing, shown as missing then.
+// whenOr is uiWhen for a time that may be missing, shown as missing then.
 func whenOr(now time.Time, t *time.Time, missing g.Node) g.Node {
 	if t == nil {
 		return missing
 	}
-	return when(now, *t)
-}
-
-// or is s, or def when s is empty.
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
+	return uiWhen(now, *t)
 }

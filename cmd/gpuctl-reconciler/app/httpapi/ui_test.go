@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"html"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -297,6 +298,13 @@ func TestPageReadsAsAPersonWrites(t *testing.T) {
 
 func TestUIWhen(t *testing.T) {
 	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	html := func(n interface{ Render(io.Writer) error }) string {
+		var b strings.Builder
+		if err := n.Render(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
 	for d, want := range map[time.Duration]string{
 		37 * time.Second:               ">37s ago</time>",
 		5*time.Minute + 10*time.Second: ">5m ago</time>",
@@ -304,11 +312,11 @@ func TestUIWhen(t *testing.T) {
 		50 * time.Hour:                 ">2d ago</time>",
 		-10 * time.Second:              ">0s ago</time>",
 	} {
-		if got := string(uiWhen(now, now.Add(-d))); !strings.Contains(got, want) {
+		if got := html(uiWhen(now, now.Add(-d))); !strings.Contains(got, want) {
 			t.Errorf("uiWhen(-%v) = %s, want %s", d, got, want)
 		}
 	}
-	if got := string(uiWhen(now, time.Time{})); !strings.Contains(got, "never") {
+	if got := html(uiWhen(now, time.Time{})); !strings.Contains(got, "never") {
 		t.Errorf("uiWhen(zero) = %s", got)
 	}
 }
