@@ -196,7 +196,7 @@ func newDesiredState(revision, digest string, objects []*unstructured.Unstructur
 			return nil, err
 		}
 		o := same[i] // the same JSON: the same reference, resource and source
-		if o == nil || o.gvr != gvr || o.key == "" {
+		if o == nil || o.gvr != gvr {
 			ref := object.RefOf(u)
 			o = &desiredObject{ref: ref, key: ref.Key(), gvr: gvr, source: object.AnnotationOf(u, keys.Source), hash: object.AnnotationOf(u, keys.AppliedHash), raw: raws[i]}
 		}

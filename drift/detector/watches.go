@@ -247,29 +247,31 @@ func specOrMetaChanged(gk schema.GroupKind, old, obj any) bool {
 	return a.Generation != b.Generation || a.MetaHash != b.MetaHash || a.Deleting != b.Deleting
 }
 
-// member reports whether the metadata watches hold an object of gk namespace/name: one that
-// gpuctl applied.
-func (w *watches) member(gk schema.GroupKind, namespace, name string) bool {
-	_, ok := w.memberVersion(gk, namespace, name)
-	return ok
-}
-
 // memberVersion is the resourceVersion of the metadata watches' object of gk namespace/name,
 // and whether they hold one.
 func (w *watches) memberVersion(gk schema.GroupKind, namespace, name string) (string, bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if m := w.memberAt(gk, namespace+"/"+name); m != nil {
+		return m.ResourceVersion, true
+	}
+	return "", false
+}
+
+// memberAt is the metadata watches' member of gk at store key (namespace/name, or the name of
+// a cluster-scoped object), or nil. The caller holds w.mu.
+func (w *watches) memberAt(gk schema.GroupKind, key string) *member {
 	for _, mw := range w.meta {
 		if mw.gk != gk {
 			continue
 		}
-		if obj, found, err := mw.informer.GetIndexer().GetByKey(namespace + "/" + name); err == nil && found {
+		if obj, found, err := mw.informer.GetIndexer().GetByKey(key); err == nil && found {
 			if m, ok := asMember(obj); ok {
-				return m.ResourceVersion, true
+				return m
 			}
 		}
 	}
-	return "", false
+	return nil
 }
 
 // undesiredWorkloads are the shadow keys of the Jobs, Deployments and StatefulSets that the
@@ -347,16 +349,9 @@ func (w *watches) managedOwner(ns string, owner *metav1.OwnerReference) bool {
 	gk := schema.GroupKind{Group: gv.Group, Kind: owner.Kind}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, mw := range w.meta {
-		if mw.gk != gk {
-			continue
-		}
-		for _, key := range []string{ns + "/" + owner.Name, owner.Name} {
-			if obj, found, err := mw.informer.GetIndexer().GetByKey(key); err == nil && found {
-				if m, ok := asMember(obj); ok && m.UID == owner.UID {
-					return true
-				}
-			}
+	for _, key := range []string{ns + "/" + owner.Name, owner.Name} {
+		if m := w.memberAt(gk, key); m != nil && m.UID == owner.UID {
+			return true
 		}
 	}
 	return false
@@ -405,13 +400,11 @@ func metaOf(obj any) (metav1.Object, error) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	switch m := obj.(type) {
-	case metav1.Object:
-		return m, nil
-	case *member:
-		return m.GetObjectMeta(), nil
+	m, ok := obj.(metav1.Object)
+	if !ok {
+		return nil, fmt.Errorf("drift: unexpected object %T", obj)
 	}
-	return nil, fmt.Errorf("drift: unexpected object %T", obj)
+	return m, nil
 }
 
 func labelsOf(obj any) map[string]string {
