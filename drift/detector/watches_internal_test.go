@@ -19,8 +19,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 )
 
 // TestShadowWatchesLeaveOutOurs: the shadow watches (the workloads that may request GPUs) hold
@@ -95,17 +97,17 @@ func TestShadowWatchesLeaveOutOurs(t *testing.T) {
 		}
 	}
 	gk := schema.GroupKind{Group: "batch", Kind: "Job"}
-	for deadline := time.Now().Add(20 * time.Second); !w.member(gk, ns, "ours-later"); time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(20 * time.Second); !isMember(w, gk, ns, "ours-later"); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(deadline) {
 			t.Fatal("the metadata watch does not hold ours-later")
 		}
 	}
 	for name, want := range map[string]bool{"ours": true, "ours-later": true, "by-hand": false, "other-inventory": false, "absent": false} {
-		if got := w.member(gk, ns, name); got != want {
+		if got := isMember(w, gk, ns, name); got != want {
 			t.Errorf("member(%s) = %v, want %v", name, got, want)
 		}
 	}
-	if w.member(schema.GroupKind{Group: "apps", Kind: "Deployment"}, ns, "ours") {
+	if isMember(w, schema.GroupKind{Group: "apps", Kind: "Deployment"}, ns, "ours") {
 		t.Error("member of another kind")
 	}
 }
@@ -181,5 +183,50 @@ func TestLabelledWorkloadsAreReadOnce(t *testing.T) {
 	}
 	if _, err := read("9"); !apierrors.IsNotFound(err) || gets.n.Load() != 4 {
 		t.Errorf("a failed read is remembered: %v, %d GETs in all, want 4", err, gets.n.Load())
+	}
+}
+
+// isMember reports whether the metadata watches hold an object of gk namespace/name.
+func isMember(w *watches, gk schema.GroupKind, ns, name string) bool {
+	_, ok := w.memberVersion(gk, ns, name)
+	return ok
+}
+
+// TestForgedOwnerIsNotManaged: a team writes the owner references of its own workloads. Only
+// a reference to a member of the metadata watches, in the workload's namespace (or a
+// cluster-scoped one), of its kind and with its UID makes the workload gpuctl's; a reference
+// that borrows a member's name and UID from another namespace, another kind, or another UID,
+// or that no API version parses, does not. (The API server's garbage collector deletes such
+// workloads, but only after the detector may have judged them.)
+func TestForgedOwnerIsNotManaged(t *testing.T) {
+	cron := schema.GroupKind{Group: "batch", Kind: "CronJob"}
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{}, &member{}, 0, cache.Indexers{})
+	for _, m := range []reconciler.Member{{Namespace: "team-a", Name: "nightly", UID: "uid-a"}, {Name: "cluster-wide", UID: "uid-c"}} {
+		if err := inf.GetStore().Add(&member{m}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	w := &watches{meta: map[schema.GroupVersionResource]*metaWatch{{Group: "batch", Version: "v1", Resource: "cronjobs"}: {informer: inf, gk: cron}}}
+	ref := func(apiVersion, kind, name, uid string) *metav1.OwnerReference {
+		return &metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID(uid)}
+	}
+	for _, c := range []struct {
+		what  string
+		ns    string
+		owner *metav1.OwnerReference
+		want  bool
+	}{
+		{"the member, in its namespace", "team-a", ref("batch/v1", "CronJob", "nightly", "uid-a"), true},
+		{"another version of its group", "team-a", ref("batch/v1beta1", "CronJob", "nightly", "uid-a"), true},
+		{"a cluster-scoped member", "team-b", ref("batch/v1", "CronJob", "cluster-wide", "uid-c"), true},
+		{"its name and UID from another namespace", "team-b", ref("batch/v1", "CronJob", "nightly", "uid-a"), false},
+		{"another UID", "team-a", ref("batch/v1", "CronJob", "nightly", "uid-b"), false},
+		{"another kind", "team-a", ref("batch/v1", "Job", "nightly", "uid-a"), false},
+		{"another group", "team-a", ref("evil.example/v1", "CronJob", "nightly", "uid-a"), false},
+		{"an API version that does not parse", "team-a", ref("a/b/c", "CronJob", "nightly", "uid-a"), false},
+	} {
+		if got := w.managedOwner(c.ns, c.owner); got != c.want {
+			t.Errorf("%s: managed %v, want %v", c.what, got, c.want)
+		}
 	}
 }
