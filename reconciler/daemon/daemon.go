@@ -381,8 +381,6 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	if d.opts.Drift != nil {
 		d.opts.Drift.BeginSync()
 	}
-	restore := collectHarder(writes(plan))
-	defer restore()
 	applied := time.Now()
 	cs, err := d.opts.Engine.Apply(ctx, plan, prog.apply)
 	steps.Apply = time.Since(applied)
@@ -511,17 +509,6 @@ func appendBounded(list []string, s string) []string {
 		return list
 	}
 	return append(list, s)
-}
-
-// writes is the number of objects a plan writes.
-func writes(p *reconciler.Plan) int {
-	n := 0
-	for _, c := range p.Changes {
-		if c.Writes() {
-			n++
-		}
-	}
-	return n
 }
 
 func counts(p *reconciler.Plan) map[string]int {

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"sync/atomic"
 )
@@ -56,31 +55,4 @@ func (r *releaser) afterSync() bool {
 		r.collect()
 	}()
 	return true
-}
-
-// A sync that writes many objects (a first sync, a revision that changes most files) spends
-// seconds to minutes applying them, its objects live all along: at 10,000 objects ~60 MiB, and
-// the collector lets the heap grow to twice that. While it applies, the collector runs at
-// largeSyncGCPercent, so that the heap grows to 1.5 times what is live: a little more of a
-// core for the collector, during a phase that waits for the API server. Below largeSyncWrites
-// writes (an edit), the sync is short and nothing changes. gpuctl-reconciler runs at GOGC 50
-// already unless GOGC is set: this matters when it sets a higher percentage.
-const (
-	largeSyncWrites    = 1000
-	largeSyncGCPercent = 50
-)
-
-// collectHarder sets the collector's percentage (GOGC) to largeSyncGCPercent for a sync that
-// writes at least largeSyncWrites objects, unless it is lower already or off, and returns what
-// sets it back.
-func collectHarder(writes int) (restore func()) {
-	if writes < largeSyncWrites {
-		return func() {}
-	}
-	was := debug.SetGCPercent(largeSyncGCPercent)
-	if was <= largeSyncGCPercent { // GOGC=off (-1) or as low: as it was
-		debug.SetGCPercent(was)
-		return func() {}
-	}
-	return func() { debug.SetGCPercent(was) }
 }

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"runtime"
-	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -83,43 +82,5 @@ func TestReleaseLowersTheHeapGoal(t *testing.T) {
 	// was dropped.
 	if after := goal(); during < 128<<20 || after > during-96<<20 {
 		t.Fatalf("heap goal %d MiB during the sync, %d MiB after the collection; want at least 128, then 96 less", during>>20, after>>20)
-	}
-}
-
-// gcPercent is the collector's percentage (GOGC) now.
-func gcPercent() int {
-	p := debug.SetGCPercent(100)
-	debug.SetGCPercent(p)
-	return p
-}
-
-// A sync that writes largeSyncWrites objects or more collects at largeSyncGCPercent while it
-// applies, and the percentage is what it was after it; an edit's sync changes nothing, nor does
-// one when the percentage is lower already or the collector off.
-func TestLargeSyncsCollectHarder(t *testing.T) {
-	defer debug.SetGCPercent(debug.SetGCPercent(100))
-	restore := collectHarder(largeSyncWrites - 1)
-	if p := gcPercent(); p != 100 {
-		t.Errorf("during an edit's sync GOGC is %d, want 100", p)
-	}
-	restore()
-	restore = collectHarder(largeSyncWrites)
-	if p := gcPercent(); p != largeSyncGCPercent {
-		t.Errorf("during a sync of %d writes GOGC is %d, want %d", largeSyncWrites, p, largeSyncGCPercent)
-	}
-	restore()
-	if p := gcPercent(); p != 100 {
-		t.Errorf("after a large sync GOGC is %d, want 100 again", p)
-	}
-	for _, was := range []int{30, -1} {
-		debug.SetGCPercent(was)
-		restore = collectHarder(10 * largeSyncWrites)
-		if p := gcPercent(); p != was {
-			t.Errorf("with GOGC %d, a large sync set it to %d", was, p)
-		}
-		restore()
-		if p := gcPercent(); p != was {
-			t.Errorf("with GOGC %d, it is %d after a large sync", was, p)
-		}
 	}
 }

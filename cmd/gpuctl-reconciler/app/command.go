@@ -309,7 +309,9 @@ func setMemoryLimit(s string) error {
 // 1.5 times what a collection found live, not twice. What the daemon keeps between syncs is
 // small (~30 MB at 10,000 objects), and an edit's sync allocates ~60 MB in a burst; the goal
 // that GOGC 100 gave let that burst take twice the pages. At 10,000 manifests: peak RSS 158 →
-// 139 MiB, edit → applied p50 0.21 s either way; 10,000 gpuctl files 198 MiB (bench/README.md).
+// 132–137 MiB, edit → applied p50 0.18–0.22 s; 10,000 gpuctl files 197–212 MiB. A first sync's
+// objects stay live while it applies them (~60 MiB at 10,000): at GOGC 100 its heap grew to
+// twice that (bench/README.md).
 const gcPercent = 50
 
 // setGCPercent sets the collector's percentage to gcPercent, unless GOGC is set.
