@@ -78,13 +78,10 @@ func (d *Daemon) takeAhead(ctx context.Context, rev sources.Revision) (*ahead, b
 	if a == nil {
 		return nil, false
 	}
-	if a.rev.ID != rev.ID || a.rev.Dir != rev.Dir {
-		a.cancel()
-		return nil, false
-	}
-	// Nothing may have changed between the two fetches: a file removed and put back would
-	// leave the revision as it was, and the render ahead without it.
-	if act, ok := d.opts.Source.(sources.Activity); !ok || !act.Quiet() {
+	// Nothing may have changed between the two fetches either: a file removed and put back
+	// would leave the revision as it was, and the render ahead without it.
+	act, activity := d.opts.Source.(sources.Activity)
+	if a.rev.ID != rev.ID || a.rev.Dir != rev.Dir || !activity || !act.Quiet() {
 		a.cancel()
 		return nil, false
 	}
