@@ -27,9 +27,7 @@ func TestResolvedReasons(t *testing.T) {
 	// A Job created suspended is seen as a shadow before it runs; resumed, it completes.
 	rl := corev1.ResourceList{keys.ResourceGPU: *resource.NewQuantity(1, resource.DecimalSI), // the quota wants all three
 		corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("64Mi")}
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "quick", Namespace: ns},
-		Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}}}
+	job := gpuJob(metav1.ObjectMeta{Name: "quick", Namespace: ns}, rl)
 	if _, err := h.kube.BatchV1().Jobs(ns).Create(h.ctx, job, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,11 +91,8 @@ func TestForgedInventoryLabelIsNotAHidingPlace(t *testing.T) {
 	run := uniq()
 	ns := "drift-forged-" + run
 	h := newHarness(t, "forged-"+run, detector.Options{Mode: drift.ModeReport}, files(ns, "forged-pool", "gpu-t4-1"))
-	rl := corev1.ResourceList{keys.ResourceGPU: resource.MustParse("1")}
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "hidden", Namespace: ns,
-		Labels: map[string]string{keys.ApplySetPartOf: h.engine.InventoryID()}},
-		Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}}}
+	job := gpuJob(metav1.ObjectMeta{Name: "hidden", Namespace: ns,
+		Labels: map[string]string{keys.ApplySetPartOf: h.engine.InventoryID()}}, oneGPU)
 	if _, err := h.kube.BatchV1().Jobs(ns).Create(h.ctx, job, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatal(err)
 	}
@@ -113,12 +108,9 @@ func TestForgedGpuctlLabelsAreNotAHidingPlace(t *testing.T) {
 	run := uniq()
 	ns := "drift-forged2-" + run
 	h := newHarness(t, "forged2-"+run, detector.Options{Mode: drift.ModeCorrect, DeleteShadow: true}, files(ns, "forged2-pool", "gpu-t4-1"))
-	rl := corev1.ResourceList{keys.ResourceGPU: resource.MustParse("1")}
-	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "hidden", Namespace: ns,
+	job := gpuJob(metav1.ObjectMeta{Name: "hidden", Namespace: ns,
 		Labels:      map[string]string{keys.ApplySetPartOf: h.engine.InventoryID(), keys.ManagedBy: keys.ManagedByValue},
-		Annotations: map[string]string{keys.Prune: keys.PruneDisabled}},
-		Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}}}
+		Annotations: map[string]string{keys.Prune: keys.PruneDisabled}}, oneGPU)
 	if _, err := h.kube.BatchV1().Jobs(ns).Create(h.ctx, job, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
 		t.Fatal(err)
 	}
@@ -147,13 +139,10 @@ func TestWorkloadOfAGitObjectIsNotAShadow(t *testing.T) {
 		cron, err = h.kube.BatchV1().CronJobs(ns).Get(h.ctx, "nightly", metav1.GetOptions{})
 		return err == nil, fmt.Sprint(err)
 	})
-	rl := corev1.ResourceList{keys.ResourceGPU: resource.MustParse("1")}
 	job := func(name, owner string, uid types.UID) {
 		t.Helper()
-		j := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "batch/v1", Kind: "CronJob", Name: owner, UID: uid, Controller: ptr(true)}}},
-			Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
-				Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}}}
+		j := gpuJob(metav1.ObjectMeta{Name: name, Namespace: ns, OwnerReferences: []metav1.OwnerReference{{
+			APIVersion: "batch/v1", Kind: "CronJob", Name: owner, UID: uid, Controller: ptr(true)}}}, oneGPU)
 		if _, err := h.kube.BatchV1().Jobs(ns).Create(h.ctx, j, metav1.CreateOptions{FieldManager: "kube-controller-manager"}); err != nil {
 			t.Fatal(err)
 		}
@@ -170,4 +159,14 @@ func TestWorkloadOfAGitObjectIsNotAShadow(t *testing.T) {
 	if it := item(r, drift.Shadow, "Job", "nightly-1"); it != nil {
 		t.Errorf("the Git CronJob's Job is a shadow: %s", it.Message)
 	}
+}
+
+// oneGPU is what a Job of these tests requests and is limited to.
+var oneGPU = corev1.ResourceList{keys.ResourceGPU: resource.MustParse("1")}
+
+// gpuJob is a suspended Job with meta whose one container requests and is limited to rl.
+func gpuJob(meta metav1.ObjectMeta, rl corev1.ResourceList) *batchv1.Job {
+	return &batchv1.Job{ObjectMeta: meta,
+		Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}}}
 }
