@@ -62,6 +62,7 @@ func (m *Manager) syncPausedWorkloads(ctx context.Context, plan *Plan) error {
 	var jobs []*unstructured.Unstructured
 	for _, c := range plan.Changes {
 		if c.Desired != nil && c.Error == "" && c.Action != ActionDelete && QueueManaged(c.Desired) {
+			defer c.whole()() // Sync reads spec.suspend
 			jobs = append(jobs, c.Desired)
 		}
 	}

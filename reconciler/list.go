@@ -127,6 +127,8 @@ func (m *Manager) upToDateInPage(c *Change, p *livePage, i int) bool {
 	if err != nil || a.GetAnnotations()[keys.AppliedHash] != object.AnnotationOf(c.Desired, keys.AppliedHash) {
 		return false
 	}
+	release := c.whole() // needsManagedFields reads its spec
+	defer release()
 	md := &unstructured.Unstructured{Object: map[string]any{}}
 	md.SetGroupVersionKind(p.gvk)
 	md.SetNamespace(a.GetNamespace())

@@ -43,6 +43,8 @@ type Manager struct {
 	inventoryRV atomic.Value
 	// requests counts every request of the manager's clients (Plan reports its own).
 	requests *atomic.Int64
+	// prepared is what the last PlanDeferred prepared of each deferred object (preparedBody).
+	prepared atomic.Pointer[map[preparedKey]preparedBody]
 }
 
 // NewManager connects to the cluster of cfg. Client-side rate limiting is raised (QPS 500,

@@ -236,6 +236,7 @@ func (m *Manager) runStages(ctx context.Context, plan *Plan, deletes bool, recor
 
 // applyOne carries out one change, as the identity that writes its object.
 func (m *Manager) applyOne(ctx context.Context, c *Change) error {
+	defer c.whole()() // a deferred object's body, for the write alone
 	// Pool labels are intents on nodes gpuctl never creates, not adoption: they follow Force.
 	force := c.force || (c.resource == nodeGVR && m.opts.Force)
 	if len(c.Conflicts) > 0 && !force {

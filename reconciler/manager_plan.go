@@ -27,6 +27,16 @@ import (
 // applied-hash and values match the live object are decided locally; the others are decided
 // by a server-side dry-run apply.
 func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured) (plan *Plan, err error) {
+	return m.PlanDeferred(ctx, desired, nil)
+}
+
+// PlanDeferred is Plan of objects that a deferred render handed out (render.Options.Deferred):
+// those that bodies holds are heads, whose body the plan materializes where it reads it (to
+// hash the object, compare it with a live object that changed, dry-run and apply it) and
+// drops again; an edit's sync of 10,000 workloads then decodes the bodies of the few that
+// changed (issue #18, bar 6). Their metadata is written as Plan writes it; Apply and the drift
+// detector materialize them again when they need their bodies.
+func (m *Manager) PlanDeferred(ctx context.Context, desired []*unstructured.Unstructured, bodies *render.Bodies) (plan *Plan, err error) {
 	requests, began := m.requests.Load(), time.Now()
 	defer func() {
 		if plan != nil {
@@ -49,7 +59,9 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 	// Each object is prepared on its own (hashing it is most of the work): on every core.
 	changes := make([]*Change, len(objects))
 	errs := make([]error, len(objects))
-	cores.Each(len(objects), func(i int) { changes[i], errs[i] = m.prepare(objects[i], inv.id) })
+	memo := m.memoOf(bodies)
+	cores.Each(len(objects), func(i int) { changes[i], errs[i] = m.prepare(objects[i], inv.id, memo) })
+	memo.keep(changes)
 	for i, c := range changes {
 		if errs[i] != nil {
 			return nil, errs[i]
@@ -99,10 +111,13 @@ func inventorySize(live map[string]*unstructured.Unstructured, changes []*Change
 // changes the object in place: Plan owns the objects it is given. A kind the cluster does not
 // serve and a tenant object outside its namespace make a failed change; only a failure of
 // discovery itself is an error.
-func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Change, error) {
-	c := &Change{Object: object.RefOf(u), Desired: u, Source: object.AnnotationOf(u, keys.Source), tenant: tenantOf(u)}
+func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string, memo *prepareMemo) (*Change, error) {
+	c := &Change{Object: object.RefOf(u), Desired: u, Source: object.AnnotationOf(u, keys.Source), tenant: tenantOf(u), bodies: memo.bodies}
+	body, deferred := memo.bodies.Key(u)
+	known, hit := memo.last[preparedKey{body, inventoryID}]
 	rm, err := m.mapping(u.GroupVersionKind())
 	if meta.IsNoMatchError(err) {
+		memo.bodies.Materialize(u) // kept whole: not prepared, Digest hashes it as it is
 		c.fail("%v", err)
 		return c, nil
 	}
@@ -116,9 +131,19 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 	case !namespaced:
 		u.SetNamespace("")
 	}
-	c.hash = markMember(u, inventoryID)
 	c.Object, c.resource, c.namespaced, c.stage = object.RefOf(u), rm.Resource, namespaced, render.KindOrder(object.KindOf(u))
-	if c.key, c.gpus = c.Object.Key(), object.GPUs(u); c.gpus > 0 {
+	c.key = c.Object.Key()
+	if hit && deferred && known.key == c.key { // the same content as the last plan prepared
+		c.hash, c.gpus = markMember(u, inventoryID, known.hash), known.gpus
+	} else {
+		release := memo.bodies.Whole(u) // hashed and counted whole, then a head again
+		c.hash, c.gpus = markMember(u, inventoryID, ""), object.GPUs(u)
+		release()
+	}
+	if deferred {
+		c.memo = preparedKey{body, inventoryID}
+	}
+	if c.gpus > 0 {
 		c.pool = poolOf(u)
 	}
 	if c.tenant != "" {
@@ -131,15 +156,64 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string) (*Ch
 }
 
 // markMember labels a desired object as a member of the inventory and annotates it with the
-// hash of what is applied. The object's metadata maps are changed in place (GetLabels and
-// SetLabels would copy them: a plan prepares every desired object).
-func markMember(u *unstructured.Unstructured, inventoryID string) (hash string) {
+// hash of what is applied: hash when known (prepareMemo), else computed. The object's metadata
+// maps are changed in place (GetLabels and SetLabels would copy them: a plan prepares every
+// desired object).
+func markMember(u *unstructured.Unstructured, inventoryID, hash string) string {
 	object.SetLabel(u, keys.ApplySetPartOf, inventoryID)
 	object.SetLabel(u, keys.ManagedBy, keys.ManagedByValue)
-	object.DropAppliedHash(u)
-	hash = hashOf(u)
+	if hash == "" {
+		object.DropAppliedHash(u)
+		hash = hashOf(u)
+	}
 	object.SetAnnotation(u, keys.AppliedHash, hash)
 	return hash
+}
+
+// preparedKey names a deferred object's content (render.BodyKey) marked for an inventory.
+type preparedKey struct {
+	body      render.BodyKey
+	inventory string
+}
+
+// preparedBody is what prepare read of a deferred object's body: its applied-hash and GPUs
+// (and its key, which the content determines: checked again).
+type preparedBody struct {
+	key, hash string
+	gpus      int64
+}
+
+// prepareMemo is what a plan of a deferred render knows before it prepares: the bodies, and
+// what the last such plan prepared of each object's content. A sync of a revision whose files
+// barely changed then decodes and hashes the bodies of the objects that changed alone.
+type prepareMemo struct {
+	m      *Manager
+	bodies *render.Bodies
+	last   map[preparedKey]preparedBody // read-only while the plan prepares
+}
+
+// memoOf returns the memo of a plan of bodies (none without).
+func (m *Manager) memoOf(bodies *render.Bodies) *prepareMemo {
+	memo := &prepareMemo{m: m, bodies: bodies}
+	if last := m.prepared.Load(); bodies != nil && last != nil {
+		memo.last = *last
+	}
+	return memo
+}
+
+// keep remembers what the plan prepared of its deferred objects, for the next plan: those
+// alone, so that the memo holds no more than the newest revision's objects.
+func (memo *prepareMemo) keep(changes []*Change) {
+	if memo.bodies == nil {
+		return
+	}
+	next := make(map[preparedKey]preparedBody, memo.bodies.Len())
+	for _, c := range changes {
+		if c != nil && c.memo.inventory != "" && c.hash != "" {
+			next[c.memo] = preparedBody{key: c.key, hash: c.hash, gpus: c.gpus}
+		}
+	}
+	memo.m.prepared.Store(&next)
 }
 
 // listInventory lists the members of the inventory, one list per group-kind across all
@@ -281,7 +355,12 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 // desired) as unchanged, and says so; the member is then not kept. typed, when not nil, is the
 // member as decoded, u then its metadata alone (see upToDateAs).
 func (m *Manager) seenUpToDate(c *Change, u *unstructured.Unstructured, typed runtime.Object) bool {
-	if c == nil || !m.upToDateAs(c.Desired, u, typed) {
+	if c == nil || object.AnnotationOf(u, keys.AppliedHash) != c.appliedHash() {
+		return false // another configuration: its values are not read
+	}
+	release := c.whole()
+	defer release()
+	if !m.upToDateAs(c.Desired, u, typed) {
 		return false
 	}
 	c.Action, c.liveSeen = ActionUnchanged, true
@@ -308,7 +387,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 		switch {
 		case c.Live == nil:
 			unknown = append(unknown, c)
-		case m.upToDate(c.Desired, c.Live):
+		case c.upToDateWith(m):
 			c.Action = ActionUnchanged
 		default:
 			dryRun = append(dryRun, c)
@@ -328,7 +407,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 			c.Action = ActionCreate
 		} else if err := m.adoptionError(c.Live, c.Desired); err != nil {
 			c.fail("%v", err)
-		} else if m.upToDate(c.Desired, c.Live) { // a member whose kind could not be listed
+		} else if c.upToDateWith(m) { // a member whose kind could not be listed
 			c.Action = ActionUnchanged
 		} else {
 			dryRun = append(dryRun, c)

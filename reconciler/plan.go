@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
+	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 )
@@ -94,6 +95,25 @@ type Change struct {
 	// its pool label, as prepare made it (a plan reads them of every object, more than once).
 	key, hash, pool string
 	gpus            int64
+	// bodies hold Desired's body when a deferred render left it encoded (PlanDeferred), and
+	// memo names its content (prepareMemo).
+	bodies *render.Bodies
+	memo   preparedKey
+}
+
+// whole materializes the desired object of a deferred render (see PlanDeferred) and returns
+// what drops its body again; for any other object, or one held whole already, both do nothing.
+func (c *Change) whole() (release func()) { return c.bodies.Whole(c.Desired) }
+
+// upToDateWith is m.upToDate of the change's desired and live objects; a deferred desired
+// object stays whole unless it is up to date (a dry-run and the apply read it).
+func (c *Change) upToDateWith(m *Manager) bool {
+	release := c.whole()
+	if !m.upToDate(c.Desired, c.Live) {
+		return false
+	}
+	release()
+	return true
 }
 
 // objectKey is Object.Key(), made once by prepare.

@@ -24,6 +24,9 @@ func (st *run) build() []*unstructured.Unstructured {
 	objs := make([]*unstructured.Unstructured, 0, docs)
 	origins := make(map[*unstructured.Unstructured]origin, docs)
 	anyWorkload := false
+	if st.deferred {
+		st.bodies = &Bodies{m: map[*unstructured.Unstructured]*deferredBody{}}
+	}
 	cached := st.decodeCached()
 	for k, s := range st.sources {
 		tenantNS := st.tenantOf(s)
@@ -34,7 +37,8 @@ func (st *run) build() []*unstructured.Unstructured {
 			}
 			var rendered []*unstructured.Unstructured
 			if cached[k] != nil {
-				rendered = cached[k][i]
+				rendered = cached[k][i].objs
+				st.deferBodies(cached[k][i])
 			}
 			if rendered == nil {
 				rendered = st.renderCached(s, i, tenantNS)
@@ -114,8 +118,8 @@ func (st *run) tenantOf(s *source) string {
 // decodeCached returns the objects of every gpuctl document that the cache holds (by source
 // and document; nil where it holds none), decoded on every core: decoding them one after the
 // other was most of building a render of 10,000 gpuctl files.
-func (st *run) decodeCached() [][][]*unstructured.Unstructured {
-	out := make([][][]*unstructured.Unstructured, len(st.sources))
+func (st *run) decodeCached() [][]cachedObjects {
+	out := make([][]cachedObjects, len(st.sources))
 	cores.Each(len(st.sources), func(k int) {
 		s := st.sources[k]
 		if s.kustom || s.entry == nil {
@@ -126,15 +130,35 @@ func (st *run) decodeCached() [][][]*unstructured.Unstructured {
 			if doc.Manifest != nil {
 				continue
 			}
-			if objs := st.cache.rendered(s.entry, i, renderVariant{queued: st.queued(doc), tenant: tenant}); objs != nil {
+			if objs, encs := st.cache.rendered(s.entry, i, renderVariant{queued: st.queued(doc), tenant: tenant}, st.deferred); objs != nil {
 				if out[k] == nil {
-					out[k] = make([][]*unstructured.Unstructured, len(s.docs))
+					out[k] = make([]cachedObjects, len(s.docs))
 				}
-				out[k][i] = objs
+				out[k][i] = cachedObjects{objs, encs}
 			}
 		}
 	})
 	return out
+}
+
+// cachedObjects are the objects of a document that the cache handed out, and the encodings
+// of those it handed out as heads (Options.Deferred; nil for the others).
+type cachedObjects struct {
+	objs []*unstructured.Unstructured
+	encs [][]byte
+}
+
+// deferBodies records the bodies of the objects handed out as heads.
+func (st *run) deferBodies(c cachedObjects) {
+	if c.encs == nil {
+		return
+	}
+	st.bodies.table = st.cache.table() // it only grows: it decodes what was encoded before
+	for j, enc := range c.encs {
+		if enc != nil {
+			st.bodies.m[c.objs[j]] = &deferredBody{enc: enc}
+		}
+	}
 }
 
 // renderCached is renderDoc of document i of s, with tenantRendered when tenant names the
@@ -159,7 +183,8 @@ func (st *run) renderCached(s *source, i int, tenant string) []*unstructured.Uns
 		// their contents and share what other files' objects hold, where the typed objects'
 		// conversion makes a map as large as each struct's fields. At 10,000 training files
 		// that was 127 MiB of objects during a first sync, against ~40 (issue #18, bar 6).
-		if kept := st.cache.rendered(s.entry, i, v); kept != nil {
+		if kept, encs := st.cache.rendered(s.entry, i, v, st.deferred); kept != nil {
+			st.deferBodies(cachedObjects{kept, encs})
 			return kept
 		}
 	}

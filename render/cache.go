@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -421,8 +422,10 @@ func ownMap(obj map[string]any, path ...string) (map[string]any, bool) {
 	return m, true
 }
 
-// rendered returns the objects of the entry's document i rendered as v, or nil.
-func (c *Cache) rendered(e *cacheEntry, i int, v renderVariant) []*unstructured.Unstructured {
+// rendered returns the objects of the entry's document i rendered as v, or nil. With heads,
+// each object is its head alone where it has a body (Options.Deferred), whose encoding is then
+// encs[j] (nil for an object decoded whole).
+func (c *Cache) rendered(e *cacheEntry, i int, v renderVariant, heads bool) (out []*unstructured.Unstructured, encs [][]byte) {
 	c.mu.Lock()
 	var r renderedDoc
 	if i < len(e.objs) {
@@ -431,13 +434,44 @@ func (c *Cache) rendered(e *cacheEntry, i int, v renderVariant) []*unstructured.
 	table := c.intern.table
 	c.mu.Unlock()
 	if r.objs == nil || r.renderVariant != v {
-		return nil
+		return nil, nil
 	}
-	out := make([]*unstructured.Unstructured, len(r.objs))
+	out = make([]*unstructured.Unstructured, len(r.objs))
+	if heads {
+		encs = make([][]byte, len(r.objs))
+	}
 	for j, b := range r.objs {
-		out[j] = &unstructured.Unstructured{Object: decodeObject(b, table)}
+		if !heads {
+			out[j] = &unstructured.Unstructured{Object: decodeObject(b, table)}
+			continue
+		}
+		head, body := decodeHead(b, table)
+		out[j] = &unstructured.Unstructured{Object: head}
+		if !body {
+			continue
+		}
+		if kind, _ := head["kind"].(string); !podCreating(kind) {
+			decodeBody(b, table, head) // only workloads are deferred: the checks read the others' bodies
+			continue
+		}
+		encs[j] = b
 	}
-	return out
+	return out, encs
+}
+
+// podCreating reports whether kind creates pods (a workload, whose body a deferred render
+// leaves encoded).
+func podCreating(kind string) bool {
+	_, ok := object.PodTemplatePath(kind)
+	return ok
+}
+
+// table returns the table of shared values as it is now (it only grows: an encoding made
+// before decodes with it).
+func (c *Cache) table() []any {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.intern.table
 }
 
 // remember stores the objects rendered from the entry's document i.

@@ -252,3 +252,76 @@ func decodeString(b []byte) (string, []byte) {
 	}
 	return unsafe.String(&b[0], int(n)), b[n:]
 }
+
+// headKey reports whether k is a field of an object's head, which a deferred render decodes
+// (Options.Deferred): what the checks across files and the engine read of every object. The
+// other fields are its body.
+func headKey(k string) bool { return k == "apiVersion" || k == "kind" || k == "metadata" }
+
+// decodeHead decodes the head of an object that encodeObject wrote (headKey), and reports
+// whether it skipped a body.
+func decodeHead(b []byte, table []any) (head map[string]any, body bool) {
+	n, w := binary.Uvarint(b[1:]) // b[0] is tagMap
+	b = b[1+w:]
+	head = make(map[string]any, 3)
+	for i := uint64(0); i < n; i++ {
+		var k string
+		k, b = decodeString(b)
+		if !headKey(k) {
+			b, body = skipValue(b), true
+			continue
+		}
+		head[k], b = decodeValue(b, table)
+	}
+	return head, body
+}
+
+// decodeBody decodes the fields of an object that decodeHead skipped into obj.
+func decodeBody(b []byte, table []any, obj map[string]any) {
+	n, w := binary.Uvarint(b[1:])
+	b = b[1+w:]
+	for i := uint64(0); i < n; i++ {
+		var k string
+		k, b = decodeString(b)
+		if headKey(k) {
+			b = skipValue(b)
+			continue
+		}
+		obj[k], b = decodeValue(b, table)
+	}
+}
+
+// skipValue returns the bytes after the value that b starts with, decoding nothing.
+func skipValue(b []byte) []byte {
+	tag, b := b[0], b[1:]
+	switch tag {
+	case tagShared:
+		_, w := binary.Uvarint(b)
+		return b[w:]
+	case tagNull, tagFalse, tagTrue:
+		return b
+	case tagInt:
+		_, w := binary.Varint(b)
+		return b[w:]
+	case tagFloat:
+		return b[8:]
+	case tagString:
+		n, w := binary.Uvarint(b)
+		return b[uint64(w)+n:]
+	case tagMap:
+		n, w := binary.Uvarint(b)
+		b = b[w:]
+		for i := uint64(0); i < n; i++ {
+			k, w := binary.Uvarint(b)
+			b = skipValue(b[uint64(w)+k:])
+		}
+		return b
+	default: // tagList
+		n, w := binary.Uvarint(b)
+		b = b[w:]
+		for i := uint64(0); i < n; i++ {
+			b = skipValue(b)
+		}
+		return b
+	}
+}

@@ -12,8 +12,10 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/test/clusterfixture"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -23,6 +25,8 @@ type rendering struct {
 	diags   []string
 	objects []map[string]any
 	docs    int
+	// deferred counts the objects handed out as heads (Options.Deferred).
+	deferred int
 }
 
 func renderWith(t *testing.T, fs filesys.FileSystem, dir string, opts render.Options) rendering {
@@ -32,11 +36,12 @@ func renderWith(t *testing.T, fs filesys.FileSystem, dir string, opts render.Opt
 	if err != nil && !errors.As(err, &ve) {
 		t.Fatalf("render %s: %v", dir, err)
 	}
+	deferred := wholeObjects(t, res)
 	out, err := render.MarshalYAML(res.Objects)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rendering{yaml: string(out), docs: len(res.Documents)}
+	r := rendering{yaml: string(out), docs: len(res.Documents), deferred: deferred}
 	for _, d := range res.Diagnostics {
 		r.diags = append(r.diags, d.Error())
 	}
@@ -44,6 +49,53 @@ func renderWith(t *testing.T, fs filesys.FileSystem, dir string, opts render.Opt
 		r.objects = append(r.objects, o.DeepCopy().Object)
 	}
 	return r
+}
+
+// wholeObjects materializes the objects that a deferred render handed out as heads, and
+// returns how many: each holds its head alone until materialized, and again once released.
+func wholeObjects(t *testing.T, res *render.Result) int {
+	t.Helper()
+	headOnly := func(u *unstructured.Unstructured) bool {
+		for k := range u.Object {
+			if k != "apiVersion" && k != "kind" && k != "metadata" {
+				return false
+			}
+		}
+		return u.GetKind() != "" && u.GetName() != ""
+	}
+	n := 0
+	for _, o := range res.Objects {
+		if !res.Bodies.Deferred(o) {
+			continue
+		}
+		n++
+		if !headOnly(o) {
+			t.Fatalf("deferred %s holds more than its head: %v", o.GetName(), o.Object)
+		}
+		if _, ok := object.PodTemplatePath(o.GetKind()); !ok {
+			t.Errorf("%s %s is deferred: only workloads are", o.GetKind(), o.GetName())
+		}
+		if !res.Bodies.Materialize(o) || res.Bodies.Materialize(o) {
+			t.Fatalf("%s: Materialize reports true once, then false", o.GetName())
+		}
+		if headOnly(o) {
+			t.Fatalf("%s: no body after Materialize", o.GetName())
+		}
+		res.Bodies.Release(o)
+		if !headOnly(o) {
+			t.Fatalf("%s: a body after Release", o.GetName())
+		}
+		release := res.Bodies.Whole(o)
+		res.Bodies.Whole(o)() // held whole by the first: this release does nothing
+		if headOnly(o) {
+			t.Fatalf("%s: Whole released what it did not materialize", o.GetName())
+		}
+		_ = release // kept whole: the caller compares it
+	}
+	if res.Bodies.Len() != n {
+		t.Errorf("Bodies holds %d objects, %d of the render's are deferred", res.Bodies.Len(), n)
+	}
+	return n
 }
 
 func sameRendering(t *testing.T, what string, want, got rendering) {
@@ -74,6 +126,19 @@ func TestCacheGolden(t *testing.T) {
 			sameRendering(t, "cached", want, renderWith(t, diskFS(), dir, opts))
 			if s := opts.Cache.Stats(); s.Hits == 0 {
 				t.Errorf("the second render hit nothing: %+v", s)
+			}
+			// Deferred (the daemon's): the same objects once materialized; the workloads
+			// handed out as heads, but those that the checks across files wrote.
+			opts.Cache, opts.Deferred = render.NewCache(0), true
+			cold := renderWith(t, diskFS(), dir, opts)
+			sameRendering(t, "cold, deferred", want, cold)
+			cached := renderWith(t, diskFS(), dir, opts)
+			sameRendering(t, "cached, deferred", want, cached)
+			if cold.deferred != cached.deferred {
+				t.Errorf("deferred %d objects cold, %d from the cache", cold.deferred, cached.deferred)
+			}
+			if name == "examples" && cached.deferred < 5 {
+				t.Errorf("%d objects deferred, want the workloads (5 or more)", cached.deferred)
 			}
 		})
 	}

@@ -254,6 +254,7 @@ func (st *run) suspendQueuedJobs(objs []*unstructured.Unstructured) {
 		if gv.Group != "batch" || (kind != "Job" && kind != "CronJob") || st.teams[o.GetNamespace()] == nil {
 			continue
 		}
+		st.bodies.keepWhole(o) // written below
 		specPath, labelsPath := []string{"spec"}, []string{"metadata", "labels"}
 		if kind == "CronJob" {
 			specPath, labelsPath = []string{"spec", "jobTemplate", "spec"}, []string{"spec", "jobTemplate", "metadata", "labels"}

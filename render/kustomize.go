@@ -88,6 +88,7 @@ func (st *run) renderKustomized() map[string][]byte {
 		var buf bytes.Buffer
 		for i := range s.docs {
 			for _, o := range st.renderCached(s, i, "") {
+				st.bodies.keepWhole(o)             // kustomize's input: whole
 				b, _ := sigsyaml.Marshal(o.Object) // cannot fail: maps of JSON values
 				buf.WriteString("---\n")
 				buf.Write(b)

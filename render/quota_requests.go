@@ -142,6 +142,7 @@ func (st *run) checkQuotaRequests(objs []*unstructured.Unstructured, origins map
 		if !ok || len(q.needs[ns]) == 0 {
 			continue
 		}
+		release := st.bodies.Whole(o)
 		spec := o.Object
 		for _, k := range append(tp, "spec") {
 			spec = mapAt(spec[k])
@@ -161,6 +162,7 @@ func (st *run) checkQuotaRequests(objs []*unstructured.Unstructured, origins map
 				st.warnMissingRequests(tc, org, o, field, mapAt(c)["name"], q, ns, missing)
 			}
 		}
+		release()
 	}
 }
 

@@ -42,6 +42,11 @@ type Options struct {
 	// entry the cache holds is then not read again. A file it does not know, or whose entry
 	// is missing, is read (and keyed by what was read).
 	Digest func(abs string) (sum [sha256.Size]byte, ok bool)
+	// Deferred, with Cache, hands out the objects that the cache holds as heads (apiVersion,
+	// kind and metadata), their bodies left encoded in Result.Bodies until a reader
+	// materializes them: for a caller that reads the body of few objects (the daemon's sync,
+	// whose engine needs the applied-hash of each and the body of those it writes).
+	Deferred bool
 }
 
 // Renderer turns a tree of gpuctl files into Kubernetes objects. It is a pure function of the
@@ -71,6 +76,9 @@ type Result struct {
 	// digest it gives (none changed since the caller hashed it). The objects are then those
 	// of the files as the caller hashed them.
 	Consistent bool
+	// Bodies are the bodies of the objects handed out as heads (Options.Deferred), nil
+	// without; an object that it does not hold is whole.
+	Bodies *Bodies
 }
 
 // Warnings returns the diagnostics that do not fail validation.
@@ -126,6 +134,9 @@ type run struct {
 	// their inputs (patches, generator files, ...) and as resources.
 	kinputs, kresources map[string]bool
 
+	// deferred is Options.Deferred with a cache; bodies what build handed out as heads.
+	deferred bool
+	bodies   *Bodies
 	// cache is Options.Cache, and cfgDigest the hash of cfg that its keys include.
 	cache     *Cache
 	cfgDigest []byte
@@ -248,7 +259,7 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 	}
 	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{},
 		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{},
-		cache: r.opts.Cache, digest: r.opts.Digest}
+		cache: r.opts.Cache, digest: r.opts.Digest, deferred: r.opts.Deferred && r.opts.Cache != nil}
 	st.base, st.disk = fsys, reflect.TypeOf(fsys) == diskFS
 	if st.digest != nil {
 		st.fsys = verifiedFS{FileSystem: fsys, st: st}
@@ -311,7 +322,7 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 		res.Documents = append(res.Documents, s.docs...)
 	}
 	if !st.ds.hasErrors() {
-		res.Objects = st.build()
+		res.Objects, res.Bodies = st.build(), st.bodies
 	}
 	if err := st.ctx.Err(); err != nil {
 		return nil, err
@@ -319,7 +330,7 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 	res.Diagnostics = st.ds.sorted()
 	errs, _ := split(res.Diagnostics)
 	if len(errs) > 0 {
-		res.Objects = nil
+		res.Objects, res.Bodies = nil, nil
 		return res, newValidationError(errs)
 	}
 	return res, nil

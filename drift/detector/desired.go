@@ -120,7 +120,7 @@ var jsonDictionary = func() []byte {
 // core: it is most of indexing a revision, and the sync that applied it waits for it. An
 // object that prev holds with the same applied-hash (the same JSON) is prev's (same), not
 // compressed again: an edit's sync makes one desired object.
-func compressAll(objects []*unstructured.Unstructured, prev *desiredState) (raws [][]byte, same []*desiredObject, err error) {
+func compressAll(objects []*unstructured.Unstructured, bodies *render.Bodies, prev *desiredState) (raws [][]byte, same []*desiredObject, err error) {
 	raws = make([][]byte, len(objects))
 	same = make([]*desiredObject, len(objects))
 	errs := make([]error, len(objects))
@@ -141,7 +141,9 @@ func compressAll(objects []*unstructured.Unstructured, prev *desiredState) (raws
 		if workers[w] == nil {
 			workers[w] = compressors.Get().(*compressor)
 		}
+		release := bodies.Whole(u)
 		raws[i], errs[i] = workers[w].compress(u)
+		release()
 	})
 	for _, c := range workers {
 		if c != nil {
@@ -177,11 +179,11 @@ type desiredState struct {
 // newDesiredState indexes the objects of an applied revision (as Plan prepared them), whose
 // reconciler.Digest is digest; the objects that prev (the revision before, or nil) holds
 // with the same applied-hash keep their compressed form (an edit of one file compresses one).
-func newDesiredState(revision, digest string, objects []*unstructured.Unstructured, prev *desiredState, engine *reconciler.Manager) (*desiredState, error) {
+func newDesiredState(revision, digest string, objects []*unstructured.Unstructured, bodies *render.Bodies, prev *desiredState, engine *reconciler.Manager) (*desiredState, error) {
 	ds := &desiredState{revision: revision, digest: digest, objects: make(map[string]*desiredObject, len(objects)),
 		gvrs: map[schema.GroupVersionResource]schema.GroupKind{}, nodes: map[string]nodeIntent{}, namespaces: map[string]bool{}}
 	poolSource := map[string]string{}
-	raws, same, err := compressAll(objects, prev)
+	raws, same, err := compressAll(objects, bodies, prev)
 	if err != nil {
 		return nil, err
 	}

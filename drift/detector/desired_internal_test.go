@@ -25,7 +25,7 @@ func TestCompressAllKeepsUnchanged(t *testing.T) {
 		return u
 	}
 	before := []*unstructured.Unstructured{obj("same", "h1", "x"), obj("edited", "h2", "x")}
-	raws, _, err := compressAll(before, nil)
+	raws, _, err := compressAll(before, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +34,7 @@ func TestCompressAllKeepsUnchanged(t *testing.T) {
 		prev.objects[object.RefOf(u).Key()] = &desiredObject{ref: object.RefOf(u), hash: "h" + string(rune('1'+i)), raw: raws[i]}
 	}
 	after := []*unstructured.Unstructured{obj("same", "h1", "x"), obj("edited", "h3", "y"), obj("new", "h4", "z")}
-	got, same, err := compressAll(after, prev)
+	got, same, err := compressAll(after, nil, prev)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/render"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
@@ -167,10 +168,11 @@ func (d *Detector) BeginSync() {
 	d.mu.Unlock()
 }
 
-// EndSync resumes evaluation; with desired, against the objects of revision. The objects in
-// pending may differ from them; the others were just applied and are evaluated only when
-// they change (or at the next Resync).
-func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, pending []object.Ref) {
+// EndSync resumes evaluation; with desired, against the objects of revision (bodies hold
+// those a deferred render left as heads: see reconciler.PlanDeferred). The objects in pending
+// may differ from them; the others were just applied and are evaluated only when they change
+// (or at the next Resync).
+func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref) {
 	var ds *desiredState
 	digest := ""
 	if desired != nil {
@@ -187,7 +189,7 @@ func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured
 	d.mu.Unlock()
 	if desired != nil && !same {
 		var err error
-		if ds, err = newDesiredState(revision, digest, desired, prev, d.opts.Engine); err != nil {
+		if ds, err = newDesiredState(revision, digest, desired, bodies, prev, d.opts.Engine); err != nil {
 			d.opts.Log.Error("drift: index the applied objects", "err", err)
 			ds = nil
 		}

@@ -334,10 +334,10 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		}
 		return
 	}
-	objects := res.Objects
+	objects, bodies := res.Objects, res.Bodies
 	res = nil // the parsed documents are not needed any more: let them be collected
 	prog := d.newSyncProgress()
-	plan, err := d.opts.Engine.Plan(prog.planContext(ctx), objects)
+	plan, err := d.opts.Engine.PlanDeferred(prog.planContext(ctx), objects, bodies)
 	if plan != nil {
 		steps.Plan = plan.Stats.Took
 	}
@@ -365,7 +365,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		}
 		if d.opts.Drift != nil {
 			began := time.Now()
-			d.opts.Drift.EndSync(rev.ID, objects, pendingOf(plan, false))
+			d.opts.Drift.EndSync(rev.ID, objects, bodies, pendingOf(plan, false))
 			steps.Drift = time.Since(began)
 		}
 		if !plan.HasChanges() {
@@ -395,11 +395,11 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	if d.opts.Drift != nil {
 		began := time.Now()
 		if cs == nil || cs.WriteFailed() {
-			d.opts.Drift.EndSync("", nil, nil)
+			d.opts.Drift.EndSync("", nil, nil, nil)
 		} else { // applied, but for objects that failed at plan time: they are not watched
 			pending, accepted := pendingOf(plan, true), plan.Accepted(objects)
 			plan = nil // let the plan's live objects go before the detector indexes the revision
-			d.opts.Drift.EndSync(rev.ID, accepted, pending)
+			d.opts.Drift.EndSync(rev.ID, accepted, bodies, pending)
 		}
 		steps.Drift = time.Since(began)
 	}
@@ -480,6 +480,7 @@ func (d *Daemon) render(ctx context.Context, rev sources.Revision) (*render.Resu
 	if opts.Cache == nil {
 		opts.Cache = d.renderCache
 	}
+	opts.Deferred = true // the engine and the detector materialize what they read (reconciler.PlanDeferred)
 	if dg, ok := d.opts.Source.(sources.Digester); ok && opts.Digest == nil {
 		// The source has just hashed the revision's files: those the cache has seen are not
 		// read again.
@@ -537,5 +538,5 @@ func (d *Daemon) Plan(ctx context.Context) (*reconciler.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.opts.Engine.Plan(ctx, res.Objects)
+	return d.opts.Engine.PlanDeferred(ctx, res.Objects, res.Bodies)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -22,10 +23,11 @@ type Detector interface {
 	// BeginSync pauses detection while a sync writes.
 	BeginSync()
 	// EndSync resumes detection. With desired set, revision is now the reference: desired are
-	// its objects (as Plan prepared them) and pending those that may still differ from them
-	// (conflicts not applied, or a plan left unapplied); the others were just applied. With
-	// desired nil the last applied revision stays the reference.
-	EndSync(revision string, desired []*unstructured.Unstructured, pending []object.Ref)
+	// its objects (as Plan prepared them; bodies hold those a deferred render left as heads)
+	// and pending those that may still differ from them (conflicts not applied, or a plan
+	// left unapplied); the others were just applied. With desired nil the last applied
+	// revision stays the reference.
+	EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref)
 	// Current returns the report and history held in memory, or false before the first
 	// report.
 	Current() (drift.Report, []drift.Entry, bool)
