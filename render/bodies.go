@@ -1,9 +1,14 @@
 package render
 
 import (
+	"encoding/binary"
+	"slices"
+	"strconv"
+	"strings"
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -113,4 +118,108 @@ func (b *Bodies) Key(u *unstructured.Unstructured) (BodyKey, bool) {
 		return BodyKey{}, false
 	}
 	return BodyKey{enc: unsafe.SliceData(d.enc), n: len(d.enc)}, true
+}
+
+// AppendJSON appends to buf object.AppendJSON of u as it is whole, without materializing it:
+// a deferred object's body is written from the cache's encoding (the same bytes: keys
+// sorted), its head from its maps as they are now. The drift detector compresses the objects
+// of a first sync so, without decoding each one's body again.
+func (b *Bodies) AppendJSON(buf []byte, u *unstructured.Unstructured) ([]byte, error) {
+	d := b.of(u)
+	if d == nil || d.whole {
+		return object.AppendJSON(buf, u.Object)
+	}
+	var small [8]jsonField
+	fields := small[:0]
+	for k, v := range u.Object {
+		fields = append(fields, jsonField{key: k, value: v})
+	}
+	n, w := binary.Uvarint(d.enc[1:]) // d.enc[0] is tagMap
+	p := d.enc[1+w:]
+	for i := uint64(0); i < n; i++ {
+		var k string
+		k, p = decodeString(p)
+		if !headKey(k) {
+			fields = append(fields, jsonField{key: k, enc: p})
+		}
+		p = skipValue(p)
+	}
+	return appendJSONFields(buf, fields, b.table)
+}
+
+// jsonField is a field of a map written as JSON: its value decoded, or its encoding.
+type jsonField struct {
+	key   string
+	value any
+	enc   []byte
+}
+
+// appendJSONFields writes fields as a JSON object, in the order of their keys.
+func appendJSONFields(buf []byte, fields []jsonField, table []any) ([]byte, error) {
+	slices.SortFunc(fields, func(a, b jsonField) int { return strings.Compare(a.key, b.key) })
+	buf = append(buf, '{')
+	for i, f := range fields {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(object.AppendJSONString(buf, f.key), ':')
+		var err error
+		if f.enc != nil {
+			buf, _, err = appendEncodedJSON(buf, f.enc, table)
+		} else {
+			buf, err = object.AppendJSON(buf, f.value)
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+	return append(buf, '}'), nil
+}
+
+// appendEncodedJSON writes the value that b starts with as object.AppendJSON writes it
+// decoded, and returns the bytes after it.
+func appendEncodedJSON(buf, b []byte, table []any) ([]byte, []byte, error) {
+	tag := b[0]
+	switch tag {
+	case tagShared:
+		i, w := binary.Uvarint(b[1:])
+		out, err := object.AppendJSON(buf, table[i])
+		return out, b[1+w:], err
+	case tagString:
+		s, rest := decodeString(b[1:])
+		return object.AppendJSONString(buf, s), rest, nil
+	case tagMap:
+		n, w := binary.Uvarint(b[1:])
+		b = b[1+w:]
+		var small [8]jsonField
+		fields := small[:0]
+		for i := uint64(0); i < n; i++ {
+			var k string
+			k, b = decodeString(b)
+			fields = append(fields, jsonField{key: k, enc: b})
+			b = skipValue(b)
+		}
+		out, err := appendJSONFields(buf, fields, table)
+		return out, b, err
+	case tagList:
+		n, w := binary.Uvarint(b[1:])
+		b = b[1+w:]
+		buf = append(buf, '[')
+		for i := uint64(0); i < n; i++ {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, b, err = appendEncodedJSON(buf, b, table); err != nil {
+				return buf, b, err
+			}
+		}
+		return append(buf, ']'), b, nil
+	case tagInt:
+		i, w := binary.Varint(b[1:])
+		return strconv.AppendInt(buf, i, 10), b[1+w:], nil
+	}
+	v, rest := decodeValue(b, table) // null, a boolean or a float
+	out, err := object.AppendJSON(buf, v)
+	return out, rest, err
 }

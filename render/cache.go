@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"container/list"
 	"crypto/sha256"
 	"encoding/json"
@@ -284,6 +285,24 @@ func newEntry(key cacheKey, name string, data []byte) *cacheEntry {
 		e.diags = append(e.diags, *d)
 	}
 	return e
+}
+
+// lazyPositions drops the field positions of a new entry's gpuctl documents, which find them
+// again from the file when asked (lazyFields): called once the render that parsed it has its
+// copies, before the entry is shared. A file that holds a plain manifest keeps them (a
+// manifest's positions take less than its file: ~1.1 KB a Job).
+func (e *cacheEntry) lazyPositions(name string, data []byte) {
+	for _, d := range e.docs {
+		if d.Kind == KindManifest || d.pos != nil {
+			return
+		}
+	}
+	lazy := &lazyFields{name: name, data: bytes.Clone(data)}
+	for i, d := range e.docs {
+		kept := *d // the render's copies share d
+		kept.fields, kept.lazy = nil, lazy
+		e.docs[i] = &kept
+	}
 }
 
 // compact encodes the plain manifests of a new entry, sharing with the manifests and objects

@@ -75,9 +75,18 @@ func wholeObjects(t *testing.T, res *render.Result) int {
 		if _, ok := object.PodTemplatePath(o.GetKind()); !ok {
 			t.Errorf("%s %s is deferred: only workloads are", o.GetKind(), o.GetName())
 		}
+		object.SetLabel(o, "z-written", "in the head") // as the engine marks it
+		encoded, err := res.Bodies.AppendJSON(nil, o)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !res.Bodies.Materialize(o) || res.Bodies.Materialize(o) {
 			t.Fatalf("%s: Materialize reports true once, then false", o.GetName())
 		}
+		if whole, _ := object.AppendJSON(nil, o.Object); string(encoded) != string(whole) {
+			t.Fatalf("%s: JSON from the encoding\n%s\nwhole\n%s", o.GetName(), encoded, whole)
+		}
+		delete(o.Object["metadata"].(map[string]any)["labels"].(map[string]any), "z-written")
 		if headOnly(o) {
 			t.Fatalf("%s: no body after Materialize", o.GetName())
 		}
@@ -435,4 +444,46 @@ func TestCacheCountsWhatItHolds(t *testing.T) {
 		t.Fatalf("the cache holds %d bytes for %d manifest files and counts %d (%d entries)", held, n, counted, s.Entries)
 	}
 	t.Logf("%d manifest files: %.0f bytes each held, %.0f counted", n, float64(held)/n, float64(counted)/n)
+}
+
+// TestCachedPositionsAreFoundAgain: the cache keeps a gpuctl file's content, not its fields'
+// positions; a document it hands out finds them when first asked (from any goroutine), the
+// same as a document parsed then.
+func TestCachedPositionsAreFoundAgain(t *testing.T) {
+	fs, err := render.MemFS("/repo", map[string]string{"a.yaml": benchFile(0) + "---\n" + benchFile(4)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := render.New(render.Options{}).Render(fs, "/repo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache := render.NewCache(0)
+	fields := []string{"job.name", "resources.gpu", "environment.image", "service.port", "storage.workdirs[1].path", "absent"}
+	for _, what := range []string{"cold", "cached"} {
+		res, err := render.New(render.Options{Cache: cache}).Render(fs, "/repo")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Documents) != 2 {
+			t.Fatalf("%s: %d documents", what, len(res.Documents))
+		}
+		var wg sync.WaitGroup
+		for i, d := range res.Documents {
+			for _, f := range fields {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					w := want.Documents[i]
+					if d.At(f) != w.At(f) || d.Has(f) != w.Has(f) {
+						t.Errorf("%s: document %d: %s at %v (%v), parsed at %v (%v)", what, i, f, d.At(f), d.Has(f), w.At(f), w.Has(f))
+					}
+				}()
+			}
+		}
+		wg.Wait()
+	}
+	if !want.Documents[0].Has("storage.workdirs[1].path") || want.Documents[1].At("service.port") == want.Documents[1].Pos {
+		t.Fatalf("the fixture lacks the fields: %v", want.Documents[1].At("service.port"))
+	}
 }

@@ -617,8 +617,10 @@ func (st *run) parseAll() {
 			s.docs = st.cache.handOut(s.entry, &per[i])
 			return
 		}
-		s.entry = st.cache.put(st.cache.compact(newEntry(key, s.display, data)))
-		s.docs = st.cache.handOut(s.entry, &per[i])
+		e := st.cache.compact(newEntry(key, s.display, data))
+		s.docs = st.cache.handOut(e, &per[i]) // with the positions: this render's checks read them
+		e.lazyPositions(s.display, data)
+		s.entry = st.cache.put(e)
 	})
 	for i := range per {
 		st.ds.list = append(st.ds.list, per[i].list...)

@@ -3,6 +3,7 @@ package render
 import (
 	"slices"
 	"strings"
+	"sync"
 	"unique"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -205,6 +206,35 @@ type Document struct {
 	// (compactFields).
 	pos    map[string]Pos
 	fields []fieldPos
+	// lazy, for a document of the render cache, finds fields when first asked (lazyFields).
+	lazy *lazyFields
+}
+
+// lazyFields are the field positions of the documents of a cached file, found by parsing it
+// again when a position is first asked: a file's positions were ~770 bytes of each training
+// file in the cache (more than its ~300 bytes, kept instead), most never read (issue #18,
+// bar 6). A render asks for them for a diagnostic across files, and the CLI for an edit.
+type lazyFields struct {
+	name string
+	data []byte
+	once sync.Once
+	docs [][]fieldPos // by document index
+}
+
+// of returns the positions of document i.
+func (l *lazyFields) of(i int) []fieldPos {
+	l.once.Do(func() {
+		for _, d := range parseFile(l.name, l.data, &diagnostics{}) {
+			for len(l.docs) <= d.Index {
+				l.docs = append(l.docs, nil)
+			}
+			l.docs[d.Index] = d.fields
+		}
+	})
+	if i < len(l.docs) {
+		return l.docs[i]
+	}
+	return nil
 }
 
 // fieldPos is where a field of a document was written.
@@ -233,11 +263,15 @@ func (d *Document) position(field string) (Pos, bool) {
 		p, ok := d.pos[field]
 		return p, ok
 	}
-	i, ok := slices.BinarySearchFunc(d.fields, field, func(f fieldPos, name string) int { return strings.Compare(f.field, name) })
+	fields := d.fields
+	if fields == nil && d.lazy != nil {
+		fields = d.lazy.of(d.Index)
+	}
+	i, ok := slices.BinarySearchFunc(fields, field, func(f fieldPos, name string) int { return strings.Compare(f.field, name) })
 	if !ok {
 		return Pos{}, false
 	}
-	return Pos{Line: int(d.fields[i].line), Column: int(d.fields[i].column)}, true
+	return Pos{Line: int(fields[i].line), Column: int(fields[i].column)}, true
 }
 
 // KindManifest is the Document.Kind of plain Kubernetes manifests.

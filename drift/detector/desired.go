@@ -49,8 +49,8 @@ type compressor struct {
 	raw []byte // the object's JSON, kept for the next
 }
 
-func (c *compressor) compress(u *unstructured.Unstructured) ([]byte, error) {
-	raw, err := object.AppendJSON(c.raw[:0], u.Object)
+func (c *compressor) compress(u *unstructured.Unstructured, bodies *render.Bodies) ([]byte, error) {
+	raw, err := bodies.AppendJSON(c.raw[:0], u) // a deferred object's body from its encoding
 	if err != nil {
 		return nil, err
 	}
@@ -141,9 +141,7 @@ func compressAll(objects []*unstructured.Unstructured, bodies *render.Bodies, pr
 		if workers[w] == nil {
 			workers[w] = compressors.Get().(*compressor)
 		}
-		release := bodies.Whole(u)
-		raws[i], errs[i] = workers[w].compress(u)
-		release()
+		raws[i], errs[i] = workers[w].compress(u, bodies)
 	})
 	for _, c := range workers {
 		if c != nil {

@@ -114,7 +114,7 @@ func TestCompressionUsesTheDictionary(t *testing.T) {
 // it alone, and what it makes decodes to u.
 func compressesTo(t *testing.T, u *unstructured.Unstructured, percent int) {
 	t.Helper()
-	raw, err := (&compressor{}).compress(u)
+	raw, err := (&compressor{}).compress(u, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,9 @@ func AppendJSON(buf []byte, v any) ([]byte, error) {
 	return append(buf, b...), err
 }
 
+// AppendJSONString appends s as AppendJSON writes a string.
+func AppendJSONString(buf []byte, s string) []byte { return appendJSONString(buf, s) }
+
 // appendJSONFloat writes a float as encoding/json does (ES6 number form: exponent below 1e-6
 // and from 1e21, without padding).
 func appendJSONFloat(buf []byte, f float64) ([]byte, error) {
