@@ -306,13 +306,13 @@ func setMemoryLimit(s string) error {
 }
 
 // gcPercent is the daemon's collector percentage (GOGC), unless GOGC is set: the heap grows to
-// 1.5 times what a collection found live, not twice. What the daemon keeps between syncs is
-// small (~30 MB at 10,000 objects), and an edit's sync allocates ~60 MB in a burst; the goal
-// that GOGC 100 gave let that burst take twice the pages. At 10,000 manifests: peak RSS 158 →
-// 132–137 MiB, edit → applied p50 0.18–0.22 s; 10,000 gpuctl files 197–212 MiB. A first sync's
-// objects stay live while it applies them (~60 MiB at 10,000): at GOGC 100 its heap grew to
-// twice that (bench/README.md).
-const gcPercent = 50
+// 1.35 times what a collection found live, not twice. What the daemon keeps between syncs is
+// small (~45 MB at 10,000 gpuctl files), and a sync allocates in bursts; the goal that GOGC 100
+// gave let a burst take twice the pages. At 10,000 manifests GOGC 50 made the peak RSS 158 →
+// 132–137 MiB; at 10,000 gpuctl files (deferred bodies) GOGC 35 made it 141–177 → 136–139 MiB
+// (first sync 132–137), edit → applied p50 0.15–0.16 s as at 50, a restart's first sync 2.3 s
+// (bench/README.md).
+const gcPercent = 35
 
 // setGCPercent sets the collector's percentage to gcPercent, unless GOGC is set.
 func setGCPercent() {

@@ -22,7 +22,7 @@ func TestMemoryLimit(t *testing.T) {
 	}
 }
 
-// TestGCPercent: the daemon collects at GOGC 50 unless GOGC is set, which wins.
+// TestGCPercent: the daemon collects at GOGC 35 unless GOGC is set, which wins.
 func TestGCPercent(t *testing.T) {
 	was := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(was)
