@@ -309,8 +309,8 @@ func setMemoryLimit(s string) error {
 // 1.35 times what a collection found live, not twice. What the daemon keeps between syncs is
 // small (~45 MB at 10,000 gpuctl files), and a sync allocates in bursts; the goal that GOGC 100
 // gave let a burst take twice the pages. At 10,000 manifests GOGC 50 made the peak RSS 158 →
-// 132–137 MiB; at 10,000 gpuctl files (deferred bodies) GOGC 35 made it 141–177 → 136–139 MiB
-// (first sync 132–137), edit → applied p50 0.15–0.16 s as at 50, a restart's first sync 2.3 s
+// 132–137 MiB; at 10,000 gpuctl files (deferred bodies) GOGC 35 made it 141–177 → 134–139 MiB
+// (first sync 131–137), edit → applied p50 0.15–0.16 s as at 50, a restart's first sync 2.3 s
 // (bench/README.md).
 const gcPercent = 35
 
