@@ -61,7 +61,7 @@ func (m *Manager) PlanDeferred(ctx context.Context, desired []*unstructured.Unst
 	errs := make([]error, len(objects))
 	memo := m.memoOf(bodies)
 	cores.Each(len(objects), func(i int) { changes[i], errs[i] = m.prepare(objects[i], inv.id, memo) })
-	memo.keep(changes)
+	m.keepPrepared(bodies, changes, inv.id)
 	for i, c := range changes {
 		if errs[i] != nil {
 			return nil, errs[i]
@@ -113,8 +113,11 @@ func inventorySize(live map[string]*unstructured.Unstructured, changes []*Change
 // discovery itself is an error.
 func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string, memo *prepareMemo) (*Change, error) {
 	c := &Change{Object: object.RefOf(u), Desired: u, Source: object.AnnotationOf(u, keys.Source), tenant: tenantOf(u), bodies: memo.bodies}
-	body, deferred := memo.bodies.Key(u)
-	known, hit := memo.last[preparedKey{body, inventoryID}]
+	var known preparedBody
+	var hit bool
+	if body, deferred := memo.bodies.Key(u); deferred {
+		known, hit = memo.last[preparedKey{body, inventoryID}]
+	}
 	rm, err := m.mapping(u.GroupVersionKind())
 	if meta.IsNoMatchError(err) {
 		memo.bodies.Materialize(u) // kept whole: not prepared, Digest hashes it as it is
@@ -133,15 +136,12 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string, memo
 	}
 	c.Object, c.resource, c.namespaced, c.stage = object.RefOf(u), rm.Resource, namespaced, render.KindOrder(object.KindOf(u))
 	c.key = c.Object.Key()
-	if hit && deferred && known.key == c.key { // the same content as the last plan prepared
+	if hit && known.key == c.key { // the same content as the last plan prepared
 		c.hash, c.gpus = markMember(u, inventoryID, known.hash), known.gpus
 	} else {
 		release := memo.bodies.Whole(u) // hashed and counted whole, then a head again
 		c.hash, c.gpus = markMember(u, inventoryID, ""), object.GPUs(u)
 		release()
-	}
-	if deferred {
-		c.memo = preparedKey{body, inventoryID}
 	}
 	if c.gpus > 0 {
 		c.pool = poolOf(u)
@@ -187,33 +187,35 @@ type preparedBody struct {
 // what the last such plan prepared of each object's content. A sync of a revision whose files
 // barely changed then decodes and hashes the bodies of the objects that changed alone.
 type prepareMemo struct {
-	m      *Manager
 	bodies *render.Bodies
 	last   map[preparedKey]preparedBody // read-only while the plan prepares
 }
 
 // memoOf returns the memo of a plan of bodies (none without).
 func (m *Manager) memoOf(bodies *render.Bodies) *prepareMemo {
-	memo := &prepareMemo{m: m, bodies: bodies}
+	memo := &prepareMemo{bodies: bodies}
 	if last := m.prepared.Load(); bodies != nil && last != nil {
 		memo.last = *last
 	}
 	return memo
 }
 
-// keep remembers what the plan prepared of its deferred objects, for the next plan: those
-// alone, so that the memo holds no more than the newest revision's objects.
-func (memo *prepareMemo) keep(changes []*Change) {
-	if memo.bodies == nil {
+// keepPrepared remembers what a plan prepared of its deferred objects, for the next plan:
+// those alone, so that the memo holds no more than the newest revision's objects.
+func (m *Manager) keepPrepared(bodies *render.Bodies, changes []*Change, inventoryID string) {
+	if bodies == nil {
 		return
 	}
-	next := make(map[preparedKey]preparedBody, memo.bodies.Len())
+	next := make(map[preparedKey]preparedBody, bodies.Len())
 	for _, c := range changes {
-		if c != nil && c.memo.inventory != "" && c.hash != "" {
-			next[c.memo] = preparedBody{key: c.key, hash: c.hash, gpus: c.gpus}
+		if c == nil || c.hash == "" {
+			continue
+		}
+		if body, deferred := bodies.Key(c.Desired); deferred {
+			next[preparedKey{body, inventoryID}] = preparedBody{key: c.key, hash: c.hash, gpus: c.gpus}
 		}
 	}
-	memo.m.prepared.Store(&next)
+	m.prepared.Store(&next)
 }
 
 // listInventory lists the members of the inventory, one list per group-kind across all

@@ -95,10 +95,8 @@ type Change struct {
 	// its pool label, as prepare made it (a plan reads them of every object, more than once).
 	key, hash, pool string
 	gpus            int64
-	// bodies hold Desired's body when a deferred render left it encoded (PlanDeferred), and
-	// memo names its content (prepareMemo).
+	// bodies hold Desired's body when a deferred render left it encoded (PlanDeferred).
 	bodies *render.Bodies
-	memo   preparedKey
 }
 
 // whole materializes the desired object of a deferred render (see PlanDeferred) and returns

@@ -134,16 +134,11 @@ func (b *Bodies) AppendJSON(buf []byte, u *unstructured.Unstructured) ([]byte, e
 	for k, v := range u.Object {
 		fields = append(fields, jsonField{key: k, value: v})
 	}
-	n, w := binary.Uvarint(d.enc[1:]) // d.enc[0] is tagMap
-	p := d.enc[1+w:]
-	for i := uint64(0); i < n; i++ {
-		var k string
-		k, p = decodeString(p)
+	eachField(d.enc, func(k string, v []byte) {
 		if !headKey(k) {
-			fields = append(fields, jsonField{key: k, enc: p})
+			fields = append(fields, jsonField{key: k, enc: v})
 		}
-		p = skipValue(p)
-	}
+	})
 	return appendJSONFields(buf, fields, b.table)
 }
 
@@ -189,18 +184,11 @@ func appendEncodedJSON(buf, b []byte, table []any) ([]byte, []byte, error) {
 		s, rest := decodeString(b[1:])
 		return object.AppendJSONString(buf, s), rest, nil
 	case tagMap:
-		n, w := binary.Uvarint(b[1:])
-		b = b[1+w:]
 		var small [8]jsonField
 		fields := small[:0]
-		for i := uint64(0); i < n; i++ {
-			var k string
-			k, b = decodeString(b)
-			fields = append(fields, jsonField{key: k, enc: b})
-			b = skipValue(b)
-		}
+		rest := eachField(b, func(k string, v []byte) { fields = append(fields, jsonField{key: k, enc: v}) })
 		out, err := appendJSONFields(buf, fields, table)
-		return out, b, err
+		return out, rest, err
 	case tagList:
 		n, w := binary.Uvarint(b[1:])
 		b = b[1+w:]

@@ -261,34 +261,38 @@ func headKey(k string) bool { return k == "apiVersion" || k == "kind" || k == "m
 // decodeHead decodes the head of an object that encodeObject wrote (headKey), and reports
 // whether it skipped a body.
 func decodeHead(b []byte, table []any) (head map[string]any, body bool) {
-	n, w := binary.Uvarint(b[1:]) // b[0] is tagMap
-	b = b[1+w:]
 	head = make(map[string]any, 3)
-	for i := uint64(0); i < n; i++ {
-		var k string
-		k, b = decodeString(b)
-		if !headKey(k) {
-			b, body = skipValue(b), true
-			continue
+	eachField(b, func(k string, v []byte) {
+		if headKey(k) {
+			head[k], _ = decodeValue(v, table)
+		} else {
+			body = true
 		}
-		head[k], b = decodeValue(b, table)
-	}
+	})
 	return head, body
 }
 
 // decodeBody decodes the fields of an object that decodeHead skipped into obj.
 func decodeBody(b []byte, table []any, obj map[string]any) {
-	n, w := binary.Uvarint(b[1:])
+	eachField(b, func(k string, v []byte) {
+		if !headKey(k) {
+			obj[k], _ = decodeValue(v, table)
+		}
+	})
+}
+
+// eachField calls f with the key and the encoded value of each field of the map that b starts
+// with, in the encoding's order, and returns the bytes after the map.
+func eachField(b []byte, f func(k string, v []byte)) []byte {
+	n, w := binary.Uvarint(b[1:]) // b[0] is tagMap
 	b = b[1+w:]
 	for i := uint64(0); i < n; i++ {
 		var k string
 		k, b = decodeString(b)
-		if headKey(k) {
-			b = skipValue(b)
-			continue
-		}
-		obj[k], b = decodeValue(b, table)
+		f(k, b)
+		b = skipValue(b)
 	}
+	return b
 }
 
 // skipValue returns the bytes after the value that b starts with, decoding nothing.
