@@ -7,6 +7,8 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -152,5 +154,47 @@ func TestDeferredBodies(t *testing.T) {
 	}
 	if d, err = e.kube.AppsV1().Deployments(ns).Get(e.ctx, "chat", metav1.GetOptions{}); err != nil || *d.Spec.Replicas != 3 {
 		t.Fatalf("edit not applied: %v", err)
+	}
+}
+
+// TestDeferredLeavesAForeignObject: a Deployment that someone else created where a deferred
+// workload would go is refused (not taken over, not written), from a cold render and again
+// from the cache when the plan knows the workload's hash already; force does not change that.
+func TestDeferredLeavesAForeignObject(t *testing.T) {
+	opts := reconciler.DefaultOptions()
+	opts.Force = true
+	e := newEnv(t, opts)
+	ns := "deferred-foreign"
+	createNamespace(e, ns)
+	files := teamFiles(ns, "pytorch:1", 1)
+	delete(files, "quota.yaml")
+	foreign := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "chat", Namespace: ns, Labels: map[string]string{"app": "theirs"}},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "theirs"}},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "theirs"}},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "theirs:1"}}},
+			},
+		},
+	}
+	if _, err := e.kube.AppsV1().Deployments(ns).Create(e.ctx, foreign, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	cache := render.NewCache(0)
+	for _, what := range []string{"cold", "cached"} {
+		res := deferredRender(t, cache, files)
+		plan, err := e.manager.PlanDeferred(e.ctx, res.Objects, res.Bodies)
+		if err != nil {
+			t.Fatalf("%s: plan: %v", what, err)
+		}
+		if got := failures(plan); !strings.Contains(got, "Deployment "+ns+"/chat: ") || !strings.Contains(got, reconciler.ErrNotCreatedByGpuctl.Error()) {
+			t.Fatalf("%s: the foreign Deployment is not refused:\n%s", what, got)
+		}
+		_, _ = e.manager.Apply(e.ctx, plan, nil) // the refused change is skipped; the Job is created
+		d, err := e.kube.AppsV1().Deployments(ns).Get(e.ctx, "chat", metav1.GetOptions{})
+		if err != nil || d.Spec.Template.Spec.Containers[0].Image != "theirs:1" || d.Labels[keys.ManagedBy] != "" {
+			t.Fatalf("%s: the foreign Deployment was written: %v", what, err)
+		}
 	}
 }
