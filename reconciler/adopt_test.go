@@ -93,11 +93,8 @@ func assertUntouched(t *testing.T, e *env, live *corev1.LimitRange) {
 // adoptable object that another manager owns is applied without force: the conflict is
 // reported and the other manager's value stays — in a sync and in a drift correction.
 func TestNeverForceWhatGpuctlDidNotCreate(t *testing.T) {
-	opts := reconciler.DefaultOptions()
-	opts.Force = true
-	e := newEnv(t, opts)
 	ns := "force-team"
-	createNamespace(e, ns)
+	e := forcingEnv(t, ns)
 	platform := applycorev1.ConfigMap("platform", ns).WithData(map[string]string{"k": "platform"}).
 		WithAnnotations(map[string]string{keys.Adopt: keys.AdoptAllowed})
 	if _, err := e.kube.CoreV1().ConfigMaps(ns).Apply(e.ctx, platform, metav1.ApplyOptions{FieldManager: "platform"}); err != nil {

@@ -43,11 +43,8 @@ func heads(res *render.Result) []string {
 // creates whole objects, leaves a no-op's workloads undecoded, finds a change made out of band
 // and an edit, with the same applied-hashes as a plan of the same files rendered whole.
 func TestDeferredBodies(t *testing.T) {
-	opts := reconciler.DefaultOptions()
-	opts.Force = true // a field scaled by hand is taken back
-	e := newEnv(t, opts)
 	ns := "deferred"
-	createNamespace(e, ns)
+	e := forcingEnv(t, ns) // a field scaled by hand is taken back
 	cache := render.NewCache(0)
 	files := func(image string, replicas int) map[string]string {
 		f := teamFiles(ns, image, replicas)
@@ -161,11 +158,8 @@ func TestDeferredBodies(t *testing.T) {
 // workload would go is refused (not taken over, not written), from a cold render and again
 // from the cache when the plan knows the workload's hash already; force does not change that.
 func TestDeferredLeavesAForeignObject(t *testing.T) {
-	opts := reconciler.DefaultOptions()
-	opts.Force = true
-	e := newEnv(t, opts)
 	ns := "deferred-foreign"
-	createNamespace(e, ns)
+	e := forcingEnv(t, ns)
 	files := teamFiles(ns, "pytorch:1", 1)
 	delete(files, "quota.yaml")
 	foreign := &appsv1.Deployment{

@@ -2,6 +2,7 @@ package reconciler_test
 
 import (
 	"strings"
+	"testing"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
@@ -67,6 +68,16 @@ func createNamespace(e *env, name string) {
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		e.t.Fatal(err)
 	}
+}
+
+// forcingEnv is an env whose manager forces conflicts (Options.Force), with namespace ns.
+func forcingEnv(t *testing.T, ns string) *env {
+	t.Helper()
+	opts := reconciler.DefaultOptions()
+	opts.Force = true
+	e := newEnv(t, opts)
+	createNamespace(e, ns)
+	return e
 }
 
 // plan plans objs, failing the test on a plan error.
