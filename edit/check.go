@@ -3,8 +3,10 @@ package edit
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/memfs"
 	"github.com/gpuctl/gpuctl/render"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -44,16 +46,61 @@ func (r *Repo) check(base *render.Result, changes []Change, rename map[string]st
 	return out, res, nil
 }
 
+// review runs the Repo's Review, when set, over the renders of the tree before the changes
+// (base) and with them (after). A render with errors gives no objects (another team's broken
+// file, which the edit does not make worse): its files with errors are then left out and the
+// rest rendered again, as a review renders each side, so that the checks still see the edit.
+func (r *Repo) review(base, after *render.Result, changes []Change) error {
+	if r.Review == nil {
+		return nil
+	}
+	b, err := r.withoutErrors(base, nil)
+	if err != nil {
+		return err
+	}
+	a, err := r.withoutErrors(after, changes)
+	if err != nil {
+		return err
+	}
+	return r.Review(b, a)
+}
+
+// withoutErrors is res, the render of the tree with changes, or when it has errors the render
+// of the tree with changes and without the files that have them.
+func (r *Repo) withoutErrors(res *render.Result, changes []Change) (*render.Result, error) {
+	errs := res.Errors()
+	if len(errs) == 0 {
+		return res, nil
+	}
+	out := slices.Clone(changes)
+	left := map[string]bool{}
+	for _, d := range errs {
+		if rel := r.rel(d.File); d.File != "" && !left[rel] && rel != "." && !strings.HasPrefix(rel, "../") {
+			left[rel] = true
+			out = append(out, Change{Path: rel, Action: Deleted})
+		}
+	}
+	mem, err := r.overlay(out)
+	if err != nil {
+		return nil, err
+	}
+	again, err := r.render(mem)
+	if again == nil {
+		return nil, err
+	}
+	return again, nil
+}
+
 // diagKey identifies a diagnostic without its position.
 func diagKey(d *render.Diagnostic) string {
 	return strings.Join([]string{string(d.Severity), d.File, d.Field, d.Message, d.Hint}, "\x00")
 }
 
-// overlay copies the repository's files into memory and makes the changes there. Directories
-// whose name starts with a dot (.git) are left out, as render skips them; so are symbolic links
-// (render skips them too) and files too large for render to read.
+// overlay copies the repository's files into memory (any name a file may have) and makes the
+// changes there. Directories whose name starts with a dot (.git) are left out, as render skips
+// them; so are symbolic links (render skips them too) and files too large for render to read.
 func (r *Repo) overlay(changes []Change) (filesys.FileSystem, error) {
-	mem := filesys.MakeFsInMemory()
+	mem := memfs.New()
 	if err := mem.MkdirAll(r.Root); err != nil {
 		return nil, err
 	}

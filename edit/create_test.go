@@ -80,7 +80,12 @@ func TestCreateRefusals(t *testing.T) {
 			check: is[*render.ValidationError], msg: `web.yaml:5:14: job.namespace: files in teams/alice/ belong to namespace "alice" and cannot place jobs in "bob"`},
 		"a pool in a team directory": {files: []edit.File{{Name: "p.yaml", Data: []byte("kind: pool\nversion: v0.1\nmetadata: {name: mine}\n")}}, opts: edit.CreateOptions{Team: "alice"},
 			check: is[*render.ValidationError], msg: "p.yaml:1:7: kind: pool documents are cluster-wide and cannot live in a team directory (teams/alice/)"},
-		"path with ..":         {files: []edit.File{{Name: "x.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Path: "teams/../../etc"}, check: is[*edit.PathError], msg: "without . or .."},
+		"path with ..":         {files: []edit.File{{Name: "x.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Path: "teams/../../etc"}, check: is[*edit.PathError], msg: `a ".." segment`},
+		".GIT directory":       {files: []edit.File{{Name: "x.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Path: "teams/alice/.GIT"}, check: is[*edit.PathError], msg: `path "teams/alice/.GIT": ".GIT" is .git to Git`},
+		".git. directory":      {files: []edit.File{{Name: "x.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Path: "teams/alice/.git."}, check: is[*edit.PathError], msg: `".git." is .git to Git`},
+		"GIT~1 directory":      {files: []edit.File{{Name: "x.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Path: "teams/alice/GIT~1"}, check: is[*edit.PathError], msg: `"GIT~1" is .git to Git`},
+		"HFS+ .git directory":  {files: []edit.File{{Name: "x.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Path: "teams/alice/.g\u200cit"}, check: is[*edit.PathError], msg: "is .git to Git"},
+		"a dot directory":      {files: []edit.File{{Name: "cm.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Path: "teams/alice/.x"}, check: is[*edit.PathError], msg: `".x" starts with a dot: gpuctl reads no dot directory`},
 		"absolute path":        {files: []edit.File{{Name: "x.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Path: "/etc"}, check: is[*edit.PathError], msg: `path "/etc": must be relative to the repository`},
 		"file name with ..":    {files: []edit.File{{Name: "../x.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Team: "alice"}, check: is[*edit.PathError], msg: "may not hold a directory"},
 		"absolute file name":   {files: []edit.File{{Name: "/tmp/x.yaml", Data: []byte(newJob)}}, opts: edit.CreateOptions{Team: "alice"}, check: is[*edit.PathError], msg: "may not hold a directory"},
@@ -169,5 +174,41 @@ func TestCreateSymlinks(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Fatalf("wrote outside the repository: %v", entries)
+	}
+}
+
+// TestEditBesideAnyFileName: a file whose name Git takes but kyaml's in-memory filesystem
+// refuses (spaces, parentheses, unicode) stops no edit, on disk (the CLI) or in memory (the
+// daemon's writes), and a kustomization that reads such a file renders.
+func TestEditBesideAnyFileName(t *testing.T) {
+	files := existing()
+	files["teams/bob/notes (old).md"] = "old notes\n"
+	files["teams/bob/résumé ✓.txt"] = "x\n"
+	files["teams/bob/app (v2)/kustomization.yaml"] = "configMapGenerator:\n- name: notes\n  files:\n  - notes.md=../notes (old).md\n"
+	root := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(root, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	disk, err := edit.Open(filesys.MakeFsOnDisk(), root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, r := range map[string]*edit.Repo{"on disk": disk, "in memory": memRepo(t, files)} {
+		res, err := r.Create([]edit.File{{Name: "sft.yaml", Data: []byte(newJob)}}, edit.CreateOptions{Team: "alice"})
+		if err != nil {
+			t.Fatalf("%s: create: %v", name, err)
+		}
+		if len(res.Workloads) != 1 || res.Workloads[0].File != "teams/alice/sft.yaml" {
+			t.Errorf("%s: created %+v", name, res.Workloads)
+		}
+		if _, err := r.Pause(edit.JobRef{Namespace: "bob", Name: "qwen2-7b-sft"}); err != nil {
+			t.Errorf("%s: pause: %v", name, err)
+		}
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/repopath"
 	"github.com/gpuctl/gpuctl/render"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -32,6 +34,12 @@ type Repo struct {
 	// RenderTimeout bounds each render an edit makes of the tree (default DefaultRenderTimeout):
 	// a team's files may be written to make a render slow, and a write must still end.
 	RenderTimeout time.Duration
+	// Review, when set, judges each edit once its render found no error that it brings: base
+	// and after are the renders of the tree before and after the edit, each without the files
+	// whose errors would leave it without objects; an error refuses the edit. The daemon's API
+	// writes and the CLI's write verbs that commit to a branch that applies set it to the
+	// review's checks (review.EditCheck): gpuctl-policy.yaml and the quotas.
+	Review func(base, after *render.Result) error
 }
 
 // DefaultRenderTimeout bounds a render of an edit when Repo.RenderTimeout is not set.
@@ -112,6 +120,10 @@ type Result struct {
 	Verb string `json:"verb"`
 	// Workloads are the workloads created, deleted, paused, resumed or scaled.
 	Workloads []Workload `json:"workloads"`
+	// Objects are the plain Kubernetes objects that a create adds (a ConfigMap, a pool's or a
+	// quota's file: no gpuctl workload), Kind being the object's kind ("" Namespace: cluster
+	// scoped).
+	Objects []Workload `json:"objects,omitempty"`
 	// Replicas is the replica count a scale sets.
 	Replicas int      `json:"replicas,omitempty"`
 	Changes  []Change `json:"changes"`
@@ -120,11 +132,12 @@ type Result struct {
 }
 
 // CommitMessage is the conventional message of the edit's commit: a subject such as
-// "gpuctl: create training qwen2-7b-sft (alice)", with actor, who made it, in parentheses; and
-// a line per workload with its job id and file.
+// "gpuctl: create training qwen2-7b-sft (alice)" or "gpuctl: create ConfigMap settings
+// (alice-bot)", with actor, who made it, in parentheses; and a line per workload or object
+// with its id (<namespace>.<name>) and file.
 func (r *Result) CommitMessage(actor string) string {
 	var what []string
-	for _, w := range r.Workloads {
+	for _, w := range r.named() {
 		what = append(what, w.Kind+" "+w.Name)
 	}
 	subject := "gpuctl: " + r.Verb + " " + strings.Join(what, ", ")
@@ -133,10 +146,19 @@ func (r *Result) CommitMessage(actor string) string {
 	}
 	subject += " (" + actor + ")"
 	var body []string
-	for _, w := range r.Workloads {
-		body = append(body, w.ID()+": "+w.File)
+	for _, w := range r.named() {
+		id := w.ID()
+		if w.Namespace == "" {
+			id = w.Name
+		}
+		body = append(body, id+": "+w.File)
 	}
 	return subject + "\n\n" + strings.Join(body, "\n") + "\n"
+}
+
+// named are the workloads and the objects of the edit.
+func (r *Result) named() []Workload {
+	return append(slices.Clone(r.Workloads), r.Objects...)
 }
 
 // Paths are the changed files, relative to the Root.
@@ -204,14 +226,9 @@ func Revert(fsys filesys.FileSystem, root string, changes []Change) error {
 	return errors.Join(errs...)
 }
 
-// PathError is a path that would leave the repository, or that is not one gpuctl writes.
-type PathError struct {
-	Path   string
-	Reason string
-}
-
-// Error is "path "x": reason".
-func (e *PathError) Error() string { return fmt.Sprintf("path %q: %s", e.Path, e.Reason) }
+// PathError is a path that would leave the repository, or that is not one gpuctl writes
+// (repopath.Check): Path and Reason, and Error() is `path "x": reason`.
+type PathError = repopath.Error
 
 // target checks a path (slash-separated, relative to the Root) of a file that an edit writes
 // and returns it as an absolute path: it must be relative and clean (no ..), its directories
@@ -245,15 +262,13 @@ func (r *Repo) targetDir(rel string) (string, error) {
 	return filepath.Join(r.Root, filepath.FromSlash(rel)), nil
 }
 
-// checkRel refuses a path that is not relative, clean and without . and .. segments.
+// checkRel refuses a path that an edit may not write: one that is not relative and clean, or
+// that repopath.Check refuses (a dot directory or file, a name Git refuses).
 func checkRel(rel string) error {
-	switch {
-	case rel == "" || path.IsAbs(rel) || filepath.IsAbs(rel) || filepath.VolumeName(rel) != "":
+	if filepath.IsAbs(rel) || filepath.VolumeName(rel) != "" {
 		return &PathError{Path: rel, Reason: "must be relative to the repository"}
-	case path.Clean(rel) != rel || rel == "." || hasDotDot(rel):
-		return &PathError{Path: rel, Reason: "must be a clean path inside the repository, without . or .."}
 	}
-	return nil
+	return repopath.Check(rel)
 }
 
 // noLinks refuses a directory dir (relative to the Root; "." for the Root) of the path rel
@@ -314,16 +329,6 @@ func linkedFile(fsys filesys.FileSystem, abs string) bool {
 		return nil
 	})
 	return linked
-}
-
-// hasDotDot reports whether a slash-separated path has a . or .. segment.
-func hasDotDot(p string) bool {
-	for _, seg := range strings.Split(p, "/") {
-		if seg == ".." || seg == "." {
-			return true
-		}
-	}
-	return false
 }
 
 // isBelow reports whether p is a path below dir (both clean and absolute).

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/cores"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/memfs"
 	"github.com/gpuctl/gpuctl/internal/object"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -716,9 +717,10 @@ func sortObjects(objs []*unstructured.Unstructured) {
 }
 
 // MemFS returns an in-memory filesystem holding files (slash-separated paths relative to
-// root → content) below root, e.g. to render a Git revision without a checkout.
+// root → content) below root, e.g. to render a Git revision without a checkout. A file may
+// have any name that Git takes (memfs).
 func MemFS(root string, files map[string]string) (filesys.FileSystem, error) {
-	fs := filesys.MakeFsInMemory()
+	fs := memfs.New()
 	for name, content := range files {
 		p := filepath.Join(root, filepath.FromSlash(name))
 		if err := fs.MkdirAll(filepath.Dir(p)); err != nil {
