@@ -48,6 +48,11 @@ type Options struct {
 	// materializes them: for a caller that reads the body of few objects (the daemon's sync,
 	// whose engine needs the applied-hash of each and the body of those it writes).
 	Deferred bool
+	// Hold confines the errors of a tenant directory to its namespace (see HeldScope): when
+	// every error lies in tenant directories, the render leaves those namespaces' files out
+	// and succeeds with the rest, listing them in Result.Held. For the daemon, whose other
+	// teams' changes must not wait for one team's typo.
+	Hold bool
 }
 
 // Renderer turns a tree of gpuctl files into Kubernetes objects. It is a pure function of the
@@ -80,6 +85,9 @@ type Result struct {
 	// Bodies are the bodies of the objects handed out as heads (Options.Deferred), nil
 	// without; an object that it does not hold is whole.
 	Bodies *Bodies
+	// Held are the tenant namespaces whose files had errors and were left out (Options.Hold),
+	// in order; none without errors.
+	Held []HeldScope
 }
 
 // Warnings returns the diagnostics that do not fail validation.
@@ -138,6 +146,8 @@ type run struct {
 	// deferred is Options.Deferred with a cache; bodies what build handed out as heads.
 	deferred bool
 	bodies   *Bodies
+	// held are the tenant namespaces whose files this render leaves out (Options.Hold).
+	held map[string]bool
 	// cache is Options.Cache, and cfgDigest the hash of cfg that its keys include.
 	cache     *Cache
 	cfgDigest []byte
@@ -258,21 +268,20 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("render %s: %w", path, context.Cause(ctx))
 	}
-	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{},
-		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{},
-		cache: r.opts.Cache, digest: r.opts.Digest, deferred: r.opts.Deferred && r.opts.Cache != nil}
-	st.base, st.disk = fsys, reflect.TypeOf(fsys) == diskFS
-	if st.digest != nil {
-		st.fsys = verifiedFS{FileSystem: fsys, st: st}
-	}
+	st := r.newRun(ctx, fsys)
 	type outcome struct {
 		res *Result
 		err error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		res, err := r.render(st, path)
-		done <- outcome{res, err}
+		var o outcome
+		if r.opts.Hold {
+			o.res, o.err = r.renderHolding(ctx, fsys, path, st)
+		} else {
+			o.res, o.err = r.render(st, path)
+		}
+		done <- o
 	}()
 	select {
 	case o := <-done:
@@ -280,6 +289,18 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 	case <-ctx.Done():
 		return nil, fmt.Errorf("render %s: stopped while %s: %w", path, st.busyWith(), context.Cause(ctx))
 	}
+}
+
+// newRun is the state of a new render of fsys.
+func (r *Renderer) newRun(ctx context.Context, fsys filesys.FileSystem) *run {
+	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{},
+		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{},
+		cache: r.opts.Cache, digest: r.opts.Digest, deferred: r.opts.Deferred && r.opts.Cache != nil}
+	st.base, st.disk = fsys, reflect.TypeOf(fsys) == diskFS
+	if st.digest != nil {
+		st.fsys = verifiedFS{FileSystem: fsys, st: st}
+	}
+	return st
 }
 
 // render does the work of RenderContext.
@@ -307,6 +328,7 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 		st.cache.beginRender()
 		defer st.cache.endRender()
 	}
+	st.keepHeldTenants()
 	if err := st.collect(path, abs); err != nil {
 		return nil, err
 	}
@@ -439,6 +461,9 @@ func (st *run) collect(path, abs string) error {
 			if p != path && strings.HasPrefix(name, ".") {
 				return filepath.SkipDir
 			}
+			if st.heldFile(filepath.ToSlash(filepath.Join(relTo(st.repo, pAbs), "kustomization.yaml"))) {
+				return nil // its files are held, and so is its kustomization
+			}
 			for _, k := range []string{"kustomization.yaml", "kustomization.yml", "Kustomization"} {
 				if st.fsys.Exists(filepath.Join(pAbs, k)) {
 					st.kdirs = append(st.kdirs, pAbs)
@@ -448,6 +473,9 @@ func (st *run) collect(path, abs string) error {
 			return nil
 		}
 		rel := filepath.ToSlash(relTo(st.repo, pAbs))
+		if st.heldFile(rel) {
+			return nil
+		}
 		if msg := st.adminFile(rel); msg != "" {
 			st.ds.errorf(p, Pos{}, "", "%s", msg)
 			return nil
