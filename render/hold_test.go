@@ -117,8 +117,8 @@ func TestHoldAnAdminErrorHoldsEverything(t *testing.T) {
 // its directory is not built.
 func TestHoldAKustomization(t *testing.T) {
 	files := map[string]string{
-		".gpuctl.yaml":                    tenantConfig,
-		"teams/alice/sft.yaml":            training,
+		".gpuctl.yaml":                     tenantConfig,
+		"teams/alice/sft.yaml":             training,
 		"teams/bob/app/kustomization.yaml": "resources: [../../alice/sft.yaml]\n",
 	}
 	res, err := renderHolding(t, files)
