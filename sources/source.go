@@ -3,7 +3,10 @@ package sources
 import (
 	"context"
 	"crypto/sha256"
+	"fmt"
 	"time"
+
+	"github.com/gpuctl/gpuctl/internal/humanize"
 )
 
 // Revision is one fetched state of a source's files.
@@ -74,4 +77,23 @@ func Notify(ch chan struct{}) {
 	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// UncheckableError is a revision whose tree holds a path that Git refuses to check out (.git
+// in another case, an NTFS or HFS+ spelling of it, a .. segment): Fetch does not check it
+// out and returns the last good revision with this error, and the next revision that no
+// longer holds the path is fetched as ever; a commit on it is refused.
+type UncheckableError struct {
+	// Remote is the repository's URL, without credentials; Revision the commit.
+	Remote   string
+	Revision string
+	// Path is the first path refused, in the repository; Reason why.
+	Path   string
+	Reason string
+}
+
+// Error names the revision, the path and why, and says how to get out.
+func (e *UncheckableError) Error() string {
+	return fmt.Sprintf("%s@%s cannot be checked out: path %q: %s; gpuctl neither applies nor writes on it: remove the path in a new commit",
+		e.Remote, humanize.Revision(e.Revision), e.Path, e.Reason)
 }

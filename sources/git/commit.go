@@ -21,6 +21,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/memfs"
+	"github.com/gpuctl/gpuctl/internal/repopath"
 	"github.com/gpuctl/gpuctl/sources"
 )
 
@@ -78,6 +80,9 @@ func (s *Source) Commit(ctx context.Context, opts sources.CommitOptions, edit so
 		}
 		parent, err := s.commitAt(repo, base)
 		if err != nil {
+			return sources.Committed{}, err
+		}
+		if err := s.checkTree(repo, parent, s.lastRevision().ID); err != nil {
 			return sources.Committed{}, err
 		}
 		h, files, err := s.makeCommit(repo, parent, opts, edit)
@@ -173,20 +178,18 @@ func (s *Source) makeCommit(repo *gogit.Repository, parent *object.Commit, opts 
 	return h, files, err
 }
 
-// checkRepoPath refuses a path of an edit that is not a clean relative path of the tree, or
-// that is inside .git.
+// checkRepoPath refuses a path of an edit that a write may not create or change
+// (repopath.Check): not a clean relative path, a dot directory or file, a name Git refuses.
 func checkRepoPath(p string) error {
-	switch {
-	case p == "" || path.IsAbs(p) || path.Clean(p) != p || p == "." || p == ".." || strings.HasPrefix(p, "../"):
-		return fmt.Errorf("git: path %q: not a clean path inside the repository", p)
-	case p == ".git" || strings.HasPrefix(p, ".git/") || strings.Contains(p, "/.git/") || strings.HasSuffix(p, "/.git"):
-		return fmt.Errorf("git: path %q: inside .git", p)
+	if err := repopath.Check(p); err != nil {
+		return fmt.Errorf("git: %w", err)
 	}
 	return nil
 }
 
-// memTree copies the files of the commit's tree under Options.Path into memory: regular and
-// executable files (symbolic links and submodules are left out, as render skips them).
+// memTree copies the files of the commit's tree under Options.Path into memory (memfs: any name
+// Git takes): regular and executable files (symbolic links and submodules are left out, as
+// render skips them).
 func (s *Source) memTree(c *object.Commit) (filesys.FileSystem, string, error) {
 	tree, err := c.Tree()
 	if err == nil && s.opts.Path != "" {
@@ -195,7 +198,7 @@ func (s *Source) memTree(c *object.Commit) (filesys.FileSystem, string, error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("git: %s@%s: %w", s.remote.display, humanize.Revision(c.Hash.String()), err)
 	}
-	fsys := filesys.MakeFsInMemory()
+	fsys := memfs.New()
 	dir := path.Join(memRoot, s.opts.Path)
 	if err := fsys.MkdirAll(dir); err != nil {
 		return nil, "", err

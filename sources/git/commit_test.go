@@ -167,15 +167,41 @@ func TestCommitToNewBranch(t *testing.T) {
 	}
 }
 
-// TestCommitRefusesPathsOutside: an edit cannot write outside the tree or into .git.
+// TestCommitRefusesPathsOutside: an edit cannot write outside the tree, into .git or any of
+// its spellings, or into a dot directory; nothing is pushed.
 func TestCommitRefusesPathsOutside(t *testing.T) {
 	r := newTestRemote(t, nil)
-	r.Commit("base", map[string]string{"deploy/a.yaml": "a: 1\n"})
+	base := r.Commit("base", map[string]string{"deploy/a.yaml": "a: 1\n"})
 	s := newSourceT(t, Options{URL: r.URL, Ref: "main", Path: "deploy"})
-	for _, p := range []string{"../x.yaml", "/etc/x", ".git/hooks/pre-commit", "a/../../b", "x/.git/config", ""} {
+	for _, p := range []string{"../x.yaml", "/etc/x", ".git/hooks/pre-commit", "a/../../b", "x/.git/config", "",
+		"teams/alice/.GIT", "teams/alice/.GIT/x.yaml", "teams/alice/.x/cm.yaml", "teams/alice/GIT~1/x.yaml", "teams/alice/.git./x.yaml",
+		"teams/alice/.g\u200cit/x.yaml"} {
 		var calls atomic.Int64
 		if _, err := s.Commit(context.Background(), ada, edits(t, &calls, "", map[string]string{p: "x"})); err == nil || errors.As(err, new(*sources.PushError)) {
 			t.Errorf("%q: %v", p, err)
+		}
+	}
+	if head := r.Run(r.Bare, "rev-parse", "main"); head != base {
+		t.Errorf("remote main moved to %s", head)
+	}
+}
+
+func TestCheckRepoPath(t *testing.T) {
+	for p, want := range map[string]string{
+		"teams/alice/a.yaml":            "",
+		"teams/bob/notes (old).md":      "",
+		"teams/alice/.GIT":              `git: path "teams/alice/.GIT": ".GIT" is .git to Git`,
+		"teams/alice/.git":              `".git" is .git to Git`,
+		"teams/alice/GIT~1":             `"GIT~1" is .git to Git`,
+		"teams/alice/.git.":             `".git." is .git to Git`,
+		"teams/alice/.g\u200cit/a.yaml": "is .git to Git",
+		"teams/alice/.x/cm.yaml":        `".x" starts with a dot`,
+		"../x.yaml":                     `".." segment`,
+		"/etc/x":                        "relative",
+	} {
+		err := checkRepoPath(p)
+		if (want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), want) {
+			t.Errorf("checkRepoPath(%q) = %v, want %q", p, err, want)
 		}
 	}
 }

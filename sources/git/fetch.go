@@ -30,7 +30,9 @@ import (
 // cannot be read), and empty when the commit did not change.
 //
 // On failure (network, authentication, missing ref or path) Fetch returns the last good
-// revision, the worktree untouched, and an error naming the URL and the step.
+// revision, the worktree untouched, and an error naming the URL and the step; so it does for a
+// commit whose tree holds a path that Git refuses to check out (a *sources.UncheckableError
+// naming the commit and the path), and the next commit without it is fetched as ever.
 func (s *Source) Fetch(ctx context.Context) (sources.Revision, error) {
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
@@ -74,6 +76,11 @@ func (s *Source) fetch(ctx context.Context, last sources.Revision) (sources.Revi
 	commit, err := s.commitAt(repo, refHash)
 	if err != nil {
 		return sources.Revision{}, plumbing.ZeroHash, err
+	}
+	if commit.Hash.String() != last.ID {
+		if err := s.checkTree(repo, commit, last.ID); err != nil {
+			return sources.Revision{}, plumbing.ZeroHash, err
+		}
 	}
 	changed := s.changedFiles(ctx, repo, last.ID, commit)
 	if commit.Hash.String() != last.ID {
