@@ -27,6 +27,22 @@ var (
 	// without --use-service-account-credentials: the only ones that may set the volumeName of
 	// an unbound claim.
 	volumeBinders = []string{"system:serviceaccount:kube-system:persistent-volume-binder", "system:kube-controller-manager"}
+	// The identities of the controllers that may set or change ownerReferences and remove
+	// scheduling gates (controllerIdentity): kube-controller-manager without
+	// --use-service-account-credentials, and Kueue as its release manifests install it.
+	controllerUsers = []string{"system:kube-controller-manager", "system:serviceaccount:kueue-system:kueue-controller-manager"}
+	// The ServiceAccounts of kube-system: kube-controller-manager's controllers with
+	// --use-service-account-credentials (replicaset-controller, job-controller,
+	// generic-garbage-collector, ...).
+	controllerPrefix = "system:serviceaccount:kube-system:"
+	// The group of the cluster's administrators, who can change the policy anyway.
+	mastersGroup = "system:masters"
+	// The values of a Job's spec.managedBy that keep it in Kueue's queue: Kubernetes' Job
+	// controller, and Kueue's MultiKueue, which its webhook sets where MultiKueue is on.
+	jobManagers = []string{JobControllerName, "kueue.x-k8s.io/multikueue"}
+	// The resources whose objects create pods: their ownerReferences decide whether Kueue
+	// queues them (RuleOwnerReferences).
+	podCreatingResources = []string{"pods", "replicationcontrollers", "deployments", "statefulsets", "replicasets", "daemonsets", "jobs", "cronjobs"}
 )
 
 // podPolicyResources are the resources whose requests the policy holds, by API group.
@@ -81,9 +97,10 @@ func AdmissionPolicy(cfg *Config, tenants []string) []*unstructured.Unstructured
 		Spec: admissionv1.ValidatingAdmissionPolicySpec{
 			FailurePolicy:    &fail,
 			MatchConstraints: &admissionv1.MatchResources{ResourceRules: rules},
-			MatchConditions:  []admissionv1.MatchCondition{{Name: "changes-the-spec", Expression: changesSpec}},
-			Variables:        p.vars,
-			Validations:      p.vals,
+			MatchConditions: []admissionv1.MatchCondition{{Name: "changes-the-spec",
+				Expression: changesSpec + " || (" + changesOwners + " && !" + controllerIdentity(cfg) + ")"}},
+			Variables:   p.vars,
+			Validations: p.vals,
 		},
 	}
 	binding := &admissionv1.ValidatingAdmissionPolicyBinding{
@@ -109,9 +126,37 @@ func (c *Config) admission() bool {
 // changesSpec skips an UPDATE that leaves the spec (and a Pod's or an Ingress's annotations) as it was: the
 // finalizers, labels and owner references that controllers and the garbage collector write
 // on existing objects, as Pod Security admission does. Everything a pod runs with is in the
-// spec, so nothing new runs without the policy's check.
+// spec, so nothing new runs without the policy's check. The match condition adds the UPDATEs
+// that change the ownerReferences (changesOwners) by anyone but a controller, which the rule
+// owner-references refuses.
 const changesSpec = "request.operation != 'UPDATE' || !has(object.spec) || !has(oldObject.spec) || object.spec != oldObject.spec" +
 	" || (request.resource.resource in ['pods', 'ingresses'] && (has(object.metadata.annotations) ? object.metadata.annotations : {}) != (has(oldObject.metadata.annotations) ? oldObject.metadata.annotations : {}))"
+
+// changesOwners holds for an UPDATE that changes the object's ownerReferences, or the labels
+// of a pod that has an owner (its controller would let it go: relabeledOwnedPod).
+const changesOwners = "(request.operation == 'UPDATE' && ((has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : [])" +
+	" != (has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []) || " + relabeledOwnedPod + "))"
+
+// relabeledOwnedPod holds for an UPDATE of a pod that has an owner and whose labels change.
+// Its controller (a Job's, a ReplicaSet's) lets go of a pod whose labels no longer match
+// its selector and starts another: the released pod would keep running outside its Job's
+// Workload, with GPUs that Kueue no longer counts.
+const relabeledOwnedPod = "(request.resource.resource == 'pods' && has(oldObject.metadata.ownerReferences) && size(oldObject.metadata.ownerReferences) > 0" +
+	" && (has(object.metadata.labels) ? object.metadata.labels : {}) != (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}))"
+
+// controllerIdentity is a CEL expression that holds when the request comes from a controller
+// (controllerUsers, a ServiceAccount of kube-system, a member of system:masters, or a user of
+// tenancy.controllers): the only ones that may set ownerReferences in a tenant namespace and
+// remove a pod's scheduling gates. A team member's kubectl, the team's own pods and gpuctl's
+// tenant identity are none of them.
+func controllerIdentity(cfg *Config) string {
+	users := slices.Clone(controllerUsers)
+	if cfg != nil {
+		users = append(users, cfg.Tenancy.Controllers...)
+	}
+	return "(request.userInfo.username in " + celList(users) + " || request.userInfo.username.startsWith(" + celQuote(controllerPrefix) + ")" +
+		" || (has(request.userInfo.groups) && " + celQuote(mastersGroup) + " in request.userInfo.groups))"
+}
 
 // podPolicy builds the variables and validations of the policy for one configuration. Most
 // rules are a variable listing the rule's offenders in the request (e.g. "container app") and
@@ -129,6 +174,7 @@ func newPodPolicy(cfg *Config) *podPolicy {
 	p.hostPath()
 	p.gpuctlRules()
 	p.serviceAndClaimRules()
+	p.queueRules()
 	return p
 }
 
@@ -286,6 +332,35 @@ func (p *podPolicy) serviceAndClaimRules() {
 		named("v.ephemeral.volumeClaimTemplate.spec")+").map(v, 'volume ' + v.name)", ": an ephemeral volume's claim template must not set volumeName")
 	p.validation("variables.resource != 'statefulsets' || !has(object.spec.volumeClaimTemplates) || !object.spec.volumeClaimTemplates.exists(t, "+named("t.spec")+")",
 		"pod policy volume-name: a StatefulSet's volumeClaimTemplates must not set volumeName", "")
+}
+
+// queueRules hold the ways around Kueue's queue that a request can take: an owner that
+// Kueue takes for one of its integrations, or that the garbage collector cannot resolve
+// (owner-references, on every CREATE of a pod-creating object and every change of its
+// ownerReferences), a Job handed to another manager (managed-by), and a pod un-gated by hand
+// (scheduling-gates). Controllers may do all three.
+func (p *podPolicy) queueRules() {
+	p.variable("controller", controllerIdentity(p.cfg))
+	p.variable("owners", "has(object.metadata.ownerReferences) ? object.metadata.ownerReferences : []")
+	p.variable("oldOwners", "request.operation == 'UPDATE' && has(oldObject.metadata.ownerReferences) ? oldObject.metadata.ownerReferences : []")
+	p.validation("!(variables.resource in "+celList(podCreatingResources)+") || variables.controller || variables.owners == variables.oldOwners",
+		"pod policy owner-references: only a controller sets or changes the ownerReferences of a pod or of an object that creates pods",
+		"'pod policy owner-references: ownerReferences ' + (size(variables.owners) == 0 ? '(removed)' : variables.owners.map(o, o.kind + ' ' + o.name).join(', ')) + "+
+			celQuote(" may only be set or changed by a controller (kube-controller-manager, Kueue, tenancy.controllers), not by "+
+				"")+" + request.userInfo.username + "+celQuote(": Kueue does not queue what a forged owner claims"))
+	p.validation("variables.controller || request.operation != 'UPDATE' || !"+relabeledOwnedPod,
+		"pod policy owner-references: only a controller changes the labels of a pod that has an owner",
+		"'pod policy owner-references: the labels of a pod of ' + oldObject.metadata.ownerReferences.map(o, o.kind + ' ' + o.name).join(', ') + "+
+			"' may only be changed by a controller, not by ' + request.userInfo.username + "+celQuote(": its controller would let it go and start another outside the queue"))
+	p.variable("jobSpec", "variables.resource == 'jobs' ? object.spec : variables.resource == 'cronjobs' && has(object.spec.jobTemplate.spec) ? object.spec.jobTemplate.spec : {}")
+	p.validation("variables.controller || !has(variables.jobSpec.managedBy) || variables.jobSpec.managedBy in "+celList(jobManagers),
+		"pod policy managed-by: a Job's spec.managedBy must be unset or "+JobControllerName,
+		"'pod policy managed-by: spec.managedBy ' + variables.jobSpec.managedBy + "+celQuote(" must be unset or "+JobControllerName+": another manager would take the Job out of the team's queue"))
+	p.variable("removedGates", "variables.resource == 'pods' && request.operation == 'UPDATE' && has(oldObject.spec.schedulingGates) ? "+
+		"oldObject.spec.schedulingGates.filter(g, !(has(object.spec.schedulingGates) && object.spec.schedulingGates.exists(h, h.name == g.name))).map(g, g.name) : []")
+	p.validation("variables.controller || size(variables.removedGates) == 0",
+		"pod policy scheduling-gates: only a controller removes a pod's scheduling gates",
+		"'pod policy scheduling-gates: gate ' + variables.removedGates.join(', ') + ' may only be removed by Kueue or the controller that set it, not by ' + request.userInfo.username")
 }
 
 // highPriorityNamespaces are the configured namespaces that may use gpuctl-high, sorted.

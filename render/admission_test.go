@@ -18,7 +18,7 @@ import (
 var podPolicyRules = []string{RuleHostNamespaces, RulePrivileged, RuleCapabilities, RuleHostPath, RuleHostPorts,
 	RuleHostProbes, RuleAppArmor, RuleSELinux, RuleProcMount, RuleSeccomp, RuleSysctls, RuleHostProcess, RuleNodeName,
 	RuleTolerations, RulePriorityClass, RuleServiceAccount, RuleExternalIPs, RuleVolumeName,
-	RuleVolumeTypes, RuleExternalName, RuleGPUDevices, RuleIngressSnippets}
+	RuleVolumeTypes, RuleExternalName, RuleGPUDevices, RuleIngressSnippets, RuleOwnerReferences, RuleSchedulingGates, RuleManagedBy}
 
 func policyObjects(t *testing.T, cfg *Config, tenants ...string) (*admissionv1.ValidatingAdmissionPolicy, *admissionv1.ValidatingAdmissionPolicyBinding) {
 	t.Helper()

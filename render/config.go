@@ -75,6 +75,11 @@ type Tenancy struct {
 	// Admission renders a ValidatingAdmissionPolicy that holds every pod-creating request in
 	// the tenant namespaces to the pod policy (default true).
 	Admission *bool `gpuctl:"admission"`
+	// Controllers are the user names, besides kube-controller-manager's and Kueue's, whose
+	// requests in a tenant namespace may set or change ownerReferences and remove a pod's
+	// scheduling gates (rules owner-references, scheduling-gates): the operators of the kinds
+	// added to Kinds, e.g. system:serviceaccount:kubeflow:training-operator.
+	Controllers []string `gpuctl:"controllers"`
 }
 
 // NamespaceRule maps the files below a directory pattern to a namespace. In Path, `*` matches
@@ -189,6 +194,15 @@ func (c *Config) checkTenancy(name string, pos map[string]Pos, ds *diagnostics) 
 			ds.errorf(name, at, f, "%s is cluster-scoped; a tenant directory may hold namespaced kinds only", k)
 		case group == keys.KueueGroup:
 			ds.errorf(name, at, f, "%s is Kueue's, and Kueue's objects are the admin's: gpuctl renders each team's queues from the quota files (queueing kueue); a tenant directory may hold none", k)
+		}
+	}
+	for i, u := range c.Tenancy.Controllers {
+		at, f := item("tenancy.controllers", i)
+		switch {
+		case !rbacNamePattern.MatchString(u):
+			ds.errorf(name, at, f, "%q is not a user name: letters, digits and :._@+- only, e.g. system:serviceaccount:kubeflow:training-operator", u)
+		case strings.HasSuffix(u, ":"+keys.TenantServiceAccount):
+			ds.errorf(name, at, f, "%s applies a tenant's files; it is no controller", u)
 		}
 	}
 	for i, ns := range c.Tenancy.HighPriorityNamespaces {

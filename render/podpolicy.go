@@ -78,7 +78,23 @@ const (
 	// ending in -snippet or -snippets): ingress controllers paste it into their own
 	// configuration, which can read every Secret the controller can (CVE-2021-25742).
 	RuleIngressSnippets = "ingress-snippets"
+	// RuleOwnerReferences: metadata.ownerReferences unset (the object's, a pod template's, a
+	// CronJob's job template's): Kueue's webhooks skip a pod or Job whose controller owner is a
+	// kind Kueue integrates (a Deployment, a Job, whatever its UID), and the garbage collector
+	// never deletes an object with an owner it cannot resolve, so a forged owner runs GPUs
+	// outside the team's queue. Admission lets controllers set them (AdmissionPolicy).
+	RuleOwnerReferences = "owner-references"
+	// RuleSchedulingGates: a pod spec sets no schedulingGates: Kueue gates the pods it queues
+	// and removes its gate when it admits them; admission lets only controllers remove a gate.
+	RuleSchedulingGates = "scheduling-gates"
+	// RuleManagedBy: a Job's spec.managedBy unset (or Kubernetes' own Job controller): another
+	// manager takes the Job away from the Job controller and from Kueue's queue.
+	RuleManagedBy = "managed-by"
 )
+
+// JobControllerName is the value of a Job's spec.managedBy that names Kubernetes' own Job
+// controller, the default (RuleManagedBy).
+const JobControllerName = "kubernetes.io/job-controller"
 
 // NvidiaVisibleDevices is the environment variable of the NVIDIA container runtime that
 // selects the GPUs of a container (RuleGPUDevices).
@@ -196,6 +212,8 @@ func CheckPodPolicy(obj *unstructured.Unstructured, p PodPolicy) []Violation {
 			c.volumeName(mapAt(t), fmt.Sprintf("spec.volumeClaimTemplates[%d]", i))
 		}
 	}
+	c.ownerReferences(obj)
+	c.managedBy(obj)
 	tp, ok := object.PodTemplatePath(obj.GetKind())
 	if !ok {
 		return c.out
@@ -210,6 +228,45 @@ func CheckPodPolicy(obj *unstructured.Unstructured, p PodPolicy) []Violation {
 		c.podSpec(spec, join(base, "spec"))
 	}
 	return c.out
+}
+
+// ownerReferences refuses metadata.ownerReferences on the object and on the templates it
+// carries (RuleOwnerReferences).
+func (c *policyCheck) ownerReferences(obj *unstructured.Unstructured) {
+	for _, base := range kueueMetadataPaths(obj.GetKind()) {
+		meta := obj.Object
+		for _, k := range strings.Split(base, ".") {
+			meta = mapAt(meta[k])
+		}
+		if v, ok := meta["ownerReferences"]; ok && v != nil && !isEmptyList(v) {
+			c.add(RuleOwnerReferences, base+".ownerReferences", "owner references are set by controllers, never in a tenant directory: "+
+				"Kueue does not queue a pod or Job whose owner is a kind it integrates, and the garbage collector keeps one whose owner it cannot find")
+		}
+	}
+}
+
+// managedBy refuses a Job's (or a CronJob's job template's) spec.managedBy other than
+// Kubernetes' Job controller (RuleManagedBy).
+func (c *policyCheck) managedBy(obj *unstructured.Unstructured) {
+	if obj.GroupVersionKind().Group != "batch" {
+		return
+	}
+	var specPath []string
+	switch obj.GetKind() {
+	case "Job":
+		specPath = []string{"spec"}
+	case "CronJob":
+		specPath = []string{"spec", "jobTemplate", "spec"}
+	default:
+		return
+	}
+	spec := obj.Object
+	for _, k := range specPath {
+		spec = mapAt(spec[k])
+	}
+	if v := spec["managedBy"]; v != nil && v != JobControllerName {
+		c.add(RuleManagedBy, strings.Join(specPath, ".")+".managedBy", "a Job is run by Kubernetes' Job controller (%s) and admitted by Kueue; another manager would take it out of the team's queue", JobControllerName)
+	}
 }
 
 // policyCheck collects the violations of one object.
@@ -324,6 +381,9 @@ func (c *policyCheck) podSpec(spec map[string]any, base string) {
 	}
 	if isSet(spec["nodeName"]) {
 		c.add(RuleNodeName, base+".nodeName", "a tenant cannot place pods on a node by name; pools place them")
+	}
+	if v, ok := spec["schedulingGates"]; ok && v != nil && !isEmptyList(v) {
+		c.add(RuleSchedulingGates, base+".schedulingGates", "a tenant's pods carry no scheduling gates: Kueue gates the pods it queues and removes its gate when it admits them")
 	}
 	c.priorityClass(spec["priorityClassName"], base+".priorityClassName")
 	c.serviceAccount(spec, base)

@@ -181,6 +181,7 @@ func tenantAttacks() map[string]tenancyCase {
 			want: []string{evil + `:2:7: kind: "ConfigMap\n| x |" is not a valid kind: letters and digits only, starting with a letter`}},
 	}
 	maps.Copy(cases, kueueTenantAttacks())
+	maps.Copy(cases, queueBypassAttacks())
 	return cases
 }
 
@@ -352,6 +353,7 @@ tenancy:
   allowedNamespaces: ["team-[", team-*]
   kinds: [Job.batch, ClusterRole.rbac.authorization.k8s.io, job, Namespace, Widget.example.com]
   highPriorityNamespaces: [Alice]
+  controllers: [system:serviceaccount:kubeflow:training-operator, "alice dev", system:serviceaccount:alice:gpuctl-tenant]
 `))
 	var got []string
 	for _, d := range diags {
@@ -366,6 +368,8 @@ tenancy:
 		`.gpuctl.yaml:5:61: tenancy.kinds[2]: "job" is not a kind: write Kind for the core group or Kind.group, e.g. Job.batch`,
 		`.gpuctl.yaml:5:66: tenancy.kinds[3]: Namespace is cluster-scoped; a tenant directory may hold namespaced kinds only`,
 		`.gpuctl.yaml:6:28: tenancy.highPriorityNamespaces[0]: "Alice" is not a valid namespace name: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+		`.gpuctl.yaml:7:67: tenancy.controllers[1]: "alice dev" is not a user name: letters, digits and :._@+- only, e.g. system:serviceaccount:kubeflow:training-operator`,
+		`.gpuctl.yaml:7:80: tenancy.controllers[2]: system:serviceaccount:alice:gpuctl-tenant applies a tenant's files; it is no controller`,
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("diagnostics:\n  %s\nwant:\n  %s", strings.Join(got, "\n  "), strings.Join(want, "\n  "))
