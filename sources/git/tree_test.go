@@ -26,7 +26,7 @@ func TestFetchUncheckableRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, bad := range []string{"teams/alice/.GIT/x.yaml", "teams/alice/git~1/x.yaml", "teams/alice/.git./x.yaml", "teams/alice/.g\u200cit/x.yaml"} {
-		id := r.CommitTree("bad", map[string]string{"teams/alice/a.yaml": "a: 2\n", "teams/bob/b.yaml": "b: 1\n", bad: "kind: ConfigMap\n"})
+		id := r.CommitTree("bad", map[string]string{"teams/alice/a.yaml": "a: 2\n", bad: "kind: ConfigMap\n"})
 		rev, err := s.Fetch(ctx)
 		var ue *sources.UncheckableError
 		if !errors.As(err, &ue) || ue.Revision != id || ue.Path != path.Dir(bad) {
@@ -41,7 +41,7 @@ func TestFetchUncheckableRevision(t *testing.T) {
 			t.Errorf("%s: fetch returned %s (a.yaml %q), want the last good %s, its files untouched", bad, rev.ID, readFile(t, rev.Dir, "teams/alice/a.yaml"), good)
 		}
 	}
-	r.CommitTree("bad", map[string]string{"teams/alice/a.yaml": "a: 2\n", "teams/bob/b.yaml": "b: 1\n", "teams/alice/.GIT/x.yaml": "x\n"})
+	r.CommitTree("bad", map[string]string{"teams/alice/a.yaml": "a: 2\n", "teams/alice/.GIT/x.yaml": "x\n"})
 	fixed := r.Commit("fix", map[string]string{"teams/bob/b.yaml": "b: 2\n"})
 	rev, err := s.Fetch(ctx)
 	if err != nil || rev.ID != fixed {
@@ -60,7 +60,7 @@ func TestFetchUncheckableRevision(t *testing.T) {
 func TestFetchUncheckableFirstRevision(t *testing.T) {
 	r := newTestRemote(t, nil)
 	r.Commit("base", map[string]string{"keep.yaml": "k: 1\n"})
-	r.CommitTree("bad", map[string]string{"keep.yaml": "k: 1\n", ".Git/hooks/post-checkout": "#!/bin/sh\n"})
+	r.CommitTree("bad", map[string]string{".Git/hooks/post-checkout": "#!/bin/sh\n"})
 	s := newSourceT(t, Options{URL: r.URL, Ref: "main"})
 	ctx := context.Background()
 	if _, err := s.Fetch(ctx); !errors.As(err, new(*sources.UncheckableError)) || !strings.Contains(err.Error(), `path ".Git"`) {
@@ -83,7 +83,7 @@ func TestCommitOnUncheckableRevision(t *testing.T) {
 	if _, err := s.Fetch(ctx); err != nil {
 		t.Fatal(err)
 	}
-	bad := r.CommitTree("bad", map[string]string{"teams/alice/a.yaml": "a: 1\n", "teams/alice/.GIT/x.yaml": "x\n"})
+	bad := r.CommitTree("bad", map[string]string{"teams/alice/.GIT/x.yaml": "x\n"})
 	var calls atomic.Int64
 	_, err := s.Commit(ctx, ada, edits(t, &calls, "", map[string]string{"teams/bob/b.yaml": "b: 1\n"}))
 	if !errors.As(err, new(*sources.UncheckableError)) || calls.Load() != 0 || !strings.Contains(err.Error(), `path "teams/alice/.GIT"`) {

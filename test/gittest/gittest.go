@@ -128,16 +128,16 @@ func (r *Remote) Write(files map[string]string) {
 
 // listFiles returns the slash-separated paths of the regular files under dir, .git aside.
 
-// CommitTree pushes to main a commit whose tree is exactly files (path → content), parented on
-// the work clone's HEAD, written with Git's plumbing (hash-object, mktree, commit-tree), which
-// takes paths that `git add` refuses (teams/alice/.GIT/x.yaml); it returns the commit hash.
-// The work clone's HEAD moves to it, its index and files stay: the next Commit is made from
-// them, without the paths of files that they do not hold.
+// CommitTree pushes to main a commit of the work clone's index (the tree of its last Commit)
+// with files (path → content) added, parented on the work clone's HEAD, written with Git's
+// plumbing (hash-object, mktree, commit-tree), which takes paths that `git add` refuses
+// (teams/alice/.GIT/x.yaml); it returns the commit hash. The work clone's HEAD moves to it,
+// its index and files stay: the next Commit is made from them, without the paths of files.
 func (r *Remote) CommitTree(msg string, files map[string]string) string {
 	r.t.Helper()
-	type dir map[string]any // name → *dir or a blob hash
+	type dir map[string]any // name → dir, or "mode type hash" of a file
 	top := dir{}
-	for name, content := range files {
+	add := func(name, entry string) {
 		parts := strings.Split(name, "/")
 		d := top
 		for _, p := range parts[:len(parts)-1] {
@@ -148,7 +148,15 @@ func (r *Remote) CommitTree(msg string, files map[string]string) string {
 			}
 			d = sub
 		}
-		d[parts[len(parts)-1]] = r.input(content, "hash-object", "-w", "--stdin")
+		d[parts[len(parts)-1]] = entry
+	}
+	for _, line := range strings.Split(r.input("", "ls-tree", "-r", "-z", r.Git("write-tree")), "\x00") {
+		if entry, name, ok := strings.Cut(line, "\t"); ok {
+			add(name, entry)
+		}
+	}
+	for name, content := range files {
+		add(name, "100644 blob "+r.input(content, "hash-object", "-w", "--stdin"))
 	}
 	var write func(d dir) string
 	write = func(d dir) string {
@@ -157,7 +165,7 @@ func (r *Remote) CommitTree(msg string, files map[string]string) string {
 			if sub, ok := v.(dir); ok {
 				fmt.Fprintf(&b, "040000 tree %s\t%s\n", write(sub), name)
 			} else {
-				fmt.Fprintf(&b, "100644 blob %s\t%s\n", v, name)
+				fmt.Fprintf(&b, "%s\t%s\n", v, name)
 			}
 		}
 		return r.input(b.String(), "mktree")
