@@ -117,11 +117,19 @@ func TestCreateRefusals(t *testing.T) {
 		"another team's namespace": {args: []string{"-f", writeFile(t, dir, "b.yaml", "kind: training\nversion: v0.1\njob: {name: b, namespace: bob}\nenvironment: {image: x}\n")},
 			want: filepath.Join(dir, "b.yaml") + `:3:27: job.namespace: files in teams/alice/ belong to namespace "alice" and cannot place jobs in "bob"`},
 		"path out of the repository": {args: []string{"-f", writeFile(t, dir, "ok.yaml", newSFT), "--path", "../elsewhere"},
-			want: `path "../elsewhere": must be a clean path inside the repository`},
+			want: `path "../elsewhere": a ".." segment: must be a clean path inside the repository`},
 		"absolute path": {args: []string{"-f", writeFile(t, dir, "ok2.yaml", newSFT), "--path", "/tmp"},
 			want: `path "/tmp": must be relative to the repository`},
 		"wait without push": {args: []string{"-f", writeFile(t, dir, "ok3.yaml", newSFT), "--wait"},
 			want: "--wait needs --push"},
+		".GIT directory": {args: []string{"-f", writeFile(t, dir, "g1.yaml", newSFT), "--path", "teams/alice/.GIT"},
+			want: `path "teams/alice/.GIT": ".GIT" is .git to Git`},
+		"GIT~1 directory": {args: []string{"-f", writeFile(t, dir, "g2.yaml", newSFT), "--path", "teams/alice/GIT~1"},
+			want: `path "teams/alice/GIT~1": "GIT~1" is .git to Git`},
+		".git. directory": {args: []string{"-f", writeFile(t, dir, "g3.yaml", newSFT), "--path", "teams/alice/.git."},
+			want: `".git." is .git to Git`},
+		"a dot directory": {args: []string{"-f", writeFile(t, dir, "cm.yaml", newSFT), "--path", "teams/alice/.x"},
+			want: `path "teams/alice/.x": ".x" starts with a dot`},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -136,6 +144,28 @@ func TestCreateRefusals(t *testing.T) {
 				t.Fatalf("work tree changed:\n%s", st)
 			}
 		})
+	}
+}
+
+// TestWriteVerbsBesideAnyFileName: a file whose name Git takes but kyaml's in-memory
+// filesystem refuses (teams/bob/notes (old).md) stops no write verb, with --dry-run or not.
+func TestWriteVerbsBesideAnyFileName(t *testing.T) {
+	rem, clone := newClone(t)
+	rem.Commit("bob's notes", map[string]string{"teams/bob/notes (old).md": "old notes\n", "teams/bob/résumé ✓.txt": "r\n"})
+	git(t, clone, "pull", "-q")
+	in := writeFile(t, t.TempDir(), "new.yaml", newSFT)
+	for _, args := range [][]string{
+		{"create", "-f", in, "--dry-run"},
+		{"scale", "inference", "chat", "--replicas", "3", "--dry-run"},
+		{"create", "-f", in},
+		{"pause", "job", "alice.sft"},
+	} {
+		if out, errOut, code := run(t, append(args, "--repo", clone)...); code != 0 {
+			t.Errorf("gpuctl %s: exit %d:\n%s%s", strings.Join(args, " "), code, out, errOut)
+		}
+	}
+	if files := git(t, clone, "log", "-2", "--name-status", "--format="); files != "M\tteams/alice/sft.yaml\nA\tteams/alice/new.yaml" {
+		t.Errorf("the commits of create and pause hold:\n%s", files)
 	}
 }
 
