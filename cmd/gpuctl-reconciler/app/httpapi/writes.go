@@ -14,6 +14,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/edit"
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/repopath"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
@@ -126,6 +127,9 @@ func (s *server) postJob(w http.ResponseWriter, r *http.Request) error {
 	if err != nil {
 		return err
 	}
+	if err := checkWritePath("path", req.Path); err != nil {
+		return err
+	}
 	out, err := s.write(r, daemon.WriteRequest{Verb: daemon.VerbCreate, Files: []edit.File{file}, Namespace: req.Namespace, Path: req.Path})
 	if err != nil {
 		return err
@@ -142,6 +146,9 @@ func (s *server) postJobsBatch(w http.ResponseWriter, r *http.Request) error {
 	}
 	if len(req.YAMLContents) == 0 {
 		return errorf(http.StatusBadRequest, "yamlContents: give at least one file")
+	}
+	if err := checkWritePath("path", req.Path); err != nil {
+		return err
 	}
 	var files []edit.File
 	for i, c := range req.YAMLContents {
@@ -254,6 +261,7 @@ func (s *server) writeError(r *http.Request, err error) error {
 		forbidden *daemon.ForbiddenError
 		disabled  *daemon.WritesDisabledError
 		push      *sources.PushError
+		stuck     *sources.UncheckableError
 		invalid   *render.ValidationError
 		notFound  *edit.NotFoundError
 		exists    *edit.NameExistsError
@@ -266,6 +274,8 @@ func (s *server) writeError(r *http.Request, err error) error {
 		return errorf(http.StatusForbidden, "%s", err)
 	case errors.As(err, &disabled):
 		return writesOff(r, err.Error())
+	case errors.As(err, &stuck):
+		return errorf(http.StatusConflict, "nothing was written: the branch's newest commit %s", err)
 	case errors.As(err, &push):
 		s.log.Warn("api write not pushed", "method", r.Method, "path", r.URL.Path, "err", err)
 		return errorf(http.StatusServiceUnavailable, "nothing was written: %s", err)
@@ -330,6 +340,18 @@ func inputFile(field, content, fileName string) (edit.File, error) {
 		fileName = "-" // named after its first job
 	}
 	return edit.File{Name: field, Data: []byte(content), Target: fileName}, nil
+}
+
+// checkWritePath refuses the directory of a create (field) that no write may name: a dot
+// directory, a spelling of .git, anything repopath.Check refuses; "" and "." (the top) pass.
+func checkWritePath(field, dir string) error {
+	if dir == "" || dir == "." {
+		return nil
+	}
+	if err := repopath.Check(strings.TrimSuffix(dir, "/")); err != nil {
+		return errorf(http.StatusBadRequest, "%s: %s", field, err)
+	}
+	return nil
 }
 
 // jobRef reads {jobId} (<namespace>.<name> or a name) and ?namespace=; each must be a
