@@ -129,23 +129,27 @@ func TestWriteErrors(t *testing.T) {
 		err  error
 		code int
 	}{
-		"forbidden":  {&daemon.ForbiddenError{Reason: `"alice" may not write in namespace "bob"`}, http.StatusForbidden},
-		"writes off": {&daemon.WritesDisabledError{Reason: "start with --git-push"}, http.StatusMethodNotAllowed},
-		"push":       {&sources.PushError{Remote: "https://git.example.com/x.git", Err: errors.New("pre-receive hook declined")}, http.StatusServiceUnavailable},
-		"invalid":    {&daemon.EditError{Err: invalid}, http.StatusBadRequest},
-		"not found":  {&daemon.EditError{Err: &edit.NotFoundError{Ref: edit.JobRef{Name: "x"}}}, http.StatusNotFound},
-		"exists":     {&daemon.EditError{Err: &edit.NameExistsError{Input: "yamlContent"}}, http.StatusConflict},
-		"file there": {&daemon.EditError{Err: &edit.FileExistsError{Path: "teams/alice/sft.yaml"}}, http.StatusConflict},
-		"unchanged":  {&daemon.EditError{Err: &edit.UnchangedError{Reason: "is already paused"}}, http.StatusConflict},
-		"ambiguous":  {&daemon.EditError{Err: &edit.AmbiguousError{Name: "sft"}}, http.StatusBadRequest},
-		"path":       {&daemon.EditError{Err: &edit.PathError{Path: "../x", Reason: "must be clean"}}, http.StatusBadRequest},
-		"internal":   {errors.New("disk on fire"), http.StatusInternalServerError},
+		"forbidden":   {&daemon.ForbiddenError{Reason: `"alice" may not write in namespace "bob"`}, http.StatusForbidden},
+		"writes off":  {&daemon.WritesDisabledError{Reason: "start with --git-push"}, http.StatusMethodNotAllowed},
+		"push":        {&sources.PushError{Remote: "https://git.example.com/x.git", Err: errors.New("pre-receive hook declined")}, http.StatusServiceUnavailable},
+		"invalid":     {&daemon.EditError{Err: invalid}, http.StatusBadRequest},
+		"not found":   {&daemon.EditError{Err: &edit.NotFoundError{Ref: edit.JobRef{Name: "x"}}}, http.StatusNotFound},
+		"exists":      {&daemon.EditError{Err: &edit.NameExistsError{Input: "yamlContent"}}, http.StatusConflict},
+		"file there":  {&daemon.EditError{Err: &edit.FileExistsError{Path: "teams/alice/sft.yaml"}}, http.StatusConflict},
+		"unchanged":   {&daemon.EditError{Err: &edit.UnchangedError{Reason: "is already paused"}}, http.StatusConflict},
+		"ambiguous":   {&daemon.EditError{Err: &edit.AmbiguousError{Name: "sft"}}, http.StatusBadRequest},
+		"path":        {&daemon.EditError{Err: &edit.PathError{Path: "../x", Reason: "must be clean"}}, http.StatusBadRequest},
+		"uncheckable": {&sources.UncheckableError{Remote: "https://git.example.com/x.git", Revision: "4f9c2a71d0e8aaaabbbbccccddddeeeeffff0000", Path: "teams/alice/.GIT", Reason: "is .git"}, http.StatusConflict},
+		"internal":    {errors.New("disk on fire"), http.StatusInternalServerError},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			h := writeServer(t, &recordingWriter{err: c.err})
 			w := send(t, h, http.MethodPost, "/api/v1/jobs", adminToken, "", `{"yamlContent": "kind: training\n", "namespace": "alice"}`)
 			e := wantError(t, w, c.code)
+			if name == "uncheckable" && !strings.Contains(e.Message, `4f9c2a71d0e8 cannot be checked out: path "teams/alice/.GIT"`) {
+				t.Errorf("message %q", e.Message)
+			}
 			if c.code == http.StatusServiceUnavailable && !strings.HasPrefix(e.Message, "nothing was written: push to https://git.example.com/x.git") {
 				t.Errorf("message %q", e.Message)
 			}
@@ -180,6 +184,14 @@ func TestWriteRequestsRefused(t *testing.T) {
 		"no replicas":        {http.MethodPost, "/api/v1/jobs/alice.sft/scale", "", `{}`, http.StatusBadRequest},
 		"negative replicas":  {http.MethodPost, "/api/v1/jobs/alice.sft/scale", "", `{"replicas": -1}`, http.StatusBadRequest},
 		"no token":           {http.MethodPost, "/api/v1/jobs", "", `{"yamlContent": "x: 1"}`, http.StatusUnauthorized},
+		".GIT path":          {http.MethodPost, "/api/v1/jobs", "", `{"yamlContent": "x: 1", "path": "teams/alice/.GIT"}`, http.StatusBadRequest},
+		".git path":          {http.MethodPost, "/api/v1/jobs", "", `{"yamlContent": "x: 1", "path": "teams/alice/.git"}`, http.StatusBadRequest},
+		"dot directory":      {http.MethodPost, "/api/v1/jobs", "", `{"yamlContent": "x: 1", "path": "teams/alice/.x"}`, http.StatusBadRequest},
+		"GIT~1 path":         {http.MethodPost, "/api/v1/jobs", "", `{"yamlContent": "x: 1", "path": "teams/alice/GIT~1"}`, http.StatusBadRequest},
+		".git. path":         {http.MethodPost, "/api/v1/jobs", "", `{"yamlContent": "x: 1", "path": "teams/alice/.git."}`, http.StatusBadRequest},
+		"HFS+ .git path":     {http.MethodPost, "/api/v1/jobs", "", `{"yamlContent": "x: 1", "path": "teams/alice/.g\u200cit"}`, http.StatusBadRequest},
+		".GIT path in YAML":  {http.MethodPost, "/api/v1/jobs?path=teams/alice/.GIT", "application/yaml", "x: 1", http.StatusBadRequest},
+		".GIT path of batch": {http.MethodPost, "/api/v1/jobs/batch", "", `{"yamlContents": ["x: 1"], "path": "teams/alice/.GIT"}`, http.StatusBadRequest},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
