@@ -88,6 +88,16 @@ func (f *FS) mkdirs(p string, names []string) (*node, error) {
 	return n, nil
 }
 
+// lookup is the node of p, which must exist (op names the operation in the error); the caller
+// holds the lock.
+func (f *FS) lookup(op, p string) (*node, error) {
+	n, err := f.find(p)
+	if err == nil && n == nil {
+		err = notExist(op, p)
+	}
+	return n, err
+}
+
 // notExist is the error of a path that does not exist.
 func notExist(op, p string) error {
 	return &fs.PathError{Op: op, Path: p, Err: fs.ErrNotExist}
@@ -157,12 +167,9 @@ func (f *FS) RemoveAll(p string) error {
 func (f *FS) Open(p string) (filesys.File, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	n, err := f.find(p)
-	switch {
-	case err != nil:
+	n, err := f.lookup("open", p)
+	if err != nil {
 		return nil, err
-	case n == nil:
-		return nil, notExist("open", p)
 	}
 	return &file{fs: f, n: n}, nil
 }
@@ -179,12 +186,10 @@ func (f *FS) IsDir(p string) bool {
 func (f *FS) ReadDir(p string) ([]string, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	n, err := f.find(p)
+	n, err := f.lookup("readdir", p)
 	switch {
 	case err != nil:
 		return nil, err
-	case n == nil:
-		return nil, notExist("readdir", p)
 	case !n.isDir():
 		return nil, fmt.Errorf("%s is not a directory", p)
 	}
@@ -206,12 +211,10 @@ func (n *node) sorted() []string {
 func (f *FS) CleanedAbs(p string) (filesys.ConfirmedDir, string, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	n, err := f.find(p)
+	n, err := f.lookup("stat", p)
 	switch {
 	case err != nil:
 		return "", "", err
-	case n == nil:
-		return "", "", notExist("stat", p)
 	case n.isDir():
 		return filesys.ConfirmedDir(n.path()), "", nil
 	}
@@ -252,12 +255,10 @@ func (f *FS) Glob(pattern string) ([]string, error) {
 func (f *FS) ReadFile(p string) ([]byte, error) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	n, err := f.find(p)
+	n, err := f.lookup("read", p)
 	switch {
 	case err != nil:
 		return nil, err
-	case n == nil:
-		return nil, notExist("read", p)
 	case n.isDir():
 		return nil, fmt.Errorf("%s: is a directory", p)
 	}
