@@ -266,7 +266,7 @@ func TestAPIWritesWithAGitSource(t *testing.T) {
 		"another namespace asked":       {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{YAMLContent: training("x", ""), Namespace: tm.bob}, 403},
 		"another team's directory":      {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{YAMLContent: training("x", ""), Path: "teams/" + tm.bob}, 403},
 		"an admin directory":            {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{YAMLContent: training("x", ""), Path: "quotas"}, 403},
-		"a traversal to another team":   {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{YAMLContent: training("x", ""), Path: "teams/" + tm.alice + "/../" + tm.bob}, 403},
+		"a traversal to another team":   {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{YAMLContent: training("x", ""), Path: "teams/" + tm.alice + "/../" + tm.bob}, 400},
 		"a traversal by an admin":       {"POST", "/api/v1/jobs", opsToken, httpapi.CreateRequest{YAMLContent: training("x", ""), Path: "teams/../../etc"}, 400},
 		"a file name with a directory":  {"POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{YAMLContent: training("x", ""), FileName: "../../" + tm.bob + "/x.yaml"}, 400},
 		"a token without namespaces":    {"POST", "/api/v1/jobs", noneToken, httpapi.CreateRequest{YAMLContent: training("x", "")}, 403},
@@ -481,4 +481,79 @@ func TestWriteFlags(t *testing.T) {
 			t.Errorf("%s: %v, want %q", args, err, want)
 		}
 	}
+}
+
+// TestAPIWritesRefuseDotPaths: a create into a dot directory or any spelling of .git is 400,
+// naming the path and why, and nothing is committed; a file whose name Git takes but kyaml's
+// in-memory filesystem refuses (teams/bob/notes (old).md) stops no write; a commit pushed with
+// plumbing that holds teams/alice/.GIT/x.yaml is FetchFailed naming the commit and the path, a
+// write on it is 409, and the next commit that removes the path is applied.
+func TestAPIWritesRefuseDotPaths(t *testing.T) {
+	tm := newTeam("wp")
+	g := newGitRemote(t, tm)
+	g.Commit("bob's notes", map[string]string{"teams/" + tm.bob + "/notes (old).md": "old notes\n"})
+	d := startWriteDaemon(t, tm, "--source", "git:"+g.URL, "--ref", "main", "--git-push", "--git-poll-interval", "0")
+	before := g.head()
+	dir := "teams/" + tm.alice + "/"
+	for p, want := range map[string]string{
+		dir + ".GIT":       `".GIT" is .git to Git`,
+		dir + ".git":       `".git" is .git to Git`,
+		dir + ".x":         `".x" starts with a dot`,
+		dir + "GIT~1":      `"GIT~1" is .git to Git`,
+		dir + ".git.":      `".git." is .git to Git`,
+		dir + ".g\u200cit": `is .git to Git`,
+		dir + "a/../.GIT":  `".." segment`,
+		dir + "sub//x":     "empty segment",
+	} {
+		for _, token := range []string{aliceToken, opsToken} {
+			var e httpapi.Error
+			code, body := d.call("POST", "/api/v1/jobs", token, httpapi.CreateRequest{YAMLContent: training("dot", ""), Path: p}, &e)
+			if code != http.StatusBadRequest || !strings.HasPrefix(e.Message, fmt.Sprintf("path: path %q: ", p)) || !strings.Contains(e.Message, want) {
+				t.Errorf("path %q: %d %s, want 400 with %q", p, code, body, want)
+			}
+		}
+	}
+	code, body := d.call("POST", "/api/v1/jobs/batch", aliceToken, httpapi.BatchCreateRequest{YAMLContents: []string{training("dot", "")}, Path: dir + ".x"}, nil)
+	if code != http.StatusBadRequest || !strings.Contains(body, "starts with a dot") {
+		t.Errorf("batch into a dot directory: %d %s", code, body)
+	}
+	if code, body := d.call("POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{YAMLContent: training("dot", ""), FileName: ".hidden.yaml"}, nil); code != http.StatusBadRequest {
+		t.Errorf("a dot file name: %d %s", code, body)
+	}
+	if g.head() != before {
+		t.Fatalf("a refused write committed: %s", g.Run(g.Bare, "log", "--oneline", before+"..main"))
+	}
+
+	// Bob's "notes (old).md" stops no write of alice's.
+	code, got, body := d.create(aliceToken, training("sft", ""))
+	if code != http.StatusCreated || got.Path != dir+"sft.yaml" {
+		t.Fatalf("create beside notes (old).md: %d %s", code, body)
+	}
+	d.waitJob(tm.alice, "sft", "created", exists)
+
+	// A commit that Git cannot check out: reported, writes refused, the next good one applied.
+	g.Git("fetch", "-q", "origin", "main")
+	g.Git("reset", "-q", "--hard", "FETCH_HEAD")
+	bad := g.CommitTree("a .GIT directory", map[string]string{dir + ".GIT/x.yaml": "kind: ConfigMap\n"})
+	if code, body := d.call("POST", "/api/v1/sync", opsToken, nil, nil); code >= 300 {
+		t.Fatalf("sync: %d %s", code, body)
+	}
+	var st daemon.Status
+	waitFor(t, "FetchFailed naming the commit and the path", func() bool {
+		st, _, _ = d.store.Read(context.Background())
+		return st.Result == daemon.ResultFetchFailed && strings.Contains(st.Message, bad[:12]) && strings.Contains(st.Message, dir+".GIT")
+	})
+	code, body = d.call("POST", "/api/v1/jobs", aliceToken, httpapi.CreateRequest{YAMLContent: training("later", "")}, nil)
+	if code != http.StatusConflict || !strings.Contains(body, "cannot be checked out") || g.head() != bad {
+		t.Errorf("a write on the bad commit: %d %s", code, body)
+	}
+	fixed := g.Commit("remove the .GIT directory", map[string]string{"teams/" + tm.bob + "/bob-2.yaml": training("bob-2", "")})
+	if code, body := d.call("POST", "/api/v1/sync", opsToken, nil, nil); code >= 300 {
+		t.Fatalf("sync: %d %s", code, body)
+	}
+	waitFor(t, "the next good commit applied", func() bool {
+		st, _, _ = d.store.Read(context.Background())
+		return st.AppliedRevision == fixed
+	})
+	d.waitJob(tm.bob, "bob-2", "created", exists)
 }
