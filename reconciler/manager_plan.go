@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -37,6 +38,15 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 // changed (issue #18, bar 6). Their metadata is written as Plan writes it; Apply and the drift
 // detector materialize them again when they need their bodies.
 func (m *Manager) PlanDeferred(ctx context.Context, desired []*unstructured.Unstructured, bodies *render.Bodies) (plan *Plan, err error) {
+	return m.PlanHolding(ctx, desired, bodies, nil)
+}
+
+// PlanHolding is PlanDeferred of a revision rendered with some tenant namespaces held
+// (render.Options.Hold: their files have errors, and desired holds none of their objects):
+// the live objects of those tenants stay as the last good revision left them. They are
+// neither changed nor pruned (each is a skipped change that says so), and the inventory keeps
+// them. Objects that the admin's files declare in a held namespace are planned as always.
+func (m *Manager) PlanHolding(ctx context.Context, desired []*unstructured.Unstructured, bodies *render.Bodies, held []string) (plan *Plan, err error) {
 	requests, began := m.requests.Load(), time.Now()
 	defer func() {
 		if plan != nil {
@@ -47,6 +57,7 @@ func (m *Manager) PlanDeferred(ctx context.Context, desired []*unstructured.Unst
 	if err != nil {
 		return nil, err
 	}
+	plan.Held = held
 	inv := plan.inventory
 	var nodes, objects []*unstructured.Unstructured
 	for _, d := range desired {
@@ -680,6 +691,8 @@ func (m *Manager) prunes(plan *Plan, live map[string]*unstructured.Unstructured,
 			c.stage += tenantStageOffset
 		}
 		switch {
+		case plan.holds(u):
+			c.Action, c.Reason = ActionSkipped, "held: the files of namespace "+u.GetNamespace()+" have errors; kept as the last good revision left it"
 		case u.GetLabels()[keys.ManagedBy] != keys.ManagedByValue:
 			c.Action, c.Reason = ActionSkipped, "no longer desired, but not labelled "+keys.ManagedBy+"="+keys.ManagedByValue+"; not deleted"
 		case u.GetAnnotations()[keys.Prune] == keys.PruneDisabled:
@@ -690,6 +703,12 @@ func (m *Manager) prunes(plan *Plan, live map[string]*unstructured.Unstructured,
 		out = append(out, c)
 	}
 	return out
+}
+
+// holds reports whether the live member u is a tenant's object of a held namespace.
+func (p *Plan) holds(u *unstructured.Unstructured) bool {
+	tenant := tenantOf(u)
+	return tenant != "" && (slices.Contains(p.Held, tenant) || slices.Contains(p.Held, u.GetNamespace()))
 }
 
 // safety refuses an empty desired state and deletes beyond the prune budget.

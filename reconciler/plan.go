@@ -183,6 +183,9 @@ type Plan struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Scope is Options.Scope: the part of the repository whose removals the plan includes.
 	Scope []string `json:"scope,omitempty"`
+	// Held are the tenant namespaces whose files had errors (PlanHolding): their live objects
+	// are kept as they are.
+	Held []string `json:"held,omitempty"`
 	// Notes say what the plan does not cover: a scope, and what the credentials could not
 	// read (the inventory and so prunes, nodes and so pool labels, objects left unchecked).
 	Notes []string `json:"notes,omitempty"`

@@ -172,6 +172,9 @@ type desiredState struct {
 	nodes      map[string]nodeIntent
 	namespaces map[string]bool // namespaces gpuctl manages: shadow workloads are looked for there
 	partOf     string          // the inventory's ApplySet id
+	// held are the tenant namespaces whose files had errors: gpuctl's objects there are kept
+	// as a revision before left them, and are not shadows.
+	held map[string]bool
 }
 
 // newDesiredState indexes the objects of an applied revision (as Plan prepared them), whose

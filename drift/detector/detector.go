@@ -171,8 +171,9 @@ func (d *Detector) BeginSync() {
 // EndSync resumes evaluation; with desired, against the objects of revision (bodies hold
 // those a deferred render left as heads: see reconciler.PlanDeferred). The objects in pending
 // may differ from them; the others were just applied and are evaluated only when they change
-// (or at the next Resync).
-func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref) {
+// (or at the next Resync). held are the tenant namespaces whose files had errors: gpuctl's
+// workloads there stay as a revision before left them, and are no shadows.
+func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref, held []string) {
 	var ds *desiredState
 	digest := ""
 	if desired != nil {
@@ -193,6 +194,14 @@ func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured
 			d.opts.Log.Error("drift: index the applied objects", "err", err)
 			ds = nil
 		}
+	}
+	if ds != nil && len(held) > 0 {
+		ds.held = make(map[string]bool, len(held))
+		for _, ns := range held {
+			ds.held[ns] = true
+		}
+	} else if ds != nil {
+		ds.held = nil
 	}
 	d.mu.Lock()
 	if ds != nil {

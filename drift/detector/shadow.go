@@ -162,6 +162,8 @@ func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj 
 		return "no longer requests GPUs", false
 	case ignored(m.GetAnnotations()):
 		return whyIgnored, false
+	case ds.held[m.GetNamespace()] && ours(m, ds.partOf):
+		return "held: the files of namespace " + m.GetNamespace() + " have errors, and its objects stay as they were", false
 	case ours(m, ds.partOf) && ds.objects[object.KeyOf(workloadGK(kind), m.GetNamespace(), m.GetName())] != nil:
 		return "now in Git", false
 	}

@@ -248,7 +248,7 @@ func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
 	d.mu.Unlock()
 	st := Status{Source: d.opts.Source.URL(), LastAttempt: start, Leader: d.opts.Identity, Mode: d.opts.DriftMode,
 		AppliedRevision: prev.AppliedRevision, AppliedDigest: prev.AppliedDigest, LastSuccess: prev.LastSuccess,
-		LastHandledRequest: prev.LastHandledRequest}
+		LastHandledRequest: prev.LastHandledRequest, Held: prev.Held}
 	if request != "" {
 		st.LastHandledRequest = request
 	}
@@ -335,9 +335,11 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		return
 	}
 	objects, bodies := res.Objects, res.Bodies
+	st.Held = heldScopes(res.Held, prev, rev.Dir)
+	held := render.HeldNamespaces(res.Held)
 	res = nil // the parsed documents are not needed any more: let them be collected
 	prog := d.newSyncProgress()
-	plan, err := d.opts.Engine.PlanDeferred(prog.planContext(ctx), objects, bodies)
+	plan, err := d.opts.Engine.PlanHolding(prog.planContext(ctx), objects, bodies, held)
 	if plan != nil {
 		steps.Plan = plan.Stats.Took
 	}
@@ -354,18 +356,18 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		st.Result, st.Message = ResultRefused, plan.Refused.Error()
 		return
 	}
-	digest := reconciler.Digest(objects)
+	digest := heldDigest(reconciler.Digest(objects), held)
 	if d.opts.DriftMode != drift.ModeCorrect && !requested && prev.Result == ResultSucceeded && prev.AppliedDigest == digest {
 		// Report mode: the revision is applied; what differs now is drift, reported by the
 		// detector and left as it is until Git changes or someone asks for a sync.
 		st.Result, st.AppliedRevision, st.LastSuccess = ResultSucceeded, rev.ID, time.Now()
-		st.Message = "revision " + humanize.Revision(rev.ID) + " is applied"
+		st.Message = "revision " + humanize.Revision(rev.ID) + " is applied" + heldNote(st.Held)
 		if plan.HasChanges() {
 			st.Message += "; drift is reported, not corrected (--drift=report): gpuctl sync applies it again"
 		}
 		if d.opts.Drift != nil {
 			began := time.Now()
-			d.opts.Drift.EndSync(rev.ID, objects, bodies, pendingOf(plan, false))
+			d.opts.Drift.EndSync(rev.ID, objects, bodies, pendingOf(plan, false), held)
 			steps.Drift = time.Since(began)
 		}
 		if !plan.HasChanges() {
@@ -395,11 +397,11 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	if d.opts.Drift != nil {
 		began := time.Now()
 		if cs == nil || cs.WriteFailed() {
-			d.opts.Drift.EndSync("", nil, nil, nil)
+			d.opts.Drift.EndSync("", nil, nil, nil, nil)
 		} else { // applied, but for objects that failed at plan time: they are not watched
 			pending, accepted := pendingOf(plan, true), plan.Accepted(objects)
 			plan = nil // let the plan's live objects go before the detector indexes the revision
-			d.opts.Drift.EndSync(rev.ID, accepted, bodies, pending)
+			d.opts.Drift.EndSync(rev.ID, accepted, bodies, pending, held)
 		}
 		steps.Drift = time.Since(began)
 	}
@@ -416,7 +418,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		reportJobs(st, jobErrors, cs, queued)
 		return
 	}
-	st.Result, st.Message = ResultSucceeded, "applied revision "+humanize.Revision(rev.ID)
+	st.Result, st.Message = ResultSucceeded, "applied revision "+humanize.Revision(rev.ID)+heldNote(st.Held)
 	if len(taken) > 0 {
 		st.Message += "; took back fields from other managers on " + humanize.Plural(len(taken), "object") + " (Git wins on what a revision changes)"
 	}
@@ -481,6 +483,7 @@ func (d *Daemon) render(ctx context.Context, rev sources.Revision) (*render.Resu
 		opts.Cache = d.renderCache
 	}
 	opts.Deferred = true // the engine and the detector materialize what they read (reconciler.PlanDeferred)
+	opts.Hold = true     // a team's errors hold that team's files only
 	if dg, ok := d.opts.Source.(sources.Digester); ok && opts.Digest == nil {
 		// The source has just hashed the revision's files: those the cache has seen are not
 		// read again.
@@ -538,5 +541,5 @@ func (d *Daemon) Plan(ctx context.Context) (*reconciler.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.opts.Engine.PlanDeferred(ctx, res.Objects, res.Bodies)
+	return d.opts.Engine.PlanHolding(ctx, res.Objects, res.Bodies, render.HeldNamespaces(res.Held))
 }

@@ -26,8 +26,9 @@ type Detector interface {
 	// its objects (as Plan prepared them; bodies hold those a deferred render left as heads)
 	// and pending those that may still differ from them (conflicts not applied, or a plan
 	// left unapplied); the others were just applied. With desired nil the last applied
-	// revision stays the reference.
-	EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref)
+	// revision stays the reference. held are the tenant namespaces whose files had errors:
+	// their objects, kept as a revision before left them, are neither drift nor shadows.
+	EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref, held []string)
 	// Current returns the report and history held in memory, or false before the first
 	// report.
 	Current() (drift.Report, []drift.Entry, bool)

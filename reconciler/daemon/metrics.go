@@ -12,6 +12,8 @@ type Metrics struct {
 	LastSuccess prometheus.Gauge
 	Revision    *prometheus.GaugeVec
 	Drift       *prometheus.GaugeVec
+	// Held is 1 for each tenant namespace held at its last good revision (Status.Held).
+	Held *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -31,8 +33,10 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpuctl_source_revision_info", Help: "The source and revision last applied (value 1)."}, []string{"source", "revision"}),
 		Drift: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpuctl_drift_objects", Help: "Objects that differ from Git, by kind and category."}, []string{"kind", "category"}),
+		Held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpuctl_held_namespace", Help: "Tenant namespaces held at their last good revision because their files have errors (value 1)."}, []string{"namespace"}),
 	}
-	reg.MustRegister(m.Duration, m.Syncs, m.Objects, m.LastSuccess, m.Revision, m.Drift)
+	reg.MustRegister(m.Duration, m.Syncs, m.Objects, m.LastSuccess, m.Revision, m.Drift, m.Held)
 	return m
 }
 
@@ -47,6 +51,10 @@ func (m *Metrics) observe(st Status) {
 		for a, n := range st.Counts {
 			m.Objects.WithLabelValues(a).Set(float64(n))
 		}
+	}
+	m.Held.Reset()
+	for _, h := range st.Held {
+		m.Held.WithLabelValues(h.Namespace).Set(1)
 	}
 	if st.Result == ResultSucceeded {
 		m.LastSuccess.Set(float64(st.LastSuccess.UnixNano()) / 1e9)

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -49,6 +50,9 @@ type Status struct {
 	Counts map[string]int `json:"counts,omitempty"`
 	// Errors are the per-object errors and diagnostics of the last attempt (at most 50).
 	Errors []string `json:"errors,omitempty"`
+	// Held are the tenant namespaces whose files have errors: each keeps the state of the
+	// revision it is held at while every other scope applies the new one (render.Options.Hold).
+	Held []HeldScope `json:"held,omitempty"`
 	// Queued counts the Jobs the last attempt created for Kueue to admit (labelled
 	// kueue.x-k8s.io/queue-name, created suspended): they start when Kueue admits them, and
 	// waiting in the queue is not an error.
@@ -69,6 +73,31 @@ type Status struct {
 	Leader string `json:"leader,omitempty"`
 	// Mode is the drift mode.
 	Mode drift.Mode `json:"mode,omitempty"`
+}
+
+// HeldScope is a tenant namespace held at its last good revision.
+type HeldScope struct {
+	// Namespace is the tenant namespace (a team).
+	Namespace string `json:"namespace"`
+	// Revision is the revision whose state of the namespace stays applied ("": none was
+	// applied yet).
+	Revision string `json:"revision,omitempty"`
+	// Errors are the errors of the namespace's files in the last attempt (at most 50), with
+	// paths relative to the revision.
+	Errors []string `json:"errors"`
+}
+
+// String is the held scope on one line, with its first error:
+// `bob: held at 4f9c2a7: teams/bob/widget.yaml:2: ...`.
+func (h HeldScope) String() string {
+	s := h.Namespace + ": held at " + cmp.Or(humanize.Revision(h.Revision), "no revision (never applied)")
+	if len(h.Errors) > 0 {
+		s += ": " + h.Errors[0]
+		if n := len(h.Errors) - 1; n > 0 {
+			s += " (and " + humanize.Plural(n, "more error") + ")"
+		}
+	}
+	return s
 }
 
 // Steps is how long each step of a sync took; the rest of its Duration is bookkeeping (the

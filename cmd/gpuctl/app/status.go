@@ -121,6 +121,19 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 			fmt.Fprintln(w, "  "+e)
 		}
 	}
+	if len(st.Held) > 0 {
+		fmt.Fprintln(w, p.Error("Held")+" (their files have errors; each namespace keeps the revision it is held at, the others apply):")
+		for _, h := range st.Held {
+			rest := h.Errors
+			if len(rest) > 0 {
+				h.Errors, rest = rest[:1], rest[1:]
+			}
+			fmt.Fprintln(w, "  "+h.String())
+			for _, e := range rest {
+				fmt.Fprintln(w, "    "+e)
+			}
+		}
+	}
 	return nil
 }
 
