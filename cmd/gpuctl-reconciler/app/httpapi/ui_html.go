@@ -9,6 +9,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	g "maragu.dev/gomponents"
 	h "maragu.dev/gomponents/html"
 )
@@ -131,7 +132,14 @@ func syncSection(now time.Time, s uiStatus) g.Node {
 				g.Text("… and "+strconv.Itoa(s.MoreErrors)+" more (GET /api/v1/status lists them all)"))),
 		)
 	}
-	return section("sync", head, facts, errs)
+	var held g.Node
+	if len(s.St.Held) > 0 {
+		held = h.Div(h.Class("error-box"),
+			h.B(g.Text("Held: these namespaces' files have errors; each keeps the revision it is held at, the others apply")),
+			h.Ul(h.Class("errors"), g.Map(s.St.Held, func(hs daemon.HeldScope) g.Node { return h.Li(h.Code(g.Text(hs.String()))) })),
+		)
+	}
+	return section("sync", head, facts, errs, held)
 }
 
 func jobsSection(now time.Time, j uiJobs) g.Node {
