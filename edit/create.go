@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -106,8 +107,44 @@ func (r *Repo) Create(files []File, opts CreateOptions) (*Result, error) {
 	if len(errs) > 0 {
 		return nil, render.NewValidationError(errs)
 	}
+	if err := r.review(base, after, res.Changes); err != nil {
+		return nil, err
+	}
+	res.Objects = r.createdObjects(after, rename)
 	res.Warnings = warnings
 	return res, nil
+}
+
+// createdObjects lists the documents of the files created that are no workload: plain
+// Kubernetes objects (with the namespace that the render gave them), pools and quotas.
+func (r *Repo) createdObjects(after *render.Result, rename map[string]string) []Workload {
+	var out []Workload
+	for _, d := range after.Documents {
+		file := r.rel(d.File)
+		if _, isNew := rename[file]; !isNew || d.Workload != nil {
+			continue
+		}
+		switch {
+		case d.Pool != nil:
+			out = append(out, Workload{Kind: d.Kind, Name: d.Pool.Name, File: file})
+			continue
+		case d.Quota != nil:
+			out = append(out, Workload{Kind: d.Kind, Name: d.Quota.Name, File: file})
+			continue
+		case d.Manifest == nil:
+			continue
+		}
+		m := &unstructured.Unstructured{Object: d.Manifest}
+		o := Workload{Kind: m.GetKind(), Name: m.GetName(), Namespace: m.GetNamespace(), File: file}
+		for _, u := range after.Objects {
+			if u.GetKind() == o.Kind && u.GetName() == o.Name && u.GetAnnotations()[keys.Source] == file {
+				o.Namespace = u.GetNamespace()
+				break
+			}
+		}
+		out = append(out, o)
+	}
+	return out
 }
 
 // createDir is the directory that Create writes to.

@@ -110,13 +110,16 @@ func (r *Repo) finish(base *render.Result, verb string, w found, t *text, change
 			return nil, &CannotEditError{File: w.File, Line: w.doc.Pos.Line, Reason: "the edited file does not read as intended"}
 		}
 	}
-	introduced, _, err := r.check(base, []Change{change}, nil)
+	introduced, after, err := r.check(base, []Change{change}, nil)
 	if err != nil {
 		return nil, err
 	}
 	errs, warnings := split(introduced)
 	if len(errs) > 0 {
 		return nil, fmt.Errorf("%s %s %s would make the repository invalid: %w", verb, w.Kind, w.ID(), render.NewValidationError(errs))
+	}
+	if err := r.review(base, after, []Change{change}); err != nil {
+		return nil, fmt.Errorf("%s %s %s: %w", verb, w.Kind, w.ID(), err)
 	}
 	return &Result{Verb: verb, Workloads: []Workload{w.Workload}, Changes: []Change{change}, Warnings: warnings}, nil
 }

@@ -66,13 +66,20 @@ func Compose(base, head *Revision, under string) (*Report, error) {
 	}
 	pol, polViolations := basePolicy(base, under)
 	polViolations = append(polViolations, adminChanges(pol, base, head)...)
+	polViolations = append(polViolations, renderViolations(pol, h)...)
+	rep := compose(b, h, pol, polViolations, skippedViolations(pol, head))
+	rep.Path, rep.Base, rep.Head = under, info(base, b), info(head, h)
+	return rep, nil
+}
+
+// compose compares two rendered revisions and checks the head against the policy: lead are the
+// violations found before the checks of the rendered objects (the policy file's, the admin
+// files', the render's), tail those found after (the files skipped).
+func compose(b, h *Rendered, pol *Policy, lead, tail []*Violation) *Report {
 	rep := &Report{
-		Path:       under,
-		Base:       info(base, b),
-		Head:       info(head, h),
 		Changes:    Compare(b.Objects, h.Objects),
 		Budget:     ComputeBudget(b.Objects, h.Objects),
-		Violations: polViolations,
+		Violations: lead,
 		Policy:     pol,
 	}
 	if rep.Changes == nil {
@@ -87,15 +94,14 @@ func Compose(base, head *Revision, under string) (*Report, error) {
 			c.Source = path.Join(root, c.Source)
 		}
 	}
-	rep.Violations = append(rep.Violations, renderViolations(pol, h)...)
 	rep.Violations = append(rep.Violations, markPreexisting(Check(pol, h), Check(pol, b))...)
-	rep.Violations = append(rep.Violations, skippedViolations(pol, head)...)
+	rep.Violations = append(rep.Violations, tail...)
 	blameQuota(rep, h)
 	if rep.Violations == nil {
 		rep.Violations = []*Violation{}
 	}
 	rep.summarize()
-	return rep, nil
+	return rep
 }
 
 func info(rev *Revision, r *Rendered) RevisionInfo {
@@ -117,14 +123,19 @@ func markPreexisting(head, base []*Violation) []*Violation {
 }
 
 // basePolicy parses the base revision's policy file: a change cannot loosen the policy it is
-// checked against (see adminChanges). An invalid policy file is a violation; the checks then
-// run without a policy.
+// checked against (see adminChanges).
 func basePolicy(base *Revision, under string) (*Policy, []*Violation) {
 	file := findPolicy(base.Files, under)
 	if file == "" {
 		return nil, nil
 	}
-	p, err := ParsePolicy(file, []byte(base.Files[file]))
+	return readPolicy(file, []byte(base.Files[file]))
+}
+
+// readPolicy parses a policy file. An invalid policy file is a violation; the checks then run
+// without a policy.
+func readPolicy(file string, data []byte) (*Policy, []*Violation) {
+	p, err := ParsePolicy(file, data)
 	if err == nil {
 		return p, nil
 	}

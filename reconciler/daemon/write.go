@@ -17,6 +17,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/review"
 	"github.com/gpuctl/gpuctl/sources"
 )
 
@@ -124,8 +125,9 @@ type WritesDisabledError struct {
 func (e *WritesDisabledError) Error() string { return e.Reason }
 
 // EditError is a write whose edit was refused: the request's fault (invalid files, a name that
-// exists, an unknown job, ...). Err is edit's error (an *edit.NameExistsError, a
-// *render.ValidationError, ...).
+// exists, an unknown job, a change that the review's policy or quota checks fail, ...). Err is
+// edit's error (an *edit.NameExistsError, a *render.ValidationError, a *review.RefusedError,
+// ...).
 type EditError struct {
 	Err error
 }
@@ -238,6 +240,10 @@ func (d *Daemon) edit(fsys filesys.FileSystem, dir string, req WriteRequest) (*e
 		repo.Config = d.opts.Render.Config
 	}
 	repo.RenderTimeout = d.opts.RenderTimeout // the teams' files are rendered as a sync renders them
+	// No pull request reviews a write that applies: it passes the review's checks itself.
+	if d.applies() {
+		repo.Review = review.EditCheck(fsys, repo.Root, repo.Root)
+	}
 	w := req.By
 	if !w.Admin && !w.AllNamespaces {
 		repo.Namespaces = w.Namespaces
@@ -275,7 +281,19 @@ func (d *Daemon) edit(fsys filesys.FileSystem, dir string, req WriteRequest) (*e
 			return nil, err
 		}
 	}
+	for _, o := range res.Objects {
+		if o.Namespace != "" && !w.may(o.Namespace) {
+			return nil, forbidNamespace(w, o.Namespace)
+		}
+	}
 	return res, nil
+}
+
+// applies reports whether a write goes where the sync applies it: to the followed branch of a
+// Git source (not --git-push-branch, whose pull request is reviewed), or into a directory.
+func (d *Daemon) applies() bool {
+	_, committer := d.opts.Source.(sources.Committer)
+	return !committer || d.opts.Writes.BranchPrefix == ""
 }
 
 // create adds the request's files to the directory of its namespace, or to its path.
@@ -320,6 +338,18 @@ func (d *Daemon) create(repo *edit.Repo, req WriteRequest) (*edit.Result, error)
 		err = fmt.Errorf("no namespace rule gives namespace %q a directory: give the path of the file (an admin's token), or ask for a rule in --namespace-map", ns)
 	}
 	return res, err
+}
+
+// NamespaceOf returns the namespace whose directory holds a file (slash-separated, relative to
+// the rendered directory, as the status names files) by the administrator's namespace rules
+// (--namespace-map, --config): for the API's cut of the status to a token's namespaces. False
+// for a file that no rule maps, and without the administrator's rules (a repository's own
+// .gpuctl.yaml is not read here).
+func (d *Daemon) NamespaceOf(file string) (string, bool) {
+	if d.opts.Render.Config == nil {
+		return "", false
+	}
+	return d.opts.Render.Config.NamespaceFor(path.Dir(file))
 }
 
 // mayWriteDir checks that a writer may write in a directory (relative to the root): an admin

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/review"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 )
 
@@ -24,6 +25,9 @@ type Error struct {
 	// Diagnostics are every error of the files of a write that are invalid (400), each with
 	// its file (the request's field: yamlContent, yamlContents[1]), line, column and field.
 	Diagnostics []*render.Diagnostic `json:"diagnostics,omitempty"`
+	// Violations are the violations of the review's policy and quota checks that refuse a
+	// write to the branch that applies (400), as `gpuctl diff --base -o json` lists them.
+	Violations []*review.Violation `json:"violations,omitempty"`
 }
 
 // Error returns the message.

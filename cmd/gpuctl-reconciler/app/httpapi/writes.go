@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/repopath"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/review"
 	"github.com/gpuctl/gpuctl/sources"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -69,7 +71,8 @@ type ScaleRequest struct {
 // JobWriteResponse is the answer of a write of a job: the fields of seed 001 §7.2.1 (jobId,
 // name, namespace, kind, status, createdAt, message) and where the change went.
 type JobWriteResponse struct {
-	// JobID is <namespace>.<name>.
+	// JobID is <namespace>.<name> (the name alone of an object of no namespace). Kind is the
+	// gpuctl kind of a job, or the kind of a plain object that a create adds (ConfigMap).
 	JobID     string `json:"jobId"`
 	Name      string `json:"name"`
 	Namespace string `json:"namespace"`
@@ -237,8 +240,12 @@ func describeWrite(res *daemon.WriteResult) []JobWriteResponse {
 	}
 	now := time.Now().UTC()
 	var out []JobWriteResponse
-	for _, wl := range e.Workloads {
-		jr := JobWriteResponse{JobID: wl.ID(), Name: wl.Name, Namespace: wl.Namespace, Kind: wl.Kind, Status: status,
+	for _, wl := range append(slices.Clone(e.Workloads), e.Objects...) { // a create's plain objects too: a ConfigMap, a pool
+		id := wl.ID()
+		if wl.Namespace == "" {
+			id = wl.Name // cluster scoped, or an admin's pool or quota
+		}
+		jr := JobWriteResponse{JobID: id, Name: wl.Name, Namespace: wl.Namespace, Kind: wl.Kind, Status: status,
 			Path: path.Join(res.Dir, wl.File), Commit: res.Commit, Branch: res.Branch, PullRequest: res.PullRequest,
 			CreatedAt: now, Message: msg, Warnings: warnings}
 		if e.Verb == daemon.VerbScale {
@@ -247,7 +254,7 @@ func describeWrite(res *daemon.WriteResult) []JobWriteResponse {
 		}
 		out = append(out, jr)
 	}
-	if out == nil { // a create of files without a workload (a pool, a quota: an admin's)
+	if out == nil { // a create of files without a document (comments only)
 		out = []JobWriteResponse{{Status: status, Path: strings.Join(res.Files, ","), Commit: res.Commit, Branch: res.Branch,
 			PullRequest: res.PullRequest, CreatedAt: now, Message: msg, Warnings: warnings}}
 	}
@@ -255,7 +262,8 @@ func describeWrite(res *daemon.WriteResult) []JobWriteResponse {
 }
 
 // writeError is the answer of a write that failed: 400 (with every diagnostic of invalid
-// files), 403, 404, 405, 409 or 503 (the remote failed; nothing was written).
+// files, or every violation of the review's checks), 403, 404, 405, 409 or 503 (the remote
+// failed; nothing was written).
 func (s *server) writeError(r *http.Request, err error) error {
 	var (
 		forbidden *daemon.ForbiddenError
@@ -267,6 +275,7 @@ func (s *server) writeError(r *http.Request, err error) error {
 		exists    *edit.NameExistsError
 		fileThere *edit.FileExistsError
 		unchanged *edit.UnchangedError
+		refused   *review.RefusedError
 		editErr   *daemon.EditError
 	)
 	switch {
@@ -287,6 +296,10 @@ func (s *server) writeError(r *http.Request, err error) error {
 		return errorf(http.StatusNotFound, "%s", err)
 	case errors.As(err, &exists), errors.As(err, &fileThere), errors.As(err, &unchanged):
 		return errorf(http.StatusConflict, "%s", err)
+	case errors.As(err, &refused):
+		e := errorf(http.StatusBadRequest, "%s", err)
+		e.Violations = refused.Violations
+		return e
 	case errors.As(err, &editErr):
 		return errorf(http.StatusBadRequest, "%s", err)
 	}
