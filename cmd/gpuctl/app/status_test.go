@@ -46,3 +46,21 @@ func TestStatusShowsWhatWasTakenBack(t *testing.T) {
 		t.Errorf("status does not list what was taken back:\n%s", buf.String())
 	}
 }
+
+// TestStatusShowsHeldNamespaces: a namespace held at its last good revision is listed with
+// the revision and every error of its files, the first on the namespace's line.
+func TestStatusShowsHeldNamespaces(t *testing.T) {
+	st := daemon.Status{Result: daemon.ResultSucceeded, Held: []daemon.HeldScope{{Namespace: "bob",
+		Revision: "main@4f9c2a71d0e8aa55bb66cc77dd88ee99ff001122",
+		Errors:   []string{"teams/bob/widget.yaml:2:7: kind: not a tenant kind", "teams/bob/train.yaml:8:3: resources.gpus: unknown field"}}}}
+	var buf bytes.Buffer
+	if err := printStatus(&buf, st, "text", palette{}); err != nil {
+		t.Fatal(err)
+	}
+	want := "Held (their files have errors; each namespace keeps the revision it is held at, the others apply):\n" +
+		"  bob: held at main@4f9c2a71d0e8: teams/bob/widget.yaml:2:7: kind: not a tenant kind\n" +
+		"    teams/bob/train.yaml:8:3: resources.gpus: unknown field\n"
+	if !strings.HasSuffix(buf.String(), want) {
+		t.Errorf("status:\n%s\nwant it to end with:\n%s", buf.String(), want)
+	}
+}
