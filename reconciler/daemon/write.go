@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"path"
 	"slices"
 	"strings"
@@ -240,11 +241,20 @@ func (d *Daemon) edit(fsys filesys.FileSystem, dir string, req WriteRequest) (*e
 		repo.Config = d.opts.Render.Config
 	}
 	repo.RenderTimeout = d.opts.RenderTimeout // the teams' files are rendered as a sync renders them
-	// No pull request reviews a write that applies: it passes the review's checks itself.
-	if d.applies() {
-		repo.Review = review.EditCheck(fsys, repo.Root, repo.Root)
-	}
 	w := req.By
+	// No pull request reviews a write that applies: it passes the review's checks itself.
+	reviewed := func(_, _ *render.Result) error { return nil }
+	if d.applies() {
+		reviewed = review.EditCheck(fsys, repo.Root, repo.Root)
+	}
+	repo.Review = func(base, after *render.Result) error {
+		if req.Verb == VerbCreate && !w.Admin {
+			if err := unquoted(w, base, after); err != nil {
+				return err
+			}
+		}
+		return reviewed(base, after)
+	}
 	if !w.Admin && !w.AllNamespaces {
 		repo.Namespaces = w.Namespaces
 	}
@@ -338,6 +348,40 @@ func (d *Daemon) create(repo *edit.Repo, req WriteRequest) (*edit.Result, error)
 		err = fmt.Errorf("no namespace rule gives namespace %q a directory: give the path of the file (an admin's token), or ask for a rule in --namespace-map", ns)
 	}
 	return res, err
+}
+
+// unquoted refuses the workloads that a create of a writer that is not an admin adds (those of
+// after that base does not have) in a namespace that no quota file names, when the tree has
+// quota files: their jobs would be neither queued (queueing kueue: no ClusterQueue) nor held
+// to a quota. A namespaces=* token may write in any mapped directory, also that of a
+// namespace that the administrator has not given a quota yet.
+func unquoted(w Writer, base, after *render.Result) error {
+	quotas := map[string]bool{}
+	for _, d := range after.Documents {
+		if d.Quota != nil {
+			for _, u := range d.Quota.Users {
+				quotas[u.Name] = true
+			}
+		}
+	}
+	if len(quotas) == 0 {
+		return nil // no team has a quota: the cluster does not use them
+	}
+	had := map[string]bool{}
+	for _, d := range base.Documents {
+		if d.Workload != nil {
+			had[d.Namespace+"/"+d.Workload.Job.Name] = true
+		}
+	}
+	for _, d := range after.Documents {
+		if d.Workload == nil || had[d.Namespace+"/"+d.Workload.Job.Name] || quotas[d.Namespace] {
+			continue
+		}
+		return &ForbiddenError{Reason: fmt.Sprintf("%q may not create job %s.%s: no quota names namespace %q (the quota files name %s), "+
+			"so its jobs would run neither queued nor held to a quota; an admin gives the namespace a quota first",
+			w.Name, d.Namespace, d.Workload.Job.Name, d.Namespace, strings.Join(slices.Sorted(maps.Keys(quotas)), ", "))}
+	}
+	return nil
 }
 
 // NamespaceOf returns the namespace whose directory holds a file (slash-separated, relative to

@@ -158,3 +158,38 @@ func TestWriteReview(t *testing.T) {
 		}
 	})
 }
+
+// TestWriteNamesItsObjectsAndNeedsAQuota (issue #30, finding 5): a plain manifest created
+// through the API is named in the commit's subject, as a job is; and a token that is not an
+// admin (namespaces=* included) creates no job in a namespace that no quota names, while the
+// tree has quotas: it would run unqueued and unlimited.
+func TestWriteNamesItsObjectsAndNeedsAQuota(t *testing.T) {
+	d := New(Options{})
+	fsys, dir := memTree(t, reviewTree)
+	cm := edit.File{Name: "yamlContent", Target: "settings.yaml", Data: []byte("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n")}
+	res, err := d.edit(fsys, dir, WriteRequest{Verb: VerbCreate, By: Writer{Name: "alice-bot", Namespaces: []string{"alice"}}, Files: []edit.File{cm}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []edit.Workload{{Kind: "ConfigMap", Name: "settings", Namespace: "alice", File: "teams/alice/settings.yaml"}}
+	if !slices.Equal(res.Objects, want) {
+		t.Errorf("objects %+v, want %+v", res.Objects, want)
+	}
+	if msg := res.CommitMessage("alice-bot"); msg != "gpuctl: create ConfigMap settings (alice-bot)\n\nalice.settings: teams/alice/settings.yaml\n" {
+		t.Errorf("commit message %q", msg)
+	}
+
+	job := edit.File{Name: "yamlContent", Target: "sft.yaml", Data: []byte(trainingFile("sft", "registry.example.com/train:v1", "", 1, 1))}
+	all := Writer{Name: "dashboard", AllNamespaces: true}
+	_, err = d.edit(fsys, dir, WriteRequest{Verb: VerbCreate, By: all, Files: []edit.File{job}, Namespace: "carol"})
+	var fe *ForbiddenError
+	if !errors.As(err, &fe) || !strings.Contains(err.Error(), `no quota names namespace "carol" (the quota files name alice, bob)`) {
+		t.Errorf("a namespaces=* token's job in a namespace without a quota: %v", err)
+	}
+	if _, err := d.edit(fsys, dir, WriteRequest{Verb: VerbCreate, By: all, Files: []edit.File{job}, Namespace: "alice"}); err != nil {
+		t.Errorf("a namespaces=* token's job in alice's namespace: %v", err)
+	}
+	if _, err := d.edit(fsys, dir, WriteRequest{Verb: VerbCreate, By: Writer{Name: "ops", Admin: true}, Files: []edit.File{job}, Namespace: "carol"}); err != nil {
+		t.Errorf("an admin's job in a namespace without a quota: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/edit"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/kubernetes/fake"
@@ -80,5 +81,25 @@ func TestStatusIsCutToTheTokensNamespaces(t *testing.T) {
 	page := do(t, h, http.MethodGet, "/", teamToken)
 	if page.Code != http.StatusOK || strings.Contains(page.Body.String(), "bob-secret") || !strings.Contains(page.Body.String(), "alice/sft") {
 		t.Errorf("the page of alice's token: %d, names bob's objects or not alice's:\n%s", page.Code, page.Body)
+	}
+}
+
+// TestWriteOfAPlainObjectNamesIt (issue #30, finding 5): the answer of a create of a plain
+// manifest names it (jobId namespace.name, its kind), as a job's does; one of no namespace by
+// its name.
+func TestWriteOfAPlainObjectNamesIt(t *testing.T) {
+	res := &daemon.WriteResult{Commit: "4f9c2a71d0e8", Branch: "main", Dir: "clusters/prod", Edit: &edit.Result{Verb: daemon.VerbCreate, Objects: []edit.Workload{
+		{Kind: "ConfigMap", Name: "settings", Namespace: "alice", File: "teams/alice/settings.yaml"},
+		{Kind: "pool", Name: "training-pool", File: "pools/training.yaml"},
+	}}}
+	out := describeWrite(res)
+	if len(out) != 2 {
+		t.Fatalf("%+v", out)
+	}
+	if o := out[0]; o.JobID != "alice.settings" || o.Kind != "ConfigMap" || o.Name != "settings" || o.Namespace != "alice" || o.Path != "clusters/prod/teams/alice/settings.yaml" {
+		t.Errorf("%+v", o)
+	}
+	if o := out[1]; o.JobID != "training-pool" || o.Kind != "pool" || o.Path != "clusters/prod/pools/training.yaml" {
+		t.Errorf("%+v", o)
 	}
 }
