@@ -64,12 +64,12 @@ type namespaceMapper interface {
 
 // statusFor is the status as a principal sees it: all of it when it sees every namespace. A
 // team's token sees what the status says of its namespaces only, as it sees their jobs: the
-// revision's commit message, which may name any team's job, is left out; of the errors and the
-// fields taken back, the lines about an object of its namespaces (`Deployment alice/web: ...`)
-// or a file of their directories (nsOf; nil: none is known) are kept, the others counted in a
-// last line; a message that names objects (a failed render or plan, a refused plan) is
-// replaced by a line that says so. A field of the status that names other teams' objects
-// must be cut here too.
+// revision's commit message, which may name any team's job, is left out; of the held
+// namespaces, its own (with their errors); of the errors and the fields taken back, the lines
+// about an object of its namespaces (`Deployment alice/web: ...`) or a file of their
+// directories (nsOf; nil: none is known) are kept, the others counted in a last line; a
+// message that names objects (a failed render or plan, a refused plan) is replaced by a line
+// that says so. A field of the status that names other teams' objects must be cut here too.
 func statusFor(st daemon.Status, p Principal, nsOf func(file string) (string, bool)) daemon.Status {
 	if p.SeesAll() {
 		return st
@@ -77,6 +77,13 @@ func statusFor(st daemon.Status, p Principal, nsOf func(file string) (string, bo
 	st.RevisionMessage = ""
 	st.Errors = linesFor(st.Errors, p, nsOf)
 	st.TakenBack = linesFor(st.TakenBack, p, nsOf)
+	var held []daemon.HeldScope
+	for _, h := range st.Held {
+		if p.Sees(h.Namespace) {
+			held = append(held, h)
+		}
+	}
+	st.Held = held
 	switch {
 	case st.Result == daemon.ResultRefused,
 		st.Result == daemon.ResultFailed && (strings.HasPrefix(st.Message, "render: ") || strings.HasPrefix(st.Message, "plan: ")):

@@ -43,6 +43,8 @@ func TestStatusIsCutToTheTokensNamespaces(t *testing.T) {
 			"ClusterRole bob-secret-role: apply: forbidden",
 			"pools/pools.yaml:1: version: unknown",
 		},
+		Held: []daemon.HeldScope{{Namespace: "bob", Errors: []string{"teams/bob/bob-secret-widget.yaml:2: kind: not allowed"}},
+			{Namespace: "alice", Errors: []string{"teams/alice/typo.yaml:2: jb: unknown field"}}},
 		TakenBack: []string{"Deployment alice/web: took back .spec.replicas from \"kubectl\"", "Deployment bob/bob-secret-web: took back .spec.replicas from \"kubectl\""},
 	}
 	b := &fakeBackend{status: full}
@@ -59,7 +61,7 @@ func TestStatusIsCutToTheTokensNamespaces(t *testing.T) {
 		return st, w.Body.String()
 	}
 	for _, token := range []string{adminToken, userToken} {
-		if st, _ := read(token); st.RevisionMessage != full.RevisionMessage || !slices.Equal(st.Errors, full.Errors) || st.Message != full.Message {
+		if st, _ := read(token); st.RevisionMessage != full.RevisionMessage || !slices.Equal(st.Errors, full.Errors) || st.Message != full.Message || len(st.Held) != 2 {
 			t.Errorf("%s: the status is cut: %+v", token, st)
 		}
 	}
@@ -74,6 +76,9 @@ func TestStatusIsCutToTheTokensNamespaces(t *testing.T) {
 	}
 	if len(st.TakenBack) != 2 || st.TakenBack[0] != full.TakenBack[0] {
 		t.Errorf("taken back: %q", st.TakenBack)
+	}
+	if len(st.Held) != 1 || st.Held[0].Namespace != "alice" {
+		t.Errorf("held: %+v", st.Held)
 	}
 	if st.RevisionMessage != "" || st.Result != daemon.ResultFailed || st.Revision != full.Revision {
 		t.Errorf("status: %+v", st)
