@@ -20,7 +20,7 @@ func TestAPIWritesPassTheReview(t *testing.T) {
 	tm := newTeam("wp")
 	g := newGitRemote(t, tm)
 	g.Commit("the policy, 16 GPUs for alice and a service", map[string]string{
-		"quotas/quota.yaml": strings.Replace(tm.quota(), "memory: 200Gi, gpu: 0}", "memory: 200Gi, gpu: 16}", 1),
+		"quotas/quota.yaml":  strings.Replace(tm.quota(), "memory: 200Gi, gpu: 0}", "memory: 200Gi, gpu: 16}", 1),
 		"gpuctl-policy.yaml": "version: v0.1\nmaxGPUsPerJob: 8\nallowedRegistries: [registry.example.com]\nhighPriorityTeams: []\n",
 		"teams/" + tm.alice + "/serve.yaml": "kind: inference\nversion: v0.1\njob: {name: serve}\n" +
 			"environment: {image: registry.example.com/vllm:v0.6.0}\nservice: {replicas: 0, port: 8000}\nresources: {gpu: 1, cpu: 1, memory: 1Gi}\n",
