@@ -28,16 +28,13 @@ func heldScopes(held []render.HeldScope, prev Status, dir string) []HeldScope {
 	return out
 }
 
-// heldNote is what a sync's message adds for its held namespaces.
+// heldNote is what a sync's message adds for its held namespaces: how many, not which (the
+// status lists them under Held, which the API cuts to what a team's token may see).
 func heldNote(held []HeldScope) string {
 	if len(held) == 0 {
 		return ""
 	}
-	names := make([]string, len(held))
-	for i, h := range held {
-		names[i] = h.Namespace + " (" + humanize.Plural(len(h.Errors), "error") + ")"
-	}
-	return "; held at the last good revision, for errors in their files: " + strings.Join(names, ", ")
+	return "; " + humanize.Plural(len(held), "namespace") + " held at the last good revision for errors in its files (see held)"
 }
 
 // heldDigest is the digest of a revision's objects with the namespaces it holds: the same

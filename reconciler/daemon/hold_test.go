@@ -87,7 +87,7 @@ func TestATeamsErrorHoldsOnlyThatTeam(t *testing.T) {
 	if line := held.String(); !strings.HasPrefix(line, bob+": held at "+humanize.Revision(first.AppliedRevision)+": "+wantErr) {
 		t.Errorf("held line %q", line)
 	}
-	if !strings.Contains(st.Message, "held at the last good revision") || !strings.Contains(st.Message, bob+" (1 error)") {
+	if !strings.HasSuffix(st.Message, "; 1 namespace held at the last good revision for errors in its files (see held)") {
 		t.Errorf("message %q does not say that %s is held", st.Message, bob)
 	}
 	if st.AppliedRevision != st.Revision {
