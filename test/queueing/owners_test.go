@@ -93,13 +93,15 @@ func TestForgedOwnerCannotSkipItsQueue(t *testing.T) {
 		return false, err
 	})
 	pod.OwnerReferences = nil
-	created, err := dev.CoreV1().Pods(ns).Create(t.Context(), &pod, dryRun)
-	if err != nil {
-		t.Fatalf("the same Pod without owners: %v", err)
-	}
-	if gates := created.Spec.SchedulingGates; len(gates) == 0 || created.Labels[keys.KueueQueueName] != keys.KueueLocalQueue {
-		t.Errorf("the Pod without owners has gates %v and labels %v: want Kueue's gate and the team's queue", gates, created.Labels)
-	}
+	// Kueue defaults the queue of a pod from the namespace's LocalQueue once its cache has it
+	// (the sync has just created it): until then the same Pod would not be queued.
+	poll(t, "Kueue to queue the same Pod without owners", func(ctx context.Context) (bool, error) {
+		created, err := dev.CoreV1().Pods(ns).Create(ctx, &pod, dryRun)
+		if err != nil {
+			return false, err // the policy allows it: an error here is not the policy's
+		}
+		return len(created.Spec.SchedulingGates) > 0 && created.Labels[keys.KueueQueueName] == keys.KueueLocalQueue, nil
+	})
 	// A ReplicaSet, a kind Kueue does not integrate, is queued through its pods: the controller
 	// creates them with their owner, and Kueue's pod webhook gates them.
 	rs := &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "miners"}, Spec: appsv1.ReplicaSetSpec{
@@ -109,6 +111,12 @@ func TestForgedOwnerCannotSkipItsQueue(t *testing.T) {
 	if _, err := dev.AppsV1().ReplicaSets(ns).Create(t.Context(), rs, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("a ReplicaSet without owners: %v", err)
 	}
+	t.Cleanup(func() { // when the test fails too: the namespace's next tests expect no pod there
+		ctx, zero := context.Background(), int64(0)
+		_ = client.AppsV1().ReplicaSets(ns).Delete(ctx, "miners", metav1.DeleteOptions{})
+		_ = client.CoreV1().Pods(ns).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero},
+			metav1.ListOptions{LabelSelector: keys.App + "=miners"})
+	})
 	poll(t, "the ReplicaSet's 2 pods", func(ctx context.Context) (bool, error) {
 		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: keys.App + "=miners"})
 		if err != nil || len(pods.Items) < 2 {
