@@ -186,3 +186,55 @@ func liveHeap() int64 {
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
 }
+
+// BenchmarkRender10000FilesHeld is BenchmarkRender10000FilesEdit with one team held (issue
+// 30: a team's errors hold only that team): team-07 has a file that render refuses, and each
+// edit of another team's file is rendered with Options.Hold, which renders the tree again
+// without team-07's files. It prints the p50 of the held renders beside that of the same
+// edits without the bad file, measured in the same run: what holding a team costs a sync.
+func BenchmarkRender10000FilesHeld(b *testing.B) {
+	const n = 10000
+	fs := benchRepo(b, n)
+	cache := render.NewCache(render.DefaultCacheBytes)
+	r := render.New(render.Options{Cache: cache, Hold: true})
+	if _, err := r.Render(fs, "/repo"); err != nil {
+		b.Fatal(err)
+	}
+	const bad = "/repo/teams/team-07/widget.yaml"
+	edits := func(held bool) time.Duration {
+		times := make([]time.Duration, 0, b.N)
+		for i := 0; i < b.N; i++ {
+			f := i * 7 % n
+			if f%20 == 7 {
+				f++
+			}
+			path := fmt.Sprintf("/repo/teams/team-%02d/job-%04d.yaml", f%20, f)
+			content := strings.Replace(benchFile(f), "job: {name: ", fmt.Sprintf("# edit %d %v\njob: {name: ", i, held), 1)
+			if err := fs.WriteFile(path, []byte(content)); err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			res, err := r.Render(fs, "/repo")
+			times = append(times, time.Since(start))
+			if err != nil {
+				b.Fatal(err)
+			}
+			if got := render.HeldNamespaces(res.Held); held != slices.Equal(got, []string{"team-07"}) {
+				b.Fatalf("held %v", got)
+			}
+		}
+		slices.Sort(times)
+		return times[len(times)/2]
+	}
+	b.ResetTimer()
+	clean := edits(false)
+	if err := fs.WriteFile(bad, []byte("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: root}\n")); err != nil {
+		b.Fatal(err)
+	}
+	held := edits(true)
+	b.StopTimer()
+	b.Logf("render 10,000 files, an edit of another team's file: p50 %.3f s with team-07 held, %.3f s with no team held (%.2fx)",
+		held.Seconds(), clean.Seconds(), held.Seconds()/clean.Seconds())
+	b.ReportMetric(held.Seconds(), "s/held-edit-p50")
+	b.ReportMetric(clean.Seconds(), "s/edit-p50")
+}
