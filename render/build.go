@@ -100,6 +100,13 @@ func (w objectSource) String() string {
 func (st *run) add(objs []*unstructured.Unstructured, o *unstructured.Unstructured, file string, p Pos) []*unstructured.Unstructured {
 	id := object.RefOf(o)
 	if first, dup := st.objSrc[id]; dup {
+		if _, tenant := st.diagnosticScope(file); !tenant {
+			if _, firstTenant := st.diagnosticScope(first.file); firstTenant && first.file != "" {
+				// A team's file and an admin's declare one object: the team's file is the one
+				// in error, so that the daemon holds that team only (Options.Hold).
+				file, p, first = first.file, Pos{Line: first.line}, objectSource{file: file, line: p.Line}
+			}
+		}
 		st.ds.errorf(file, p, "", "%s is rendered twice: also from %s", id, first)
 		return objs
 	}

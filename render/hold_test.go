@@ -132,3 +132,35 @@ func TestHoldAKustomization(t *testing.T) {
 		t.Errorf("alice's job is missing: %v", refs(res.Objects))
 	}
 }
+
+// TestHoldATeamsDuplicateOfAnAdminsObject: a team's file that declares an object an admin's
+// file declares too (bob's ConfigMap named as the platform's one in bob's namespace) is the
+// team's error, whichever file the render reads first: bob is held, and the admin's object
+// renders.
+func TestHoldATeamsDuplicateOfAnAdminsObject(t *testing.T) {
+	cm := "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: platform, namespace: bob}\ndata: {owner: platform}\n"
+	files := map[string]string{
+		".gpuctl.yaml":         tenantConfig,
+		"teams/alice/sft.yaml": training,
+		"teams/bob/steal.yaml": strings.Replace(cm, "namespace: bob", "namespace: bob, labels: {x: y}", 1),
+		"zz-platform/cm.yaml":  cm, // read after teams/
+	}
+	res, err := renderHolding(t, files)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	if got := render.HeldNamespaces(res.Held); !slices.Equal(got, []string{"bob"}) {
+		t.Fatalf("held = %v, want [bob]", got)
+	}
+	if e := res.Held[0].Errors[0].Error(); !strings.HasPrefix(e, "/repo/teams/bob/steal.yaml:1: ConfigMap bob/platform is rendered twice: also from /repo/zz-platform/cm.yaml") {
+		t.Errorf("bob's error %q", e)
+	}
+	for _, o := range res.Objects {
+		if o.GetName() == "platform" && o.GetLabels()["x"] == "y" {
+			t.Error("bob's copy of the platform's ConfigMap was rendered")
+		}
+	}
+	if !slices.Contains(refs(res.Objects), "bob/ConfigMap/platform") {
+		t.Errorf("the platform's ConfigMap is missing: %v", refs(res.Objects))
+	}
+}
