@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -23,6 +24,9 @@ type JobDescription struct {
 	// Revision is the revision that gpuctl-reconciler last applied (its status ConfigMap in
 	// the system namespace), which declared the job; "" when there is none or it cannot be read.
 	Revision string `json:"revision"`
+	// LastLog are the last lines (LastLogLines) of the log of the container that failed the
+	// job's last failed attempt, while its pod exists; empty otherwise.
+	LastLog []LogLine `json:"lastLog,omitempty"`
 	// Drift are the items of the drift report about the job's objects (the workload and
 	// the objects of its file, such as its Service); empty when none drifted or there is no
 	// report to read.
@@ -42,7 +46,11 @@ func (r *Reader) JobDescription(ctx context.Context, id string) (JobDescription,
 	if err != nil {
 		return JobDescription{}, err
 	}
-	events, err := r.eventsOf(ctx, wl.meta.Namespace, []workload{wl})
+	raw, err := r.ObjectSource().Events(ctx, wl.meta.Namespace)
+	if err != nil {
+		return JobDescription{}, fmt.Errorf("list events: %w", err)
+	}
+	events, err := r.eventsIn(ctx, wl.meta.Namespace, []workload{wl}, raw)
 	if err != nil {
 		return JobDescription{}, err
 	}
@@ -51,6 +59,10 @@ func (r *Reader) JobDescription(ctx context.Context, id string) (JobDescription,
 	}
 	d := JobDescription{Job: detailWithPods(wl, pods), Pods: wl.rows(pods), Events: events.Items,
 		Drift: []drift.Item{}}
+	if err := r.explain(ctx, &d.Job, wl, pods, raw); err != nil {
+		return JobDescription{}, err
+	}
+	d.LastLog = r.lastLog(ctx, d.Job.Attempts, pods)
 	if st, _, err := daemon.NewStore(r.Client, r.namespace()).Read(ctx); err == nil {
 		d.Revision = st.AppliedRevision
 	}

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -69,19 +70,36 @@ type objectKey struct{ namespace, kind, name string }
 // eventsOf lists the events in namespace ("" for all) and keeps those of the workloads'
 // objects and pods.
 func (r *Reader) eventsOf(ctx context.Context, namespace string, ws []workload) (EventList, error) {
-	owners, err := r.ownedObjects(ctx, namespace, ws)
-	if err != nil {
-		return EventList{}, err
-	}
 	events, err := r.ObjectSource().Events(ctx, namespace)
 	if err != nil {
 		return EventList{}, fmt.Errorf("list events: %w", err)
 	}
+	return r.eventsIn(ctx, namespace, ws, events)
+}
+
+// eventsIn keeps of events (those of namespace, "" for all) the events of the workloads'
+// objects and pods: the pods that exist, and the gone pods of a Job, named as the Job
+// controller names them (their events outlive them and tell why they ended).
+func (r *Reader) eventsIn(ctx context.Context, namespace string, ws []workload, events []*corev1.Event) (EventList, error) {
+	owners, err := r.ownedObjects(ctx, namespace, ws)
+	if err != nil {
+		return EventList{}, err
+	}
+	jobs := map[string][]workload{}
+	for _, w := range ws {
+		if w.object == "Job" {
+			jobs[w.meta.Namespace] = append(jobs[w.meta.Namespace], w)
+		}
+	}
+	events = slices.Clone(events)
 	sortByName(events) // as the API server lists them, so that equal times keep one order
 	out := EventList{Items: []Event{}}
 	for _, e := range events {
 		o := e.InvolvedObject
 		job, ok := owners[objectKey{e.Namespace, o.Kind, o.Name}]
+		if !ok && o.Kind == "Pod" {
+			job, ok = goneJobPod(jobs[e.Namespace], o.Name, eventTime(e))
+		}
 		if !ok {
 			continue
 		}
@@ -95,6 +113,18 @@ func (r *Reader) eventsOf(ctx context.Context, namespace string, ws []workload) 
 		return a.FirstSeen.Before(b.FirstSeen)
 	})
 	return out, nil
+}
+
+// goneJobPod finds the Job of ws whose pods are named as name is (the longest name wins),
+// created before the event of at.
+func goneJobPod(ws []workload, name string, at time.Time) (string, bool) {
+	best, longest := "", 0
+	for _, w := range ws {
+		if _, _, ok := podOfJob(w.meta.Name, name); ok && !at.Before(w.meta.CreationTimestamp.Time) && len(w.meta.Name) > longest {
+			best, longest = w.id(), len(w.meta.Name)
+		}
+	}
+	return best, best != ""
 }
 
 // ownedObjects maps the workloads, their pods and the ReplicaSets of Deployments to their job

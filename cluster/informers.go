@@ -223,11 +223,12 @@ func trimObject(obj any) (any, error) {
 
 // slimTemplate keeps of a cached workload's pod template what the model reads of it (see
 // workload): each container's name and resources (an init container's restart policy too: a
-// sidecar's requests add up), and the node selector (the GPU type). Images, commands,
+// sidecar's requests add up), the node selector (the GPU type) and the PriorityClass (what a
+// preempted job was preempted for). Images, commands,
 // environment, volumes and the API server's defaults are most of a Job's heap in the cache
 // (10,000 Jobs: issue #18, bar 6).
 func slimTemplate(t *corev1.PodTemplateSpec) {
-	spec := corev1.PodSpec{NodeSelector: t.Spec.NodeSelector}
+	spec := corev1.PodSpec{NodeSelector: t.Spec.NodeSelector, PriorityClassName: t.Spec.PriorityClassName}
 	for _, c := range t.Spec.Containers {
 		spec.Containers = append(spec.Containers, corev1.Container{Name: c.Name, Resources: c.Resources})
 	}

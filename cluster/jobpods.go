@@ -40,6 +40,11 @@ type JobPod struct {
 	Phase string `json:"phase"`
 	// JobStatus is the job's status: Pending, Running, Partially Running, Succeeded or Failed.
 	JobStatus string `json:"jobStatus"`
+	// JobReason says why the job stands where it does, in words (the same on each row of
+	// the job): "Error: exit code 1", "Preempted by default/sft (gpuctl-high), retried
+	// (attempt 2 of 4)", "Preempted by bob.big (...), requeued at #2" (see JobDetail.Reason);
+	// "" for a job that runs or ran without a hitch.
+	JobReason string `json:"jobReason,omitempty"`
 	// Ready is "<ready containers>/<containers>"; "" for a job with no pod. Restarts sums
 	// the containers' restarts.
 	Ready    string `json:"ready"`
@@ -136,15 +141,20 @@ func (r *Reader) JobPods(ctx context.Context, f JobPodFilter) (JobPodList, error
 		return JobPodList{}, err
 	}
 	qs.attach(ws, byNamespace(pods))
-	return jobPodRows(ws, pods, f), nil
+	hist, err := r.jobHistories(ctx, ws, pods)
+	if err != nil {
+		return JobPodList{}, err
+	}
+	return jobPodRows(ws, pods, f, hist), nil
 }
 
 // managedPods selects the pods of gpuctl's workloads (their templates carry the label).
 var managedPods = labels.SelectorFromSet(labels.Set{keys.ManagedBy: keys.ManagedByValue})
 
 // jobPodRows makes the rows of the workloads (in their order) from the pods, keeping those
-// that pass the filter's status.
-func jobPodRows(ws []workload, pods []*corev1.Pod, f JobPodFilter) JobPodList {
+// that pass the filter's status, with the reasons of the jobs (the histories of their
+// namespaces, by namespace; nil without events at hand).
+func jobPodRows(ws []workload, pods []*corev1.Pod, f JobPodFilter, hist map[string]*history) JobPodList {
 	byNS := byNamespace(pods)
 	out := JobPodList{Items: []JobPod{}}
 	for _, w := range ws {
@@ -154,6 +164,7 @@ func jobPodRows(ws []workload, pods []*corev1.Pod, f JobPodFilter) JobPodList {
 			}
 		}
 	}
+	setJobReasons(ws, pods, hist, out.Items)
 	return out
 }
 

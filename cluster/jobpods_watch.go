@@ -93,7 +93,7 @@ func (r *Reader) WatchJobPods(ctx context.Context, f JobPodFilter, emit func(Job
 			return JobPodList{}, err
 		}
 		kueue.queues().attach(ws, byNamespace(ps))
-		return jobPodRows(ws, ps, f), nil
+		return jobPodRows(ws, ps, f, nil), nil
 	}
 	var last *JobPodList
 	for {

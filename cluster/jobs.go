@@ -73,6 +73,16 @@ type JobDetail struct {
 	K8sResources K8sResources `json:"k8sResources"`
 	// Queue is as JobSummary's.
 	Queue *QueueState `json:"queue,omitempty"`
+	// Reason says why the job stands where it does, in words: why it failed ("Error: exit
+	// code 1", "OOMKilled (64Gi limit)", "Preempted by default/sft (gpuctl-high)",
+	// "BackoffLimitExceeded after 3 attempts"), why it was retried ("Evicted: node gpu-a100-0
+	// unreachable, retried (attempt 2 of 4)"), where Kueue requeued it ("Preempted by bob.big
+	// (reclamation within the cohort), requeued at #2"); "" for a job that runs or ran
+	// without a hitch.
+	Reason string `json:"reason,omitempty"`
+	// Attempts are the pods a training Job ran, oldest first, those gone included (told from
+	// the events about them, which outlive them); empty for the other kinds.
+	Attempts []Attempt `json:"attempts,omitempty"`
 }
 
 // JobResources are the requests of one pod, as the file declares them, and the pod count.
@@ -219,7 +229,26 @@ func (r *Reader) Job(ctx context.Context, id string) (JobDetail, error) {
 	if err != nil {
 		return JobDetail{}, err
 	}
-	return detailWithPods(wl, pods), nil
+	d := detailWithPods(wl, pods)
+	if err := r.explain(ctx, &d, wl, pods, nil); err != nil {
+		return JobDetail{}, err
+	}
+	return d, nil
+}
+
+// explain sets the detail's attempts and reason: a Job's attempts from its pods and the
+// events of its namespace (listed when events is nil).
+func (r *Reader) explain(ctx context.Context, d *JobDetail, wl workload, pods []*corev1.Pod, events []*corev1.Event) error {
+	var atts []Attempt
+	if wl.job != nil {
+		h, err := r.loadHistory(ctx, wl.meta.Namespace, events, pods)
+		if err != nil {
+			return err
+		}
+		atts = h.attempts(wl, pods)
+	}
+	d.Attempts, d.Reason = atts, jobReason(wl.view(), atts)
+	return nil
 }
 
 // queuedJobPods lists the workload's pods and gives it its queue state.

@@ -159,6 +159,7 @@ func TestJob(t *testing.T) {
 		Metrics:   JobMetrics{MemoryUsage: "0", NetworkLatency: "0", Throughput: "0"},
 		CreatedAt: fx.T0, StartedAt: &fx.At(5 * time.Minute).Time,
 		K8sResources: K8sResources{Kind: "Job", JobName: "sft", Pods: []string{"sft-abcde"}},
+		Attempts: []Attempt{{Pod: "sft-abcde", Node: "gpu-1", Start: &fx.At(5 * time.Minute).Time, Outcome: AttemptRunning}},
 	}
 	checkDetail(t, d, want)
 
@@ -240,7 +241,7 @@ func TestJobStatus(t *testing.T) {
 		"succeeded":            {batchv1.JobStatus{Succeeded: 1}, StatusSucceeded},
 		"succeeded wins":       {batchv1.JobStatus{Succeeded: 1, Failed: 1, Active: 1}, StatusSucceeded},
 		"failed":               {batchv1.JobStatus{Failed: 1}, StatusFailed},
-		"failed over active":   {batchv1.JobStatus{Failed: 1, Active: 1}, StatusFailed},
+		"retried":              {batchv1.JobStatus{Failed: 1, Active: 1}, StatusRunning},
 		"complete condition":   {batchv1.JobStatus{Conditions: cond(batchv1.JobComplete)}, StatusSucceeded},
 		"failed condition":     {batchv1.JobStatus{Succeeded: 1, Conditions: cond(batchv1.JobFailed)}, StatusFailed},
 		"failure target":       {batchv1.JobStatus{Active: 1, Conditions: cond(batchv1.JobFailureTarget)}, StatusFailed},

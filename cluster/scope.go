@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"context"
+	"regexp"
 	"slices"
+	"strings"
 
 	"github.com/gpuctl/gpuctl/drift"
 )
@@ -83,8 +85,37 @@ func (s *Scoped) Job(ctx context.Context, id string) (JobDetail, error) {
 		return JobDetail{}, err
 	}
 	d, err := s.Model.Job(ctx, full)
-	d.Queue = s.hide(d.Queue)
+	s.hideDetail(&d)
 	return d, err
+}
+
+// hideDetail hides the preemptors of other namespaces in a job's queue state, reason and
+// attempts.
+func (s *Scoped) hideDetail(d *JobDetail) {
+	old := d.Queue
+	d.Queue = s.hide(old)
+	d.Reason = s.hideReason(d.Reason, old, d.Queue)
+	for i := range d.Attempts {
+		d.Attempts[i].Reason = s.hideReason(d.Attempts[i].Reason, nil, nil)
+	}
+}
+
+// scheduledPreemptor finds "Preempted by <namespace>/<job>" in a reason (attempts.go).
+var scheduledPreemptor = regexp.MustCompile(`Preempted by ([a-z0-9][-a-z0-9]*)/[a-z0-9][-a-z0-9.]*`)
+
+// hideReason rewrites a reason that names a preemptor of a namespace it does not show: the
+// scheduler's ("Preempted by bob/big" becomes "Preempted by another team's job"), and
+// Kueue's of the queue state old that hide made into hidden.
+func (s *Scoped) hideReason(reason string, old, hidden *QueueState) string {
+	if old != hidden && old.PreemptedBy != nil {
+		reason = strings.ReplaceAll(reason, old.PreemptedBy.String(), hidden.PreemptedBy.String())
+	}
+	return scheduledPreemptor.ReplaceAllStringFunc(reason, func(m string) string {
+		if s.sees(scheduledPreemptor.FindStringSubmatch(m)[1]) {
+			return m
+		}
+		return "Preempted by another team's job"
+	})
 }
 
 // hide leaves out of a queue state the preemptor of a namespace it does not show.
@@ -107,6 +138,7 @@ func (s *Scoped) hideRows(rows []JobPod) {
 		if r.Queue = s.hide(old); r.Queue != old && r.Reason == old.Summary() {
 			r.Reason = r.Queue.Summary()
 		}
+		r.JobReason = s.hideReason(r.JobReason, old, r.Queue)
 	}
 }
 
@@ -241,7 +273,7 @@ func (s *Scoped) JobDescription(ctx context.Context, id string) (JobDescription,
 		return JobDescription{}, err
 	}
 	d.Drift = slices.DeleteFunc(d.Drift, func(it drift.Item) bool { return !s.sees(it.Object.Namespace) })
-	d.Job.Queue = s.hide(d.Job.Queue)
+	s.hideDetail(&d.Job)
 	s.hideRows(d.Pods)
 	return d, nil
 }

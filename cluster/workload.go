@@ -28,7 +28,8 @@ const (
 
 // JobStatus is the status of a training Job. A terminal condition that the Job controller set
 // (Complete or SuccessCriteriaMet, Failed or FailureTarget) decides; otherwise succeeded > 0 →
-// Succeeded, failed > 0 → Failed, active > 0 → Running, else Pending.
+// Succeeded, active > 0 → Running (a Job that retries a failed pod runs again), failed > 0 →
+// Failed, else Pending.
 func JobStatus(j *batchv1.Job) string {
 	for _, c := range j.Status.Conditions {
 		if c.Status != corev1.ConditionTrue {
@@ -44,10 +45,10 @@ func JobStatus(j *batchv1.Job) string {
 	switch {
 	case j.Status.Succeeded > 0:
 		return StatusSucceeded
-	case j.Status.Failed > 0:
-		return StatusFailed
 	case j.Status.Active > 0:
 		return StatusRunning
+	case j.Status.Failed > 0:
+		return StatusFailed
 	}
 	return StatusPending
 }
@@ -97,11 +98,12 @@ type workload struct {
 	suspend  bool         // a suspended Job
 	queue    *QueueState  // its place in Kueue's queue; nil without Kueue
 	queues   *queues      // Kueue's view it was attached from, for the states of its pods
+	job      *batchv1.Job // the Job, for a Job: its status tells its attempts (attempts.go)
 }
 
 func fromJob(j *batchv1.Job) workload {
 	w := newWorkload("Job", j.ObjectMeta, j.Spec.Template, j.Spec.Selector, replicas(j.Spec.Parallelism))
-	w.status, w.started = JobStatus(j), j.Status.StartTime
+	w.status, w.started, w.job = JobStatus(j), j.Status.StartTime, j
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
 		w.note, w.suspend = "suspended", true
 	}

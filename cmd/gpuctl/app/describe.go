@@ -166,7 +166,7 @@ func describeJob(w io.Writer, d cluster.JobDescription, now time.Time) error {
 	if err := fields(w, "",
 		"Name", j.Name, "Namespace", j.Namespace, "Job ID", j.JobID,
 		"Kind", j.Kind+" ("+j.K8sResources.Kind+" "+j.K8sResources.JobName+")",
-		"Description", j.Description, "Status", j.Status, "Reason", podReasons(d.Pods),
+		"Description", j.Description, "Status", j.Status, "Reason", jobReasons(j.Reason, d.Pods),
 		"Source", orNone(j.Source), "Revision", orNone(humanize.Revision(d.Revision)),
 		"Pool", j.Pool, "Priority", orNone(j.Priority), "Resources", resources,
 		"Created", at(&j.CreatedAt, now), "Started", at(j.StartedAt, now),
@@ -188,6 +188,9 @@ func describeJob(w io.Writer, d cluster.JobDescription, now time.Time) error {
 		pods = append(pods, []string{name, p.Status, p.Ready, count(p.Restarts), orNone(p.Node), orNone(p.IP), ageOf(now, p.CreatedAt), orNone(p.Reason)})
 	}
 	if err := section(w, "Pods", pods); err != nil {
+		return err
+	}
+	if err := describeAttempts(w, j.Attempts, d.LastLog, now); err != nil {
 		return err
 	}
 	events := [][]string{eventHead}
@@ -231,6 +234,60 @@ func describeQueue(w io.Writer, q *cluster.QueueState, now time.Time) error {
 		"Kueue says", q.Message, "Admitted to", strings.Join(q.Flavors, ", "), "Preempted", preempted,
 		"Evicted", evicted, "Queued since", at(&q.QueuedAt, now), "Admitted at", at(q.AdmittedAt, now),
 		"Evicted at", at(q.EvictedAt, now), "Finished at", at(q.FinishedAt, now))
+}
+
+// describeAttempts writes the pods a training Job ran, those gone included, and the last log
+// lines of the one that failed it; nothing for a job of another kind.
+func describeAttempts(w io.Writer, atts []cluster.Attempt, lastLog []cluster.LogLine, now time.Time) error {
+	if len(atts) == 0 {
+		return nil
+	}
+	rows := [][]string{{"#", "POD", "NODE", "START", "END", "OUTCOME", "EXIT CODE", "REASON"}}
+	for i, a := range atts {
+		pod, code := a.Pod, orNone("")
+		if a.Rank != nil {
+			pod += fmt.Sprintf(" (rank %d)", *a.Rank)
+		}
+		if a.Gone {
+			pod += " (gone)"
+		}
+		if a.ExitCode != nil {
+			code = fmt.Sprint(*a.ExitCode)
+		}
+		rows = append(rows, []string{fmt.Sprint(i + 1), pod, orNone(a.Node), orNone(ago(a.Start, now)),
+			orNone(ago(a.End, now)), a.Outcome, code, orNone(a.Reason)})
+	}
+	if err := section(w, "Attempts", rows); err != nil {
+		return err
+	}
+	if len(lastLog) == 0 {
+		return nil
+	}
+	fmt.Fprintf(w, "Last log lines (%s):\n", lastLog[0].Prefix)
+	for _, l := range lastLog {
+		fmt.Fprintln(w, "  "+l.Text)
+	}
+	return nil
+}
+
+// ago is how long ago a time was ("5m ago"), "" for none.
+func ago(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return ""
+	}
+	return humanize.Age(now.Sub(*t)) + " ago"
+}
+
+// jobReasons is the job's reason, then the distinct reasons of its pods that it does not say.
+func jobReasons(job string, pods []cluster.JobPod) string {
+	switch p := podReasons(pods); {
+	case job == "":
+		return p
+	case p == "":
+		return job
+	default:
+		return job + "; " + p
+	}
 }
 
 // podReasons are the distinct reasons of a job's pods, joined: why its pods are where they are.

@@ -1,0 +1,152 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// LastLogLines is how many lines of the log of a failed attempt's pod describe shows.
+const LastLogLines = 10
+
+// loadHistory reads what the attempts of jobs in namespace need beyond their pods: the
+// namespace's events, the nodes (what happened to a lost one) and, when a pod was preempted,
+// the pods that may have preempted it (gpuctl's pods in every namespace, else those of the
+// namespace: pods, already listed). Nodes and other namespaces that the credentials may not
+// list are left out.
+func (r *Reader) loadHistory(ctx context.Context, namespace string, events []*corev1.Event, pods []*corev1.Pod) (*history, error) {
+	objs := r.ObjectSource()
+	if events == nil {
+		var err error
+		if events, err = objs.Events(ctx, namespace); err != nil {
+			return nil, fmt.Errorf("list events: %w", err)
+		}
+	}
+	h := &history{events: events, pods: pods}
+	if nodes, err := objs.Nodes(ctx); err == nil {
+		h.nodes = map[string]*corev1.Node{}
+		for _, n := range nodes {
+			h.nodes[n.Name] = n
+		}
+	}
+	preempted := false
+	for _, e := range events {
+		preempted = preempted || e.Reason == "Preempted" && e.InvolvedObject.Kind == "Pod"
+	}
+	if !preempted {
+		return h, nil
+	}
+	if all, err := objs.Pods(ctx, metav1.NamespaceAll, managedPods, nil); err == nil {
+		h.pods = append(all, pods...)
+	}
+	if jobs, err := objs.Jobs(ctx, namespace, workloadSelector("", "")); err == nil {
+		h.priorities = map[string]string{}
+		for _, j := range jobs {
+			h.priorities[j.Namespace+"/"+j.Name] = j.Spec.Template.Spec.PriorityClassName
+		}
+	}
+	return h, nil
+}
+
+// needsHistory reports whether a Job's reason needs the events of its pods: it failed, a pod
+// of it failed, or a pod of it was made after it started (a replaced pod) or none is left
+// while it has not finished. Other Jobs ran without a hitch so far, and their reason is
+// Kueue's, if any.
+func needsHistory(w workload, pods []*corev1.Pod) bool {
+	j := w.job
+	if j == nil {
+		return false
+	}
+	if w.status == StatusFailed || j.Status.Failed > 0 {
+		return true
+	}
+	if j.Status.StartTime == nil {
+		return false
+	}
+	late := j.Status.StartTime.Add(10 * time.Second)
+	own := 0
+	for _, p := range pods {
+		if p.Namespace == w.meta.Namespace && w.selector.Matches(labels.Set(p.Labels)) {
+			own++
+			if p.CreationTimestamp.After(late) {
+				return true
+			}
+		}
+	}
+	return own == 0 && w.status != StatusSucceeded && !w.suspend
+}
+
+// setJobReasons sets the JobReason of the rows of each workload whose reason needs no events
+// (Kueue's) or whose events history holds; hist is nil when no job needed them.
+func setJobReasons(ws []workload, pods []*corev1.Pod, hist map[string]*history, rows []JobPod) {
+	reasons := map[string]string{}
+	for _, w := range ws {
+		var atts []Attempt
+		if h := hist[w.meta.Namespace]; h != nil && needsHistory(w, pods) {
+			atts = h.attempts(w, pods)
+		}
+		if why := jobReason(w.view(), atts); why != "" {
+			reasons[w.id()] = why
+		}
+	}
+	for i := range rows {
+		rows[i].JobReason = reasons[rows[i].JobID]
+	}
+}
+
+// jobHistories reads the history of each namespace that has a Job that needs one.
+func (r *Reader) jobHistories(ctx context.Context, ws []workload, pods []*corev1.Pod) (map[string]*history, error) {
+	out := map[string]*history{}
+	for _, w := range ws {
+		ns := w.meta.Namespace
+		if _, ok := out[ns]; ok || !needsHistory(w, pods) {
+			continue
+		}
+		h, err := r.loadHistory(ctx, ns, nil, byNamespace(pods)[ns])
+		if err != nil {
+			return nil, err
+		}
+		out[ns] = h
+	}
+	return out, nil
+}
+
+// lastLog is the last lines of the log of the container that failed the job's last failed
+// attempt, when its pod still exists; nil when there is none or it cannot be read.
+func (r *Reader) lastLog(ctx context.Context, atts []Attempt, pods []*corev1.Pod) []LogLine {
+	var failed *Attempt
+	for i := range atts {
+		if atts[i].Outcome == AttemptFailed && !atts[i].Gone {
+			failed = &atts[i]
+		}
+	}
+	if failed == nil {
+		return nil
+	}
+	p := onePod(pods, failed.Pod)
+	if len(p) == 0 {
+		return nil
+	}
+	container := ""
+	for _, c := range p[0].Status.ContainerStatuses {
+		if t := c.State.Terminated; t != nil && (t.ExitCode != 0 || t.Reason == "OOMKilled") {
+			container = c.Name
+			break
+		}
+	}
+	if container == "" {
+		return nil
+	}
+	tail := int64(LastLogLines)
+	var out []LogLine
+	err := r.streamLog(ctx, p[0], container, &corev1.PodLogOptions{Container: container, TailLines: &tail}, "",
+		func(l LogLine) error { out = append(out, l); return nil })
+	if err != nil {
+		r.log().Debug("last log lines", "pod", p[0].Name, "err", err)
+	}
+	return out
+}
