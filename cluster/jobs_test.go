@@ -159,7 +159,7 @@ func TestJob(t *testing.T) {
 		Metrics:   JobMetrics{MemoryUsage: "0", NetworkLatency: "0", Throughput: "0"},
 		CreatedAt: fx.T0, StartedAt: &fx.At(5 * time.Minute).Time,
 		K8sResources: K8sResources{Kind: "Job", JobName: "sft", Pods: []string{"sft-abcde"}},
-		Attempts: []Attempt{{Pod: "sft-abcde", Node: "gpu-1", Start: &fx.At(5 * time.Minute).Time, Outcome: AttemptRunning}},
+		Attempts:     []Attempt{{Pod: "sft-abcde", Node: "gpu-1", Start: &fx.At(5 * time.Minute).Time, Outcome: AttemptRunning}},
 	}
 	checkDetail(t, d, want)
 
