@@ -1,0 +1,88 @@
+package multinode
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gpuctl/gpuctl/test/testcluster"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+)
+
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})) }
+
+// waitTimeout bounds each wait of a test.
+const waitTimeout = 60 * time.Second
+
+// newClient returns a client of the package's cluster.
+func newClient(t *testing.T) kubernetes.Interface {
+	t.Helper()
+	client, err := kubernetes.NewForConfig(testcluster.Current().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return client
+}
+
+// newNamespace creates a namespace for one test, deleted after it, and waits for its default
+// ServiceAccount so that pods can be created in it.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	client := newClient(t)
+	prefix := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix[:min(len(prefix), 50)] + "-"}}
+	ns, err := client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := ns.Name
+	t.Cleanup(func() { _ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+	poll(t, "default ServiceAccount in "+name, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	return name
+}
+
+// poll checks cond every 100ms until it holds, failing the test after waitTimeout.
+func poll(t *testing.T, what string, cond func(context.Context) (bool, error)) {
+	t.Helper()
+	var last error
+	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
+		ok, err := cond(ctx)
+		if err != nil {
+			last = err
+		}
+		return ok, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
+	}
+}
+
+// dumpOnFailure logs the pods of ns, with their phase and conditions, when the test fails.
+func dumpOnFailure(t *testing.T, client kubernetes.Interface, ns string) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		pods, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
+		if err != nil {
+			t.Logf("list pods of %s: %v", ns, err)
+			return
+		}
+		for _, p := range pods.Items {
+			var conds []string
+			for _, c := range p.Status.Conditions {
+				conds = append(conds, string(c.Type)+"="+string(c.Status))
+			}
+			t.Logf("pod %s: %s on %s, deleting %v, conditions %s", p.Name, p.Status.Phase, p.Spec.NodeName,
+				p.DeletionTimestamp != nil, strings.Join(conds, ","))
+		}
+	})
+}
