@@ -2,18 +2,19 @@
 # Builds the local test cluster's binaries from the Go module proxy into a cache outside the
 # checkout, once: the control plane (etcd, kube-apiserver, kube-controller-manager,
 # kube-scheduler and kwok) as ONE multi-call binary, hack/tools/controlplane, linked under
-# those five names; the Kueue controller with its CRDs and webhook configurations; kubectl with
-# GPUCTL_WITH_KUBECTL=1. Prints the directory that holds them on its last line.
+# those five names; the Kueue controller with its CRDs and webhook configurations, and with it
+# the JobSet controller (a module Kueue requires, so its packages are mostly Kueue's) with its
+# CRD and webhook configurations; kubectl with GPUCTL_WITH_KUBECTL=1. Prints the directory that holds them on its last line.
 #
 #   hack/cluster-tools.sh            build what is missing, print the directory
 #   GPUCTL_CACHE=/some/dir hack/...  use another cache root (default ~/.cache/gpuctl)
-#   GPUCTL_WITHOUT_KUEUE=1 hack/...  the control plane only (make demo builds Kueue afterwards,
-#                                    in the background)
+#   GPUCTL_WITHOUT_KUEUE=1 hack/...  the control plane only (make demo builds Kueue and JobSet
+#                                    afterwards, in the background)
 #
 # The first build of the control plane takes about 7 minutes on 2 cores with empty Go caches
 # (423 s, downloads included; as five binaries from two modules it took 525 s: etcd's and kwok's
 # packages compiled apart from Kubernetes' and the union of the code linked five times; the one
-# binary links in about 11 s), and Kueue about 5 more. Later runs only
+# binary links in about 11 s), and Kueue about 5 more (JobSet, with it, about 10 s). Later runs only
 # check that the files are there. Progress lines every 15 s say what is building and about how
 # long is left. No binary carries DWARF. A change of the link flags alone (BUILD_REV) relinks in
 # seconds when Go's build cache still holds the packages.
@@ -23,6 +24,9 @@ K8S_VERSION=v1.37.1
 ETCD_VERSION=v3.7.3
 KWOK_VERSION=v0.8.0
 KUEUE_VERSION=v0.15.2
+JOBSET_VERSION=v0.10.1
+# The JobSet controller is built into the same directory when it is missing (its version is
+# not part of the name: a cache without it gains it on the next run, not a rebuild of all).
 # BUILD_REV changes when the way the binaries are built changes (r2: the Kubernetes binaries
 # carry their version, which Kueue parses; r3: one control-plane binary), so that an existing
 # cache is rebuilt, not reused. The versions are those of hack/tools/controlplane/go.mod and
@@ -42,7 +46,7 @@ export GONOSUMDB=k8s.io/kubernetes
 k8s_minor=${K8S_VERSION#v1.}
 k8s_minor=${k8s_minor%%.*}
 k8s_ldflags="-X k8s.io/component-base/version.gitVersion=$K8S_VERSION -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$k8s_minor -X k8s.io/component-base/version.gitTreeState=clean"
-kueue_ldflags="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
+kueue_ldflags="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION -X sigs.k8s.io/jobset/pkg/version.GitVersion=$JOBSET_VERSION"
 
 # What a first build of each step typically takes on 2 cores with empty Go caches (downloads
 # included), for the "about N min left" of the progress lines; measured on this project's
@@ -132,9 +136,31 @@ kueue_sources() {
   fi
 }
 
+# jobset_sources copies the JobSet CRD and webhook configurations that the test cluster
+# installs (testcluster.Options.JobSet) from the module into $dir/jobset-manifests.
+jobset_sources() {
+  local mod="$root/hack/tools/kueue" moddir
+  (cd "$mod" && go mod download sigs.k8s.io/jobset) >&2
+  moddir=$(cd "$mod" && go list -m -f '{{.Dir}}' sigs.k8s.io/jobset)
+  if [ -z "$moddir" ] || [ ! -f "$moddir/config/components/webhook/manifests.yaml" ]; then
+    echo "!! cannot find sigs.k8s.io/jobset's config/components in the module cache ($moddir)" >&2
+    exit 1
+  fi
+  if [ ! -f "$dir/jobset-manifests/webhook/manifests.yaml" ]; then
+    rm -rf "$dir/jobset-manifests.tmp"
+    mkdir -p "$dir/jobset-manifests.tmp/crd" "$dir/jobset-manifests.tmp/webhook"
+    cp "$moddir"/config/components/crd/bases/*.yaml "$dir/jobset-manifests.tmp/crd/"
+    cp "$moddir/config/components/webhook/manifests.yaml" "$dir/jobset-manifests.tmp/webhook/"
+    chmod -R u+w "$dir/jobset-manifests.tmp"
+    rm -rf "$dir/jobset-manifests"
+    mv "$dir/jobset-manifests.tmp" "$dir/jobset-manifests"
+  fi
+}
+
 with_kubectl=${GPUCTL_WITH_KUBECTL:-} # 1 for `make bench` only: the peer it is compared with
 want_kueue=0
-if [ "${GPUCTL_WITHOUT_KUEUE:-}" != 1 ] && { [ ! -x "$dir/kueue" ] || [ ! -f "$dir/kueue-manifests/webhook/manifests.yaml" ]; }; then
+if [ "${GPUCTL_WITHOUT_KUEUE:-}" != 1 ] && { [ ! -x "$dir/kueue" ] || [ ! -f "$dir/kueue-manifests/webhook/manifests.yaml" ] ||
+  [ ! -x "$dir/jobset" ] || [ ! -f "$dir/jobset-manifests/webhook/manifests.yaml" ]; }; then
   want_kueue=1
 fi
 # The names the control-plane binary answers to (hack/tools/controlplane/main.go).
@@ -152,7 +178,8 @@ if [ "$have_controlplane" = 0 ]; then
 fi
 if [ "$want_kueue" = 1 ]; then
   kueue_sources
-  build kueue kueue "$kueue_ldflags" kueue=./patched
+  jobset_sources
+  build kueue kueue "$kueue_ldflags" kueue=./patched jobset=sigs.k8s.io/jobset
 fi
 if [ "$with_kubectl" = 1 ]; then
   build controlplane kubectl "$k8s_ldflags" kubectl=k8s.io/kubernetes/cmd/kubectl

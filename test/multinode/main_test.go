@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{})) }
+func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{JobSet: true})) }
 
 // waitTimeout bounds each wait of a test.
 const waitTimeout = 60 * time.Second

@@ -42,6 +42,7 @@ func TestToolVersionsAreTheModules(t *testing.T) {
 		{"ETCD", "hack/tools/controlplane/go.mod", "go.etcd.io/etcd/server/v3"},
 		{"KWOK", "hack/tools/controlplane/go.mod", "sigs.k8s.io/kwok"},
 		{"KUEUE", "hack/tools/kueue/go.mod", "sigs.k8s.io/kueue"},
+		{"JOBSET", "hack/tools/kueue/go.mod", "sigs.k8s.io/jobset"},
 	} {
 		gomod, err := os.ReadFile(filepath.Join(root, c.gomod))
 		if err != nil {

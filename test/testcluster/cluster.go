@@ -43,6 +43,11 @@ type Options struct {
 	// Jobs, pods, Deployments and StatefulSets that carry a kueue.x-k8s.io/queue-name label, or
 	// live in a namespace with a LocalQueue named default.
 	Kueue bool
+	// JobSet also starts the JobSet controller (kubernetes-sigs/jobset, built with Kueue) once
+	// the nodes are up, before Kueue: its CRD and its webhook configurations pointing at it on
+	// 127.0.0.1 are installed, and Start returns once its webhook answers. gpuctl renders
+	// multi-node training as a JobSet with `multiNode: jobset` (docs/format.md §2.2).
+	JobSet bool
 }
 
 // Cluster is a running local control plane with fake GPU nodes.
@@ -77,8 +82,9 @@ type Cluster struct {
 
 // Start starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok, creates
 // the fake nodes and returns once the nodes are Ready and untainted and pods can be created in
-// namespace default, with the tenant ClusterRole of deploy/ installed; with Options.Kueue it
-// then starts Kueue and returns once Kueue's webhooks answer. If a component dies meanwhile,
+// namespace default, with the tenant ClusterRole of deploy/ installed; with Options.JobSet and
+// Options.Kueue it then starts the JobSet controller and Kueue and returns once their webhooks
+// answer. If a component dies meanwhile,
 // the error names it and quotes its log; on any error Start stops what it started and keeps
 // Dir for the logs. A given Dir must not hold a
 // running cluster. Call Stop when done.
@@ -121,6 +127,11 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 	// refers to, so that syncs of team directories work as on a real installation.
 	if err := c.InstallTenantRole(ctx); err != nil {
 		return nil, fmt.Errorf("install the tenant ClusterRole: %w", err)
+	}
+	if opts.JobSet { // first: Kueue sets up its JobSet integration only if the kind is served
+		if err := c.startJobSet(ctx); err != nil {
+			return nil, err
+		}
 	}
 	if opts.Kueue {
 		if err := c.startKueue(ctx); err != nil {

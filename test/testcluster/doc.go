@@ -31,6 +31,11 @@
 //
 //	func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{Kueue: true})) }
 //
+// With [Options].JobSet the cluster also runs the JobSet controller (kubernetes-sigs/jobset,
+// built with Kueue from the module Kueue requires), the same way: its CRD, its webhook
+// configurations calling it on 127.0.0.1, its log in <Dir>/jobset.log; it starts before Kueue,
+// so that Kueue admits JobSets too.
+//
 // Pods have logs that go through the API server's real path: kube-apiserver asks the node's
 // kubelet endpoint (kwok's server, at NodeIP, TLS from the cluster CA), which reads the file that
 // a kwok Logs object names for the container. [Cluster.WritePodLog] appends lines to that file,

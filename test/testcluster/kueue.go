@@ -236,7 +236,14 @@ func kueueManifests(dir, url string, caPEM []byte) (objs []*unstructured.Unstruc
 		return nil, nil, err
 	}
 	for _, wc := range configs {
-		if err := rewriteKueueWebhooks(wc, url, caBundle); err != nil {
+		err := rewriteWebhooks(wc, "kueue-", url, caBundle, func(name string, hook map[string]any) {
+			if slices.Contains(kueueNamespacedWebhooks, name) {
+				hook["namespaceSelector"] = map[string]any{"matchExpressions": []any{map[string]any{
+					"key": corev1.LabelMetadataName, "operator": "NotIn", "values": []any{"kube-system", KueueNamespace},
+				}}}
+			}
+		})
+		if err != nil {
 			return nil, nil, fmt.Errorf("%s: %w", path, err)
 		}
 		objs = append(objs, wc)
@@ -244,11 +251,11 @@ func kueueManifests(dir, url string, caPEM []byte) (objs []*unstructured.Unstruc
 	return objs, crds, nil
 }
 
-// rewriteKueueWebhooks points every webhook of a Mutating- or ValidatingWebhookConfiguration
-// at url plus its service path, trusting caBundle, and prefixes the configuration's name with
-// "kueue-".
-func rewriteKueueWebhooks(wc *unstructured.Unstructured, url, caBundle string) error {
-	wc.SetName("kueue-" + wc.GetName())
+// rewriteWebhooks points every webhook of a Mutating- or ValidatingWebhookConfiguration at url
+// plus its service path, trusting caBundle, lets edit change each webhook by its name, and
+// prefixes the configuration's name with prefix.
+func rewriteWebhooks(wc *unstructured.Unstructured, prefix, url, caBundle string, edit func(name string, hook map[string]any)) error {
+	wc.SetName(prefix + wc.GetName())
 	hooks, _, err := unstructured.NestedSlice(wc.Object, "webhooks")
 	if err != nil {
 		return err
@@ -264,11 +271,7 @@ func rewriteKueueWebhooks(wc *unstructured.Unstructured, url, caBundle string) e
 			return fmt.Errorf("%s: webhook %s has no clientConfig.service.path", wc.GetName(), name)
 		}
 		hook["clientConfig"] = map[string]any{"url": url + path, "caBundle": caBundle}
-		if slices.Contains(kueueNamespacedWebhooks, name) {
-			hook["namespaceSelector"] = map[string]any{"matchExpressions": []any{map[string]any{
-				"key": corev1.LabelMetadataName, "operator": "NotIn", "values": []any{"kube-system", KueueNamespace},
-			}}}
-		}
+		edit(name, hook)
 		hooks[i] = hook
 	}
 	return unstructured.SetNestedSlice(wc.Object, hooks, "webhooks")
@@ -286,13 +289,14 @@ func readYAMLFile(path string) ([]*unstructured.Unstructured, error) {
 // crdResource is the resource of CustomResourceDefinitions.
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// waitCRDsEstablished waits until every named CRD has condition Established.
+// waitCRDsEstablished waits until every named CRD (Kueue's, JobSet's) has condition
+// Established.
 func (c *Cluster) waitCRDsEstablished(ctx context.Context, names []string) error {
 	dyn, err := dynamic.NewForConfig(c.RESTConfig())
 	if err != nil {
 		return err
 	}
-	return c.waitFor(ctx, "Kueue's CRDs to be Established", func(ctx context.Context) (bool, error) {
+	return c.waitFor(ctx, "CRDs to be Established", func(ctx context.Context) (bool, error) {
 		for _, name := range names {
 			crd, err := dyn.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {

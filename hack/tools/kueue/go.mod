@@ -1,5 +1,6 @@
 // Module kueue pins the Kueue controller that the local test cluster starts when asked
-// (testcluster.Options.Kueue). It is built by hack/cluster-tools.sh, never imported by gpuctl.
+// (testcluster.Options.Kueue), and the JobSet controller (testcluster.Options.JobSet). Both are
+// built by hack/cluster-tools.sh, never imported by gpuctl.
 module github.com/gpuctl/gpuctl/hack/tools/kueue
 
 go 1.26.0
@@ -14,6 +15,7 @@ require (
 	k8s.io/utils v0.0.0-20251002143259-bc988d571ff4
 	sigs.k8s.io/cluster-inventory-api v0.0.0-20251028164203-2e3fabb46733
 	sigs.k8s.io/controller-runtime v0.22.4
+	sigs.k8s.io/jobset v0.10.1
 	sigs.k8s.io/kueue v0.15.2
 )
 
@@ -136,7 +138,6 @@ require (
 	k8s.io/metrics v0.34.2 // indirect
 	sigs.k8s.io/apiserver-network-proxy/konnectivity-client v0.33.0 // indirect
 	sigs.k8s.io/gateway-api v1.4.0 // indirect
-	sigs.k8s.io/jobset v0.10.1 // indirect
 	sigs.k8s.io/json v0.0.0-20250730193827-2d320260d730 // indirect
 	sigs.k8s.io/lws v0.7.0 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
