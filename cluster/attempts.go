@@ -17,7 +17,9 @@ import (
 
 // The outcomes of an attempt (Attempt.Outcome).
 const (
-	// AttemptRunning has not ended: its pod is pending or running.
+	// AttemptPending has not started: its pod waits for a node or its containers.
+	AttemptPending = "Pending"
+	// AttemptRunning has not ended: its pod runs.
 	AttemptRunning = "Running"
 	// AttemptSucceeded ended with its containers exiting 0.
 	AttemptSucceeded = "Succeeded"
@@ -43,7 +45,7 @@ type Attempt struct {
 	// or when nothing says).
 	Start *time.Time `json:"start"`
 	End   *time.Time `json:"end"`
-	// Outcome is Running, Succeeded, Failed, Disrupted or Unknown.
+	// Outcome is Pending, Running, Succeeded, Failed, Disrupted or Unknown.
 	Outcome string `json:"outcome"`
 	// Reason says why it ended, in words: "Preempted by default/sft (gpuctl-high)",
 	// "Evicted: node gpu-a100-0 unreachable", "OOMKilled (64Gi limit)", "Error: exit code 1".
@@ -55,7 +57,9 @@ type Attempt struct {
 }
 
 // ended reports whether the attempt ended other than by success.
-func (a Attempt) ended() bool { return a.Outcome != AttemptRunning && a.Outcome != AttemptSucceeded }
+func (a Attempt) ended() bool {
+	return a.Outcome != AttemptPending && a.Outcome != AttemptRunning && a.Outcome != AttemptSucceeded
+}
 
 // jobPodSuffix matches the end of the name of a pod that the Job controller made for job <prefix>:
 // "<job>-<5 chars>", or "<job>-<index>-<5 chars>" for an indexed Job.
@@ -178,8 +182,9 @@ func (h *history) nodeState(name string) string {
 	return ""
 }
 
-// evictedWords is "Evicted: node X <state>", or "Evicted: node X (NoExecute taint)" when
-// the node is well again.
+// evictedWords is "Evicted: node X <state>" (unreachable, not ready, gone), or "Evicted: node
+// X tainted NoExecute" when the node is well again (the node controller lifts its unreachable
+// taint once the node is back, and nothing left says which taint it was).
 func (h *history) evictedWords(node string) string {
 	if node == "" {
 		return "Evicted by the taint manager"
@@ -187,7 +192,7 @@ func (h *history) evictedWords(node string) string {
 	if s := h.nodeState(node); s != "" {
 		return "Evicted: node " + node + " " + s
 	}
-	return "Evicted: node " + node + " (NoExecute taint)"
+	return "Evicted: node " + node + " tainted NoExecute"
 }
 
 // preemptedWords is "Preempted by <ns>/<job> (<class>)", or by what the event names.
@@ -336,6 +341,8 @@ func (h *history) podAttempt(p *corev1.Pod) Attempt {
 		return a
 	}
 	switch p.Status.Phase {
+	case corev1.PodPending, "":
+		a.Outcome = AttemptPending
 	case corev1.PodSucceeded:
 		a.Outcome, a.Reason = AttemptSucceeded, PodCompleted
 	case corev1.PodFailed:

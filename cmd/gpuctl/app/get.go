@@ -60,7 +60,7 @@ in alice: waits for 4 × a100-80g in training-pool, team alice at 8/8, cohort le
 REASON says why a job stands where it does, in words: "Error: exit code 1", "OOMKilled (64Gi
 limit)", "Preempted by default/sft (gpuctl-high), retried (attempt 2 of 4)", "Evicted: node
 gpu-a100-0 unreachable", "BackoffLimitExceeded after 3 attempts", "Preempted by bob.big
-(reclamation within the cohort), requeued at #2"; else the pod's reason.
+(reclamation within the cohort), requeued at #2"; then the pod's own reason.
 
 Jobs are those of the namespace -n, of every namespace with -A, else of the namespace of the
 kubeconfig's context, as kubectl has it. --status keeps the rows whose status or pod phase is
@@ -138,9 +138,7 @@ func jobPodCells(r cluster.JobPod, wide bool, now time.Time) []string {
 		if statusCell(r) != r.Status {
 			reason = "" // STATUS shows it
 		}
-		if r.JobReason != "" {
-			reason = r.JobReason // why the job stands where it does; the pod's own is in describe
-		}
+		reason = jobReasons(r.JobReason, []cluster.JobPod{{Reason: reason}}) // the job's, then the pod's
 		c = append(c, count(r.GPU), r.Pool, orNone(r.GPUType), orNone(r.Source), queueCell(r.Queue), orNone(reason))
 	}
 	return c
