@@ -73,7 +73,9 @@ func priorityClass(t *testing.T, kube kubernetes.Interface, name string, value i
 	case err != nil:
 		t.Fatal(err)
 	default:
-		t.Cleanup(func() { _ = kube.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{}) })
+		t.Cleanup(func() {
+			_ = kube.SchedulingV1().PriorityClasses().Delete(context.Background(), name, metav1.DeleteOptions{})
+		})
 	}
 }
 
