@@ -46,7 +46,12 @@ func buildTraining(w workloadInput) []runtime.Object {
 		job.Annotations[keys.Paused] = keys.PausedValue
 	}
 	if !w.multiNode() {
-		job.Spec.Template = w.podTemplate(nil)
+		// An Indexed Job of one index: Kubernetes counts an index's attempts on its pods
+		// (attemptEnv) only with backoffLimitPerIndex, which needs indexes.
+		job.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
+		job.Spec.Completions, job.Spec.Parallelism = int32Ptr(1), int32Ptr(1)
+		w.retryJob(&job.Spec)
+		job.Spec.Template = w.podTemplate(attemptEnv())
 		job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 		w.enqueue(&job.ObjectMeta, &job.Spec.Template)
 		return []runtime.Object{job}

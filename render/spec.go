@@ -49,6 +49,21 @@ type Job struct {
 	// Suspend pauses a training job: its Job is rendered suspended (spec.suspend: true) and
 	// annotated keys.Paused. Training only; `gpuctl pause` and `gpuctl resume` write it.
 	Suspend bool `gpuctl:"suspend"`
+	// Retries says which failures of a training run are run again (docs/format.md §4.4).
+	Retries Retries `gpuctl:"retries"`
+}
+
+// Retries are the failures of a training run that are run again: a disruption (the pod's
+// DisruptionTarget condition: preemption, eviction, node loss, drain) per OnDisruption, the
+// container exit codes OnExitCodes up to Max times; any other failure fails the job at once.
+// Which fields are set is known from the document (Document.Has).
+type Retries struct {
+	// OnDisruption is retry (default: not counted), count (counted against Max) or fail.
+	OnDisruption string `gpuctl:"onDisruption"`
+	// OnExitCodes are the exit codes that a run may be retried for.
+	OnExitCodes []int `gpuctl:"onExitCodes"`
+	// Max is how many counted failures are retried (default 3).
+	Max int `gpuctl:"max"`
 }
 
 // Environment is the container: image, command and environment variables.

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -81,6 +82,7 @@ func (v *validator) workload(w *Workload) {
 			d.Hint = fmt.Sprintf("did you mean %q?", best)
 		}
 	}
+	v.retries(w)
 	v.environment(&w.Environment)
 	v.resources(w)
 	v.service(w)
@@ -94,12 +96,53 @@ func (v *validator) checkKindFields(w *Workload) {
 	if w.Kind != KindTraining && v.doc.Has("job.suspend") {
 		v.errorf("job.suspend", "suspend applies to training only").Hint = "a service is paused with service.replicas: 0 and service.pausedReplicas (gpuctl pause)"
 	}
+	if w.Kind != KindTraining && v.doc.Has("job.retries") {
+		v.errorf("job.retries", "retries apply to training only").Hint = "a service's pods are restarted by their Deployment or StatefulSet"
+	}
 	if w.Kind == KindTraining {
 		for _, f := range []string{"service.replicas", "service.port", "service.health_check", "service.pausedReplicas"} {
 			if v.doc.Has(f) {
 				v.errorf(f, "training jobs have no service; remove it").Hint = "use kind: inference or compute for a service"
 			}
 		}
+	}
+}
+
+// retries checks job.retries (docs/format.md §4.4).
+func (v *validator) retries(w *Workload) {
+	r := &w.Job.Retries
+	if v.doc.Has("job.retries.onDisruption") && !slices.Contains(disruptionValues, r.OnDisruption) {
+		d := v.errorf("job.retries.onDisruption", "unknown value %q", r.OnDisruption)
+		d.Hint = "expected " + strings.Join(disruptionValues, ", ")
+		if best := suggest(r.OnDisruption, disruptionValues); best != "" {
+			d.Hint = fmt.Sprintf("did you mean %q?", best)
+		}
+	}
+	seen := map[int]int{}
+	for i, c := range r.OnExitCodes {
+		field := fmt.Sprintf("job.retries.onExitCodes[%d]", i)
+		switch j, dup := seen[c]; {
+		case c == 0:
+			v.errorf(field, "exit code 0 is a success, not a failure to retry")
+		case c < 0 || c > 255:
+			v.errorf(field, "exit code %d is out of range 1-255", c)
+		case dup:
+			v.errorf(field, "exit code %d is listed twice (also onExitCodes[%d])", c, j)
+		}
+		seen[c] = i
+	}
+	if v.doc.Has("job.retries") && w.Kind == KindTraining && w.Resources.NodeCount > 1 {
+		v.warnf("job.retries", "ignored: a multi-node job is not retried yet (backoffLimit 0, docs/format.md §4.4)")
+	}
+	if !v.doc.Has("job.retries.max") {
+		return
+	}
+	switch {
+	case !retryCounts(*r):
+		v.errorf("job.retries.max", "nothing is counted against max").Hint =
+			"max limits the retries of onExitCodes, and of disruptions with onDisruption: count; set one of them, or remove max"
+	case r.Max < 1 || r.Max > maxRetries:
+		v.errorf("job.retries.max", "must be 1 to %d, got %d", maxRetries, r.Max)
 	}
 }
 
