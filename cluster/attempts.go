@@ -466,6 +466,9 @@ func jobReason(w workloadView, attempts []Attempt) string {
 		default:
 			tail = join(w.FailedReason, oneLine(w.FailedMessage))
 		}
+		if lastWords == "" && tail == "" {
+			return humanize.Plural(max(w.Failed, 1), "failed attempt") + "; no pod or event is left that says why"
+		}
 		return join(lastWords, tail)
 	case StatusSucceeded:
 		if n > 1 && lastWords != "" {

@@ -135,6 +135,7 @@ func TestJobReason(t *testing.T) {
 		"policy, pod gone": {workloadView{Object: "Job", Status: StatusFailed, FailedReason: batchv1.JobReasonPodFailurePolicy,
 			FailedMessage: "Container main for pod alice/sft-abcde failed with exit code 3 matching FailJob rule at index 1"}, nil,
 			"Container main for pod alice/sft-abcde failed with exit code 3 matching FailJob rule at index 1"},
+		"nothing left":        {job(StatusFailed, 2, ""), nil, "2 failed attempts; no pod or event is left that says why"},
 		"deadline":            {job(StatusFailed, 0, batchv1.JobReasonDeadlineExceeded), []Attempt{running}, "DeadlineExceeded: the job ran longer than its deadline"},
 		"completed at last":   {job(StatusSucceeded, 0, ""), []Attempt{preempted, att(AttemptSucceeded, PodCompleted)}, "Completed on attempt 2 (after: Preempted by default/qwen2-sft (gpuctl-high))"},
 		"completed":           {job(StatusSucceeded, 0, ""), []Attempt{att(AttemptSucceeded, PodCompleted)}, ""},

@@ -49,6 +49,7 @@ func jobDoc(p uiJobPage) g.Node {
 			errorBox("Job unavailable:", p.Err)))
 	} else {
 		content = append(content, jobSection(p.Frame.Now, p.Job), podsSection(p.Pods),
+			attemptsSection(p.Frame.Now, p.Job.Attempts),
 			eventsSection(p.Frame.Now, p.ID, p.Events), logsSection(p.ID, p.Logs))
 	}
 	api := "/api/v1/jobs/" + p.ID
@@ -329,6 +330,7 @@ func jobSection(now time.Time, j cluster.JobDetail) g.Node {
 	},
 		g.If(j.Description != "", h.P(g.Text(j.Description))),
 		h.Dl(h.Class("facts"),
+			g.If(j.Reason != "", h.Div(h.ID("job-reason"), h.Dt(g.Text("Why")), h.Dd(g.Text(j.Reason)))),
 			fact("Job ID", h.Code(g.Text(j.JobID))),
 			fact("Declared in", codeOrDash(j.Source)),
 			fact("GPUs", gpus),
@@ -388,6 +390,31 @@ func podsSection(p uiPods) g.Node {
 		)
 	})
 	return section("pods", head, table("pod-list", "grid compact", []string{"Pod", "Status", "Ready", "Restarts", "Node", "Why"}, rows))
+}
+
+// attemptsSection lists the pods a training Job ran, those gone included, with why each
+// ended; nil while its one attempt has not ended.
+func attemptsSection(now time.Time, atts []cluster.Attempt) g.Node {
+	if len(atts) == 0 || len(atts) == 1 && !atts[0].Gone && (atts[0].Outcome == cluster.AttemptRunning || atts[0].Outcome == cluster.AttemptPending) {
+		return nil
+	}
+	rows := g.Map(atts, func(a cluster.Attempt) g.Node {
+		code := ""
+		if a.ExitCode != nil {
+			code = strconv.Itoa(int(*a.ExitCode))
+		}
+		return h.Tr(h.Class("attempt-row"),
+			h.Td(h.Code(h.Class("object"), g.Text(a.Pod)), g.If(a.Gone, g.Group{g.Text(" "), muted("gone")})),
+			h.Td(g.Text(cmp.Or(a.Node, uiNone))),
+			h.Td(whenOr(now, a.Start, muted(uiNone))),
+			h.Td(whenOr(now, a.End, muted(uiNone))),
+			h.Td(statusBadge(a.Outcome)),
+			h.Td(h.Class("num"), textOrDash(code)),
+			h.Td(textOrDash(a.Reason)),
+		)
+	})
+	return section("attempts", g.Group{h.H2(g.Text("Attempts")), h.Span(h.Class("muted small"), g.Text("oldest first"))},
+		table("attempt-list", "grid compact", []string{"Pod", "Node", "Start", "End", "Outcome", "Exit code", "Why"}, rows))
 }
 
 func eventsSection(now time.Time, id string, e uiEvents) g.Node {

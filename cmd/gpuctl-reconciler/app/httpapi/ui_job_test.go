@@ -238,3 +238,22 @@ func TestPodWords(t *testing.T) {
 		}
 	}
 }
+
+// TestJobPageSaysWhyItEnded: the page of a failed training Job says why in words, and lists
+// its attempts with their exit codes.
+func TestJobPageSaysWhyItEnded(t *testing.T) {
+	pod := clusterfixture.Pod("bob", "failed-run-abcde", "failed-run", "gpu-1", corev1.PodFailed, 0, clusterfixture.At(time.Minute))
+	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "main", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{Reason: "Error", ExitCode: 1, FinishedAt: *clusterfixture.At(2 * time.Minute)}}}}
+	h, _ := testServer(t, append(clusterfixture.Objects(), pod)...)
+	body := jobPage(t, h, "/jobs/bob.failed-run", http.StatusOK)
+	if !regexp.MustCompile(`<div id="job-reason"><dt>Why</dt><dd>Error: exit code 1</dd></div>`).MatchString(body) {
+		t.Errorf("no reason on the page:\n%s", body)
+	}
+	row := regexp.MustCompile(`(?s)<tr class="attempt-row">.*?</tr>`).FindString(body)
+	for _, want := range []string{"failed-run-abcde", "gpu-1", "Failed", `<td class="num">1</td>`, "Error: exit code 1"} {
+		if !strings.Contains(row, want) {
+			t.Errorf("the attempt row lacks %s:\n%s", want, row)
+		}
+	}
+}
