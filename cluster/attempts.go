@@ -54,6 +54,11 @@ type Attempt struct {
 	ExitCode *int32 `json:"exitCode,omitempty"`
 	// Gone is true when the pod no longer exists and the events tell its story.
 	Gone bool `json:"gone,omitempty"`
+
+	// number is the attempt's number at its index as the Job controller counts it on the
+	// pod (the failed and the ignored attempts before it, plus one; a Job with
+	// backoffLimitPerIndex), 0 when the pod does not say.
+	number int
 }
 
 // ended reports whether the attempt ended other than by success.
@@ -322,6 +327,11 @@ func (h *history) podAttempt(p *corev1.Pod) Attempt {
 	if n, ok := rank(p); ok {
 		a.Rank = &n
 	}
+	failed, err1 := strconv.Atoi(p.Annotations[batchv1.JobIndexFailureCountAnnotation])
+	ignored, err2 := strconv.Atoi(p.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation])
+	if err1 == nil || err2 == nil {
+		a.number = failed + ignored + 1
+	}
 	start := p.CreationTimestamp.UTC()
 	if p.Status.StartTime != nil {
 		start = p.Status.StartTime.UTC()
@@ -452,7 +462,7 @@ func jobReason(w workloadView, attempts []Attempt) string {
 		tail := ""
 		switch w.FailedReason {
 		case "":
-		case batchv1.JobReasonBackoffLimitExceeded:
+		case batchv1.JobReasonBackoffLimitExceeded, batchv1.JobReasonFailedIndexes:
 			tries := max(n, int(w.Failed))
 			if tries > 1 || lastWords == "" {
 				tail = "BackoffLimitExceeded after " + humanize.Plural(max(tries, 1), "attempt")
@@ -509,7 +519,10 @@ func (w workload) view() workloadView {
 	if j := w.job; j != nil {
 		v.Failed = j.Status.Failed
 		v.MaxAttempts = 7 // the API's default backoffLimit of 6, and the first try
-		if j.Spec.BackoffLimit != nil {
+		switch {
+		case j.Spec.BackoffLimitPerIndex != nil: // the counted failures of each index
+			v.MaxAttempts = int(*j.Spec.BackoffLimitPerIndex) + 1
+		case j.Spec.BackoffLimit != nil:
 			v.MaxAttempts = int(*j.Spec.BackoffLimit) + 1
 		}
 		for _, c := range j.Status.Conditions {
@@ -522,24 +535,25 @@ func (w workload) view() workloadView {
 }
 
 // attemptNumber is the number of the current (or last) attempt: the attempts of the rank
-// tried most in a multi-node job, else all of them.
+// tried most in a multi-node job, else all of them; at least what the Job controller counts
+// on a pod (Attempt.number), which counts the pods whose events are gone too.
 func attemptNumber(attempts []Attempt, pods int32) int {
-	byRank := map[int]int{}
-	most := 0
+	counted, byRank, most := 0, map[int]int{}, 0
 	for _, a := range attempts {
-		if a.Rank == nil {
-			continue
+		counted = max(counted, a.number)
+		if a.Rank != nil {
+			byRank[*a.Rank]++
+			most = max(most, byRank[*a.Rank])
 		}
-		byRank[*a.Rank]++
-		most = max(most, byRank[*a.Rank])
 	}
-	if most > 0 {
-		return most
+	switch {
+	case most > 0:
+	case pods > 1:
+		most = max(1, len(attempts)-int(pods)+1)
+	default:
+		most = len(attempts)
 	}
-	if pods > 1 {
-		return max(1, len(attempts)-int(pods)+1)
-	}
-	return len(attempts)
+	return max(most, counted)
 }
 
 // sortedEvents are the events oldest first.

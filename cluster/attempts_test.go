@@ -135,6 +135,9 @@ func TestJobReason(t *testing.T) {
 		"policy, pod gone": {workloadView{Object: "Job", Status: StatusFailed, FailedReason: batchv1.JobReasonPodFailurePolicy,
 			FailedMessage: "Container main for pod alice/sft-abcde failed with exit code 3 matching FailJob rule at index 1"}, nil,
 			"Container main for pod alice/sft-abcde failed with exit code 3 matching FailJob rule at index 1"},
+		"counted on the pod (events gone)": {job(StatusRunning, 1, ""), []Attempt{{Outcome: AttemptDisrupted, Reason: "Preempted"}, {Outcome: AttemptRunning, number: 3}},
+			"Preempted, retried (attempt 3 of 4)"},
+		"failed indexes":      {job(StatusFailed, 3, batchv1.JobReasonFailedIndexes), []Attempt{failed, failed, failed}, "Error: exit code 1; BackoffLimitExceeded after 3 attempts"},
 		"nothing left":        {job(StatusFailed, 2, ""), nil, "2 failed attempts; no pod or event is left that says why"},
 		"deadline":            {job(StatusFailed, 0, batchv1.JobReasonDeadlineExceeded), []Attempt{running}, "DeadlineExceeded: the job ran longer than its deadline"},
 		"completed at last":   {job(StatusSucceeded, 0, ""), []Attempt{preempted, att(AttemptSucceeded, PodCompleted)}, "Completed on attempt 2 (after: Preempted by default/qwen2-sft (gpuctl-high))"},
@@ -199,5 +202,21 @@ func TestScopedHidesOtherTeamsPreemptors(t *testing.T) {
 		if got := s.hideReason(in, nil, nil); got != want {
 			t.Errorf("hideReason(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestAttemptNumberFromThePod: a pod of a Job with backoffLimitPerIndex carries the failed and
+// ignored attempts of its index before it, which count the attempts whose events are gone.
+func TestAttemptNumberFromThePod(t *testing.T) {
+	p := runningPod("sft-0-abcde", "sft", 0, "0")
+	p.Annotations = map[string]string{batchv1.JobIndexFailureCountAnnotation: "1", batchv1.JobIndexIgnoredFailureCountAnnotation: "2"}
+	a := (&history{}).podAttempt(p)
+	if a.number != 4 || a.Rank == nil || *a.Rank != 0 {
+		t.Errorf("attempt %+v, want number 4 at rank 0", a)
+	}
+	j := fx.Job("alice", "sft", "training-pool", 8, batchv1.JobStatus{Active: 1})
+	j.Spec.BackoffLimitPerIndex = new(int32(5))
+	if v := fromJob(j).view(); v.MaxAttempts != 6 {
+		t.Errorf("MaxAttempts %d, want backoffLimitPerIndex + 1", v.MaxAttempts)
 	}
 }
