@@ -145,12 +145,15 @@ const relabeledOwnedPod = "(request.resource.resource == 'pods' && has(oldObject
 	" && (has(object.metadata.labels) ? object.metadata.labels : {}) != (has(oldObject.metadata.labels) ? oldObject.metadata.labels : {}))"
 
 // controllerIdentity is a CEL expression that holds when the request comes from a controller
-// (controllerUsers, a ServiceAccount of kube-system, a member of system:masters, or a user of
-// tenancy.controllers): the only ones that may set ownerReferences in a tenant namespace and
+// (controllerUsers, JobSetControllerUser with multiNode jobset, a ServiceAccount of
+// kube-system, a member of system:masters, or a user of tenancy.controllers): the only ones that may set ownerReferences in a tenant namespace and
 // remove a pod's scheduling gates. A team member's kubectl, the team's own pods and gpuctl's
 // tenant identity are none of them.
 func controllerIdentity(cfg *Config) string {
 	users := slices.Clone(controllerUsers)
+	if cfg.multiNode() == MultiNodeJobSet {
+		users = append(users, JobSetControllerUser)
+	}
 	if cfg != nil {
 		users = append(users, cfg.Tenancy.Controllers...)
 	}

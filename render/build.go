@@ -204,7 +204,7 @@ func (st *run) renderDoc(doc *Document, s *source) []*unstructured.Unstructured 
 	switch {
 	case doc.Workload != nil:
 		typed = buildWorkload(workloadInput{Workload: doc.Workload, doc: doc, namespace: doc.Namespace, source: s.rel,
-			writable: st.cfg.writableHostPathPrefixes(), queued: st.queued(doc)})
+			writable: st.cfg.writableHostPathPrefixes(), queued: st.queued(doc), jobset: st.cfg.multiNode() == MultiNodeJobSet})
 	case doc.Pool != nil:
 		typed = buildPool(doc.Pool, s.rel, st.cfg.systemNamespace())
 	case doc.Quota != nil:

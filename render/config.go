@@ -34,6 +34,9 @@ type Config struct {
 	// Queueing is how the teams' quotas hold their workloads: QueueingResourceQuota (the
 	// default, "" too) or QueueingKueue.
 	Queueing string `gpuctl:"queueing"`
+	// MultiNode is how multi-node training (node_count > 1) is rendered: MultiNodeJob (the
+	// default, "" too) or MultiNodeJobSet (docs/format.md §2.2).
+	MultiNode string `gpuctl:"multiNode"`
 	// Teams maps people (their Git user.email) to their team, the namespace whose directory
 	// `gpuctl create` writes their files to (TeamOf, TeamDir). Rendering does not use it.
 	Teams []TeamMember `gpuctl:"teams"`
@@ -140,6 +143,13 @@ func ParseConfig(name string, data []byte) (*Config, []*Diagnostic) {
 			diag := ds.errorf(name, d.pos["queueing"], "queueing", "unknown queueing %q", cfg.Queueing)
 			diag.Hint = "expected " + QueueingResourceQuota + " (the default) or " + QueueingKueue
 			if best := suggest(cfg.Queueing, []string{QueueingResourceQuota, QueueingKueue}); best != "" {
+				diag.Hint = fmt.Sprintf("did you mean %q?", best)
+			}
+		}
+		if cfg.MultiNode != "" && !slices.Contains(multiNodeValues, cfg.MultiNode) {
+			diag := ds.errorf(name, d.pos["multiNode"], "multiNode", "unknown multiNode %q", cfg.MultiNode)
+			diag.Hint = "expected " + MultiNodeJob + " (the default) or " + MultiNodeJobSet
+			if best := suggest(cfg.MultiNode, multiNodeValues); best != "" {
 				diag.Hint = fmt.Sprintf("did you mean %q?", best)
 			}
 		}

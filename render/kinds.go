@@ -56,12 +56,17 @@ func buildTraining(w workloadInput) []runtime.Object {
 		w.enqueue(&job.ObjectMeta, &job.Spec.Template)
 		return []runtime.Object{job}
 	}
+	if w.jobset {
+		return buildJobSet(w, job)
+	}
+	// An Indexed Job: a lost rank fails it at once (backoffLimit 0), since the Job API cannot
+	// restart the other ranks with it (multinode.go).
 	n := w.Resources.NodeCount
 	svc := serviceName(w.Job.Name)
 	job.Spec.CompletionMode = ptr(batchv1.IndexedCompletion)
 	job.Spec.Completions = int32Ptr(n)
 	job.Spec.Parallelism = int32Ptr(n)
-	job.Spec.Template = w.podTemplate(distributedEnv(w, svc))
+	job.Spec.Template = w.podTemplate(distributedEnv(w, w.Job.Name+"-0."+svc))
 	job.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
 	job.Spec.Template.Spec.Subdomain = svc
 	w.enqueue(&job.ObjectMeta, &job.Spec.Template)
@@ -79,12 +84,12 @@ func buildTraining(w workloadInput) []runtime.Object {
 	return []runtime.Object{job, headless}
 }
 
-// distributedEnv is the environment of multi-node training. WORLD_SIZE is the number of nodes
-// (one pod a node, as Kubeflow's PyTorchJob sets it); the PET_* variables are read by torchrun
-// as its --nnodes, --node_rank, --nproc_per_node and --master_* flags.
-func distributedEnv(w workloadInput, svc string) []corev1.EnvVar {
+// distributedEnv is the environment of multi-node training, whose rank 0 answers at the host
+// name master. WORLD_SIZE is the number of nodes (one pod a node, as Kubeflow's PyTorchJob sets
+// it); the PET_* variables are read by torchrun as its --nnodes, --node_rank, --nproc_per_node
+// and --master_* flags.
+func distributedEnv(w workloadInput, master string) []corev1.EnvVar {
 	nodes := strconv.Itoa(w.Resources.NodeCount)
-	master := w.Job.Name + "-0." + svc
 	port := strconv.Itoa(MasterPort)
 	rank := corev1.EnvVar{ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{
 		FieldPath: "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}}

@@ -131,8 +131,9 @@ func (v *validator) retries(w *Workload) {
 		}
 		seen[c] = i
 	}
-	if v.doc.Has("job.retries") && w.Kind == KindTraining && w.Resources.NodeCount > 1 {
-		v.warnf("job.retries", "ignored: a multi-node job is not retried yet (backoffLimit 0, docs/format.md §4.4)")
+	if v.doc.Has("job.retries") && w.Kind == KindTraining && w.Resources.NodeCount > 1 && v.cfg.multiNode() == MultiNodeJob {
+		v.warnf("job.retries", "ignored: a multi-node job is not retried with multiNode %s (backoffLimit 0); %s restarts all its ranks together (docs/format.md §2.2)",
+			MultiNodeJob, MultiNodeJobSet)
 	}
 	if !v.doc.Has("job.retries.max") {
 		return

@@ -29,6 +29,8 @@ type workloadInput struct {
 	writable []string
 	// queued puts the workload in its team's Kueue queue (queueing kueue, a team namespace).
 	queued bool
+	// jobset renders multi-node training as a JobSet (multiNode jobset).
+	jobset bool
 }
 
 // Has reports whether the workload's file set a field.

@@ -48,10 +48,11 @@ func TestIndexedJobReplacesOnlyTheLostRank(t *testing.T) {
 			if _, err := client.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			first := waitRanksRunning(t, client, ns, "train", 2, nil)
+			selector := batchv1.JobNameLabel + "=train"
+			first := waitRanksRunning(t, client, ns, selector, 2, nil)
 			lose(t, client, first[1])
 			lost := time.Now()
-			second := waitRanksRunning(t, client, ns, "train", 2, map[int]types.UID{1: first[1].UID})
+			second := waitRanksRunning(t, client, ns, selector, 2, map[types.UID]bool{first[1].UID: true})
 			t.Logf("rank 1 lost: a new rank 1 (%s) runs %s later; rank 0 is pod %s before and after",
 				second[1].Name, time.Since(lost).Round(100*time.Millisecond), second[0].UID)
 			if second[0].UID != first[0].UID {
@@ -87,13 +88,13 @@ func indexedJob(name string, n int32, runFor time.Duration) *batchv1.Job {
 	return job
 }
 
-// waitRanksRunning waits until job has a Running pod for each of its n completion indexes,
-// other than the pods of gone (index → UID), and returns them by index.
-func waitRanksRunning(t *testing.T, client kubernetes.Interface, ns, job string, n int, gone map[int]types.UID) map[int]*corev1.Pod {
+// waitRanksRunning waits until the pods of selector include a Running pod for each of n
+// completion indexes, none of them in gone, and returns them by index.
+func waitRanksRunning(t *testing.T, client kubernetes.Interface, ns, selector string, n int, gone map[types.UID]bool) map[int]*corev1.Pod {
 	t.Helper()
 	var ranks map[int]*corev1.Pod
-	poll(t, fmt.Sprintf("%d running ranks of %s", n, job), func(ctx context.Context) (bool, error) {
-		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: batchv1.JobNameLabel + "=" + job})
+	poll(t, fmt.Sprintf("%d running ranks of %s", n, selector), func(ctx context.Context) (bool, error) {
+		pods, err := client.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 		if err != nil {
 			return false, err
 		}
@@ -101,7 +102,7 @@ func waitRanksRunning(t *testing.T, client kubernetes.Interface, ns, job string,
 		for i := range pods.Items {
 			p := &pods.Items[i]
 			idx, err := strconv.Atoi(p.Labels[batchv1.JobCompletionIndexAnnotation])
-			if err != nil || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || gone[idx] == p.UID {
+			if err != nil || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil || gone[p.UID] {
 				continue
 			}
 			ranks[idx] = p

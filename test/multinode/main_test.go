@@ -76,6 +76,11 @@ func dumpOnFailure(t *testing.T, client kubernetes.Interface, ns string) {
 			t.Logf("list pods of %s: %v", ns, err)
 			return
 		}
+		if evs, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{}); err == nil {
+			for _, e := range evs.Items {
+				t.Logf("event %s %s: %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
+			}
+		}
 		for _, p := range pods.Items {
 			var conds []string
 			for _, c := range p.Status.Conditions {
