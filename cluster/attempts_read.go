@@ -3,8 +3,10 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -53,9 +55,9 @@ func (r *Reader) loadHistory(ctx context.Context, namespace string, events []*co
 }
 
 // needsHistory reports whether a Job's reason needs the events of its pods: it failed, a pod
-// of it failed, or a pod of it was made after it started (a replaced pod) or none is left
-// while it has not finished. Other Jobs ran without a hitch so far, and their reason is
-// Kueue's, if any.
+// of it failed (counted or not), it has more pods than it runs at once, a pod of it was made
+// after it started or counts earlier attempts (a replaced pod), or none is left while it has
+// not finished. Other Jobs ran without a hitch so far, and their reason is Kueue's, if any.
 func needsHistory(w workload, pods []*corev1.Pod) bool {
 	j := w.job
 	if j == nil {
@@ -72,12 +74,13 @@ func needsHistory(w workload, pods []*corev1.Pod) bool {
 	for _, p := range pods {
 		if p.Namespace == w.meta.Namespace && w.selector.Matches(labels.Set(p.Labels)) {
 			own++
-			if p.CreationTimestamp.After(late) {
+			retried := p.Annotations[batchv1.JobIndexFailureCountAnnotation] + p.Annotations[batchv1.JobIndexIgnoredFailureCountAnnotation]
+			if p.CreationTimestamp.After(late) || p.Status.Phase == corev1.PodFailed || strings.Trim(retried, "0") != "" {
 				return true
 			}
 		}
 	}
-	return own == 0 && w.status != StatusSucceeded && !w.suspend
+	return own > int(w.pods) || own == 0 && w.status != StatusSucceeded && !w.suspend
 }
 
 // setJobReasons sets the JobReason of the rows of each workload whose reason needs no events

@@ -220,3 +220,29 @@ func TestAttemptNumberFromThePod(t *testing.T) {
 		t.Errorf("MaxAttempts %d, want backoffLimitPerIndex + 1", v.MaxAttempts)
 	}
 }
+
+func TestNeedsHistory(t *testing.T) {
+	j := fx.Job("alice", "sft", "training-pool", 8, batchv1.JobStatus{Active: 1, StartTime: fx.At(0)})
+	w := fromJob(j)
+	early := runningPod("sft-0-abcde", "sft", time.Second, "0")
+	late := runningPod("sft-0-fghij", "sft", time.Minute, "0")
+	counted := runningPod("sft-0-klmno", "sft", time.Second, "0")
+	counted.Annotations = map[string]string{batchv1.JobIndexIgnoredFailureCountAnnotation: "1"}
+	failed := failedPod("sft-0-pqrst", "Error", 1, "")
+	failed.CreationTimestamp = *fx.At(time.Second)
+	for name, tc := range map[string]struct {
+		pods []*corev1.Pod
+		want bool
+	}{
+		"runs without a hitch":   {[]*corev1.Pod{early}, false},
+		"a pod made later":       {[]*corev1.Pod{late}, true},
+		"a disruption counted":   {[]*corev1.Pod{counted}, true},
+		"a failed pod":           {[]*corev1.Pod{failed}, true},
+		"more pods than it runs": {[]*corev1.Pod{early, runningPod("sft-0-uvwxy", "sft", time.Second, "0")}, true},
+		"no pod left":            {nil, true},
+	} {
+		if got := needsHistory(w, tc.pods); got != tc.want {
+			t.Errorf("%s: %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -93,6 +93,8 @@ func TestJobReasons(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.DeleteNode(context.Background(), node) })
 	ns := logsNamespace(t, kube, "reasons-e2e")
+	priorityClass(t, kube, keys.PriorityClassLow, 1000)
+	priorityClass(t, kube, keys.PriorityClassHigh, 100000)
 
 	t.Run("exit code 1", func(t *testing.T) {
 		reasonJob(t, kube, ns, "crash", node, 0, func(j *batchv1.Job) { testcluster.FailingPod(&j.Spec.Template, "Error", 1) })
@@ -123,8 +125,6 @@ func TestJobReasons(t *testing.T) {
 	})
 
 	t.Run("preempted", func(t *testing.T) {
-		priorityClass(t, kube, keys.PriorityClassLow, 1000)
-		priorityClass(t, kube, keys.PriorityClassHigh, 100000)
 		reasonJob(t, kube, ns, "low", node, 4, func(j *batchv1.Job) {
 			j.Spec.Template.Spec.PriorityClassName = keys.PriorityClassLow
 			testcluster.RunFor(&j.Spec.Template, 10*time.Minute)
@@ -151,6 +151,45 @@ func TestJobReasons(t *testing.T) {
 		}
 		if err := kube.BatchV1().Jobs(ns).Delete(t.Context(), "high", metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("preempted and retried", func(t *testing.T) {
+		waitUntilFor(t, "the GPUs of "+node+" to be free", time.Minute, func(ctx context.Context) bool {
+			held, _, err := gpusHeld(ctx, kube, node, "")
+			return err == nil && held == 0
+		})
+		// As render makes a retried training Job: one index, a disruption ignored, 3 retries.
+		reasonJob(t, kube, ns, "retry", node, 4, func(j *batchv1.Job) {
+			j.Spec.Template.Spec.PriorityClassName = keys.PriorityClassLow
+			testcluster.RunFor(&j.Spec.Template, 10*time.Minute)
+			mode := batchv1.IndexedCompletion
+			j.Spec.CompletionMode, j.Spec.BackoffLimit, j.Spec.BackoffLimitPerIndex = &mode, nil, new(int32(3))
+			j.Spec.PodFailurePolicy = &batchv1.PodFailurePolicy{Rules: []batchv1.PodFailurePolicyRule{{Action: batchv1.PodFailurePolicyActionIgnore,
+				OnPodConditions: []batchv1.PodFailurePolicyOnPodConditionsPattern{{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue}}}}}
+		})
+		startedPods(t, kube, ns, "retry", 1)
+		reasonJob(t, kube, ns, "high2", node, 4, func(j *batchv1.Job) {
+			j.Spec.Template.Spec.PriorityClassName = keys.PriorityClassHigh
+			testcluster.RunFor(&j.Spec.Template, 10*time.Minute)
+		})
+		want := "Preempted by " + ns + "/high2 (gpuctl-high), retried (attempt 2 of 4)"
+		var d cluster.JobDescription
+		waitUntilFor(t, "the retried job's reason", time.Minute, func(context.Context) bool {
+			d = describeJSON(t, ns+".retry")
+			return d.Job.Reason == want
+		})
+		if d.Job.Status == cluster.StatusFailed || len(d.Job.Attempts) != 2 || d.Job.Attempts[0].Outcome != cluster.AttemptDisrupted ||
+			d.Job.Attempts[1].Outcome != cluster.AttemptPending {
+			t.Errorf("describe job retry: status %s, attempts %+v", d.Job.Status, d.Job.Attempts)
+		}
+		if out, _, _ := gpuctl(t, "get", "jobs", "-n", ns, "-o", "wide"); !strings.Contains(out, want) {
+			t.Errorf("get jobs -o wide: no REASON %q\n%s", want, out)
+		}
+		for _, job := range []string{"high2", "retry"} {
+			if err := kube.BatchV1().Jobs(ns).Delete(t.Context(), job, metav1.DeleteOptions{PropagationPolicy: new(metav1.DeletePropagationBackground)}); err != nil {
+				t.Fatal(err)
+			}
 		}
 	})
 
