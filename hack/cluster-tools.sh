@@ -125,15 +125,22 @@ kueue_sources() {
     echo "!! the line the script patches (metricsCertPath := \"/etc/kueue/metrics/certs\"); update the sed in kueue_sources" >&2
     exit 1
   fi
-  if [ ! -f "$dir/kueue-manifests/webhook/manifests.yaml" ]; then
-    rm -rf "$dir/kueue-manifests.tmp"
-    mkdir -p "$dir/kueue-manifests.tmp/crd" "$dir/kueue-manifests.tmp/webhook"
-    cp "$moddir"/config/components/crd/bases/*.yaml "$dir/kueue-manifests.tmp/crd/"
-    cp "$moddir/config/components/webhook/manifests.yaml" "$dir/kueue-manifests.tmp/webhook/"
-    chmod -R u+w "$dir/kueue-manifests.tmp"
-    rm -rf "$dir/kueue-manifests"
-    mv "$dir/kueue-manifests.tmp" "$dir/kueue-manifests"
-  fi
+  copy_manifests "$moddir" kueue-manifests
+}
+
+# copy_manifests MODULE-DIR NAME copies a controller module's CRDs (config/components/crd/
+# bases) and webhook configurations (config/components/webhook/manifests.yaml) into $dir/NAME,
+# unless they are there.
+copy_manifests() {
+  local moddir=$1 out="$dir/$2"
+  [ ! -f "$out/webhook/manifests.yaml" ] || return 0
+  rm -rf "$out.tmp"
+  mkdir -p "$out.tmp/crd" "$out.tmp/webhook"
+  cp "$moddir"/config/components/crd/bases/*.yaml "$out.tmp/crd/"
+  cp "$moddir/config/components/webhook/manifests.yaml" "$out.tmp/webhook/"
+  chmod -R u+w "$out.tmp"
+  rm -rf "$out"
+  mv "$out.tmp" "$out"
 }
 
 # jobset_sources copies the JobSet CRD and webhook configurations that the test cluster
@@ -146,15 +153,7 @@ jobset_sources() {
     echo "!! cannot find sigs.k8s.io/jobset's config/components in the module cache ($moddir)" >&2
     exit 1
   fi
-  if [ ! -f "$dir/jobset-manifests/webhook/manifests.yaml" ]; then
-    rm -rf "$dir/jobset-manifests.tmp"
-    mkdir -p "$dir/jobset-manifests.tmp/crd" "$dir/jobset-manifests.tmp/webhook"
-    cp "$moddir"/config/components/crd/bases/*.yaml "$dir/jobset-manifests.tmp/crd/"
-    cp "$moddir/config/components/webhook/manifests.yaml" "$dir/jobset-manifests.tmp/webhook/"
-    chmod -R u+w "$dir/jobset-manifests.tmp"
-    rm -rf "$dir/jobset-manifests"
-    mv "$dir/jobset-manifests.tmp" "$dir/jobset-manifests"
-  fi
+  copy_manifests "$moddir" jobset-manifests
 }
 
 with_kubectl=${GPUCTL_WITH_KUBECTL:-} # 1 for `make bench` only: the peer it is compared with

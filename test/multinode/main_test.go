@@ -8,9 +8,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/test/testcluster"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -22,47 +20,19 @@ const waitTimeout = 60 * time.Second
 // newClient returns a client of the package's cluster.
 func newClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	client, err := kubernetes.NewForConfig(testcluster.Current().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client
+	return testcluster.NewClient(t)
 }
 
-// newNamespace creates a namespace for one test, deleted after it, and waits for its default
-// ServiceAccount so that pods can be created in it.
+// newNamespace creates a namespace for one test, deleted after it.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	client := newClient(t)
-	prefix := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix[:min(len(prefix), 50)] + "-"}}
-	ns, err := client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := ns.Name
-	t.Cleanup(func() { _ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	poll(t, "default ServiceAccount in "+name, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	return name
+	return testcluster.NewNamespace(t, newClient(t))
 }
 
 // poll checks cond every 100ms until it holds, failing the test after waitTimeout.
 func poll(t *testing.T, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
+	testcluster.Poll(t, what, waitTimeout, cond)
 }
 
 // dumpOnFailure logs the pods of ns, with their phase and conditions, when the test fails.

@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -244,31 +243,13 @@ func TestAddAndDeleteNode(t *testing.T) {
 // newClient returns a client of the package's cluster.
 func newClient(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	client, err := kubernetes.NewForConfig(testcluster.Current().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return client
+	return testcluster.NewClient(t)
 }
 
-// newNamespace creates a namespace for one test, deleted after it, and waits for its default
-// ServiceAccount so that pods can be created in it.
+// newNamespace creates a namespace for one test, deleted after it (testcluster.NewNamespace).
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	client := newClient(t)
-	prefix := strings.ToLower(strings.ReplaceAll(t.Name(), "/", "-"))
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix[:min(len(prefix), 50)] + "-"}}
-	ns, err := client.CoreV1().Namespaces().Create(t.Context(), ns, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := ns.Name
-	t.Cleanup(func() { _ = client.CoreV1().Namespaces().Delete(context.Background(), name, metav1.DeleteOptions{}) })
-	poll(t, "default ServiceAccount in "+name, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	return name
+	return testcluster.NewNamespace(t, newClient(t))
 }
 
 // gpuContainer is a container that asks for gpus whole GPUs.
@@ -302,17 +283,7 @@ func waitPhase(t *testing.T, client kubernetes.Interface, ns, name string, phase
 // poll checks cond every 100ms until it holds, failing the test after waitTimeout.
 func poll(t *testing.T, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
+	testcluster.Poll(t, what, waitTimeout, cond)
 }
 
 func nodeReady(n corev1.Node) bool {

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -57,17 +56,7 @@ func (c *Cluster) startJobSet(ctx context.Context) error {
 	url := "https://" + net.JoinHostPort(NodeIP, strconv.Itoa(webhookPort))
 	certs := filepath.Join(dir, "webhook-certs")
 	c.logf("starting jobset (webhooks at %s)", url)
-	if err := os.MkdirAll(certs, 0o700); err != nil {
-		return err
-	}
-	cert, key, err := c.ca.sign(kueueCert())
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(certs, "tls.crt"), cert, 0o600); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(certs, "tls.key"), key, 0o600); err != nil {
+	if err := c.writeServingCert(certs); err != nil {
 		return err
 	}
 	config, err := yaml.Marshal(map[string]any{
@@ -114,35 +103,15 @@ func (c *Cluster) startJobSet(ctx context.Context) error {
 // pods of a JobSet. It returns the objects to apply, JobSetNamespace first, and the names of
 // the CRDs.
 func jobsetManifests(dir, url string, caPEM []byte) (objs []*unstructured.Unstructured, crds []string, err error) {
-	ns := &unstructured.Unstructured{}
-	ns.SetAPIVersion("v1")
-	ns.SetKind("Namespace")
-	ns.SetName(JobSetNamespace)
-	objs = append(objs, ns)
-	files, err := filepath.Glob(filepath.Join(dir, "crd", "*.yaml"))
+	objs, configs, err := readManifests(dir, JobSetNamespace)
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(files) == 0 {
-		return nil, nil, fmt.Errorf("no CRDs in %s; %s copies them there", filepath.Join(dir, "crd"), toolsScript)
+	for _, crd := range objs[1:] {
+		crds = append(crds, crd.GetName())
 	}
-	for _, f := range files {
-		fileObjs, err := readYAMLFile(f)
-		if err != nil {
-			return nil, nil, err
-		}
-		for _, crd := range fileObjs {
-			objs = append(objs, crd)
-			crds = append(crds, crd.GetName())
-		}
-	}
-	path := filepath.Join(dir, "webhook", "manifests.yaml")
-	configs, err := readYAMLFile(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	selector := map[string]any{"matchExpressions": []any{map[string]any{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}}}
 	caBundle := base64.StdEncoding.EncodeToString(caPEM)
+	selector := map[string]any{"matchExpressions": []any{map[string]any{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"}}}
 	for _, wc := range configs {
 		err := rewriteWebhooks(wc, "jobset-", url, caBundle, func(name string, hook map[string]any) {
 			if slices.Contains(jobsetPodWebhooks, name) {
@@ -150,7 +119,7 @@ func jobsetManifests(dir, url string, caPEM []byte) (objs []*unstructured.Unstru
 			}
 		})
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
+			return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "webhook", "manifests.yaml"), err)
 		}
 		objs = append(objs, wc)
 	}
@@ -160,23 +129,7 @@ func jobsetManifests(dir, url string, caPEM []byte) (objs []*unstructured.Unstru
 // waitJobSetReady waits until the JobSet controller's /readyz answers OK on probePort and its
 // webhook answers: a dry-run JobSet comes back with its defaults (a success policy).
 func (c *Cluster) waitJobSetReady(ctx context.Context, probePort int) error {
-	readyz := "http://" + net.JoinHostPort(NodeIP, strconv.Itoa(probePort)) + "/readyz"
-	err := c.waitFor(ctx, "jobset "+readyz, func(ctx context.Context) (bool, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
-		if err != nil {
-			return false, err
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			return false, err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return false, fmt.Errorf("%s: %s", readyz, resp.Status)
-		}
-		return true, nil
-	})
-	if err != nil {
+	if err := c.waitReadyzAt(ctx, "jobset", probePort); err != nil {
 		return err
 	}
 	dyn, err := dynamic.NewForConfig(c.RESTConfig())

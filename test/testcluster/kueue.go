@@ -123,17 +123,7 @@ func (c *Cluster) startKueue(ctx context.Context) error {
 // cluster CA, and its Configuration.
 func (c *Cluster) writeKueueFiles(k kueueRun) error {
 	for _, d := range []string{k.webhookCerts, k.metricsCerts} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
-			return err
-		}
-		cert, key, err := c.ca.sign(kueueCert())
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(d, "tls.crt"), cert, 0o600); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(d, "tls.key"), key, 0o600); err != nil {
+		if err := c.writeServingCert(d); err != nil {
 			return err
 		}
 	}
@@ -148,7 +138,24 @@ func (c *Cluster) writeKueueFiles(k kueueRun) error {
 	return os.WriteFile(k.config, cfg, 0o644)
 }
 
-// kueueCert is the serving certificate of Kueue's webhook (and metrics) server at NodeIP.
+// writeServingCert writes tls.crt and tls.key of a webhook or metrics server at NodeIP (Kueue's,
+// JobSet's), signed by the cluster CA, into dir.
+func (c *Cluster) writeServingCert(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	cert, key, err := c.ca.sign(kueueCert())
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "tls.crt"), cert, 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "tls.key"), key, 0o600)
+}
+
+// kueueCert is the serving certificate of Kueue's webhook (and metrics) server at NodeIP, and
+// of JobSet's.
 func kueueCert() *x509.Certificate {
 	return &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "kueue-webhook"},
@@ -197,12 +204,49 @@ func kueueConfig(k kueueRun) (map[string]any, error) {
 // kueueNamespacedWebhooks. It returns the objects to apply, KueueNamespace first, and the names
 // of the CRDs.
 func kueueManifests(dir, url string, caPEM []byte) (objs []*unstructured.Unstructured, crds []string, err error) {
+	caBundle := base64.StdEncoding.EncodeToString(caPEM)
+	objs, configs, err := readManifests(dir, KueueNamespace)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, crd := range objs[1:] {
+		plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
+		if slices.Contains(kueueConvertedCRDs, plural) {
+			conversion := map[string]any{"strategy": "Webhook", "webhook": map[string]any{
+				"clientConfig":             map[string]any{"url": url + "/convert", "caBundle": caBundle},
+				"conversionReviewVersions": []any{"v1"},
+			}}
+			if err := unstructured.SetNestedField(crd.Object, conversion, "spec", "conversion"); err != nil {
+				return nil, nil, fmt.Errorf("CRD %s: %w", crd.GetName(), err)
+			}
+		}
+		crds = append(crds, crd.GetName())
+	}
+	for _, wc := range configs {
+		err := rewriteWebhooks(wc, "kueue-", url, caBundle, func(name string, hook map[string]any) {
+			if slices.Contains(kueueNamespacedWebhooks, name) {
+				hook["namespaceSelector"] = map[string]any{"matchExpressions": []any{map[string]any{
+					"key": corev1.LabelMetadataName, "operator": "NotIn", "values": []any{"kube-system", KueueNamespace},
+				}}}
+			}
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", filepath.Join(dir, "webhook", "manifests.yaml"), err)
+		}
+		objs = append(objs, wc)
+	}
+	return objs, crds, nil
+}
+
+// readManifests reads what hack/cluster-tools.sh copied from a controller's module into dir:
+// its CRDs (crd/*.yaml) and its webhook configurations (webhook/manifests.yaml). objs are the
+// Namespace namespace, then the CRDs.
+func readManifests(dir, namespace string) (objs, webhookConfigs []*unstructured.Unstructured, err error) {
 	ns := &unstructured.Unstructured{}
 	ns.SetAPIVersion("v1")
 	ns.SetKind("Namespace")
-	ns.SetName(KueueNamespace)
+	ns.SetName(namespace)
 	objs = append(objs, ns)
-	caBundle := base64.StdEncoding.EncodeToString(caPEM)
 	files, err := filepath.Glob(filepath.Join(dir, "crd", "*.yaml"))
 	if err != nil {
 		return nil, nil, err
@@ -215,40 +259,10 @@ func kueueManifests(dir, url string, caPEM []byte) (objs []*unstructured.Unstruc
 		if err != nil {
 			return nil, nil, err
 		}
-		for _, crd := range fileObjs {
-			plural, _, _ := unstructured.NestedString(crd.Object, "spec", "names", "plural")
-			if slices.Contains(kueueConvertedCRDs, plural) {
-				conversion := map[string]any{"strategy": "Webhook", "webhook": map[string]any{
-					"clientConfig":             map[string]any{"url": url + "/convert", "caBundle": caBundle},
-					"conversionReviewVersions": []any{"v1"},
-				}}
-				if err := unstructured.SetNestedField(crd.Object, conversion, "spec", "conversion"); err != nil {
-					return nil, nil, fmt.Errorf("%s: %w", f, err)
-				}
-			}
-			objs = append(objs, crd)
-			crds = append(crds, crd.GetName())
-		}
+		objs = append(objs, fileObjs...)
 	}
-	path := filepath.Join(dir, "webhook", "manifests.yaml")
-	configs, err := readYAMLFile(path)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, wc := range configs {
-		err := rewriteWebhooks(wc, "kueue-", url, caBundle, func(name string, hook map[string]any) {
-			if slices.Contains(kueueNamespacedWebhooks, name) {
-				hook["namespaceSelector"] = map[string]any{"matchExpressions": []any{map[string]any{
-					"key": corev1.LabelMetadataName, "operator": "NotIn", "values": []any{"kube-system", KueueNamespace},
-				}}}
-			}
-		})
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", path, err)
-		}
-		objs = append(objs, wc)
-	}
-	return objs, crds, nil
+	webhookConfigs, err = readYAMLFile(filepath.Join(dir, "webhook", "manifests.yaml"))
+	return objs, webhookConfigs, err
 }
 
 // rewriteWebhooks points every webhook of a Mutating- or ValidatingWebhookConfiguration at url
@@ -325,8 +339,26 @@ func hasCondition(u *unstructured.Unstructured, typ string) bool {
 // waitKueueReady waits until Kueue's /readyz answers OK on its probe port and its Job webhook
 // answers: a dry-run Job with a queue-name label comes back suspended.
 func (c *Cluster) waitKueueReady(ctx context.Context, k kueueRun) error {
-	readyz := "http://" + net.JoinHostPort(NodeIP, strconv.Itoa(k.probePort)) + "/readyz"
-	err := c.waitFor(ctx, "kueue "+readyz, func(ctx context.Context) (bool, error) {
+	if err := c.waitReadyzAt(ctx, "kueue", k.probePort); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "kueue's Job webhook to suspend a queued Job", func(ctx context.Context) (bool, error) {
+		job, err := c.client.BatchV1().Jobs(metav1.NamespaceDefault).Create(ctx, kueueProbeJob(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		if err != nil {
+			return false, err
+		}
+		if job.Spec.Suspend == nil || !*job.Spec.Suspend {
+			return false, fmt.Errorf("dry-run Job with label %s came back not suspended", keys.KueueQueueName)
+		}
+		return true, nil
+	})
+}
+
+// waitReadyzAt waits until the /readyz of a controller's probe server on NodeIP:port answers
+// OK.
+func (c *Cluster) waitReadyzAt(ctx context.Context, name string, port int) error {
+	readyz := "http://" + net.JoinHostPort(NodeIP, strconv.Itoa(port)) + "/readyz"
+	return c.waitFor(ctx, name+" "+readyz, func(ctx context.Context) (bool, error) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, readyz, nil)
 		if err != nil {
 			return false, err
@@ -338,19 +370,6 @@ func (c *Cluster) waitKueueReady(ctx context.Context, k kueueRun) error {
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusOK {
 			return false, fmt.Errorf("%s: %s", readyz, resp.Status)
-		}
-		return true, nil
-	})
-	if err != nil {
-		return err
-	}
-	return c.waitFor(ctx, "kueue's Job webhook to suspend a queued Job", func(ctx context.Context) (bool, error) {
-		job, err := c.client.BatchV1().Jobs(metav1.NamespaceDefault).Create(ctx, kueueProbeJob(), metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
-		if err != nil {
-			return false, err
-		}
-		if job.Spec.Suspend == nil || !*job.Spec.Suspend {
-			return false, fmt.Errorf("dry-run Job with label %s came back not suspended", keys.KueueQueueName)
 		}
 		return true, nil
 	})
