@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -414,13 +415,22 @@ func TestQueueStateOfRealKueue(t *testing.T) {
 		!strings.HasPrefix(victim.Reason, "preempted by qs-bob.b1 (reclamation within the cohort)") {
 		t.Errorf("the preempted job %s: status %s, reason %q, by %+v", victim.Name, victim.Status, victim.Reason, p)
 	}
+	// The job's reason: requeued, never a failed attempt.
+	want := "Preempted by qs-bob.b1 (reclamation within the cohort), requeued"
+	if victim.Queue.Position > 0 { // Kueue puts it back in line once its quota is released
+		want += fmt.Sprintf(" at #%d", victim.Queue.Position)
+	}
+	if victim.JobReason != want {
+		t.Errorf("the preempted job's reason %q, want %q", victim.JobReason, want)
+	}
 	scoped, err := jobRows(t.Context(), cluster.Scope(r, []string{alice}), alice)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if row := scoped[victim.Name]; row.Queue == nil || row.Queue.PreemptedBy.JobID != "" ||
-		!strings.HasPrefix(row.Reason, "preempted by another team's job (reclamation within the cohort)") {
-		t.Errorf("alice's own scope shows the preemptor: %q %+v", row.Reason, row.Queue)
+		!strings.HasPrefix(row.Reason, "preempted by another team's job (reclamation within the cohort)") ||
+		!strings.HasPrefix(row.JobReason, "Preempted by another team's job (reclamation within the cohort), requeued") {
+		t.Errorf("alice's own scope shows the preemptor: %q %q %+v", row.Reason, row.JobReason, row.Queue)
 	}
 	if desc := gpuctl(t, "describe", "job", alice+"."+victim.Name); !strings.Contains(desc, "by qs-bob.b1 (reclamation within the cohort)") {
 		t.Errorf("describe of the preempted job:\n%s", desc)
