@@ -247,6 +247,9 @@ func (r *Reader) explain(ctx context.Context, d *JobDetail, wl workload, pods []
 		}
 		atts = h.attempts(wl, pods)
 	}
+	if len(atts) == 0 {
+		atts = nil // as the API's JSON decodes it (omitempty): one answer, read either way
+	}
 	d.Attempts, d.Reason = atts, jobReason(wl.view(), atts)
 	return nil
 }
