@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,15 +206,30 @@ func TestJobReasons(t *testing.T) {
 				Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: &one})
 		})
 		startedPods(t, kube, ns, "lost", 1)
-		n, err := kube.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute})
-		if _, err := kube.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{}); err != nil {
-			t.Fatal(err)
-		}
+		// The node lifecycle controller lifts the taint from a node that kwok keeps Ready, at
+		// times before the taint manager has evicted (a loaded machine): the taint is put back
+		// until the job has failed.
+		tainted, stop := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(tainted)
+			for {
+				if n, err := kube.CoreV1().Nodes().Get(t.Context(), node, metav1.GetOptions{}); err == nil && !slices.ContainsFunc(n.Spec.Taints,
+					func(tt corev1.Taint) bool { return tt.Key == corev1.TaintNodeUnreachable }) {
+					n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: corev1.TaintNodeUnreachable, Effect: corev1.TaintEffectNoExecute})
+					_, _ = kube.CoreV1().Nodes().Update(t.Context(), n, metav1.UpdateOptions{})
+				}
+				select {
+				case <-stop:
+					return
+				case <-t.Context().Done():
+					return
+				case <-time.After(200 * time.Millisecond):
+				}
+			}
+		}()
 		jobFailed(t, kube, ns, "lost")
+		close(stop)
+		<-tainted
 		// "unreachable" while the taint holds; the node controller lifts it from a node that
 		// kwok keeps Ready, after which the reason still names the node.
 		want := "Evicted: node " + node + " "
