@@ -91,7 +91,12 @@ var jsonDictionary = func() []byte {
 		"spec": map[string]any{
 			"affinity": map[string]any{"nodeAffinity": map[string]any{"requiredDuringSchedulingIgnoredDuringExecution": map[string]any{
 				"nodeSelectorTerms": []any{map[string]any{"matchExpressions": []any{map[string]any{"key": keys.Pool, "operator": "DoesNotExist"}}}}}}},
-			"containers": []any{map[string]any{"args": []any{}, "command": []any{}, "env": []any{map[string]any{"name": "", "value": ""}},
+			"containers": []any{map[string]any{"args": []any{}, "command": []any{}, "env": []any{
+				map[string]any{"name": "GPUCTL_FAILED_ATTEMPTS", "valueFrom": map[string]any{"fieldRef": map[string]any{
+					"fieldPath": "metadata.annotations['batch.kubernetes.io/job-index-failure-count']"}}},
+				map[string]any{"name": "GPUCTL_DISRUPTED_ATTEMPTS", "valueFrom": map[string]any{"fieldRef": map[string]any{
+					"fieldPath": "metadata.annotations['batch.kubernetes.io/job-index-ignored-failure-count']"}}},
+				map[string]any{"name": "", "value": ""}},
 				"image": "", "name": "", "ports": []any{map[string]any{"containerPort": int64(8080), "protocol": "TCP"}},
 				"resources":    map[string]any{"limits": quantities, "requests": quantities},
 				"volumeMounts": []any{map[string]any{"mountPath": "/dev/shm", "name": "dshm"}}}},
@@ -106,7 +111,11 @@ var jsonDictionary = func() []byte {
 		"metadata": map[string]any{
 			"annotations": map[string]any{keys.AppliedHash: "", keys.Description: "", keys.Paused: keys.PausedValue, keys.Source: ".yaml"},
 			"labels":      jobLabels, "name": "", "namespace": keys.DefaultNamespace},
-		"spec": map[string]any{"backoffLimit": int64(0), "suspend": true, "template": template}}
+		"spec": map[string]any{"backoffLimitPerIndex": int64(0), "completionMode": "Indexed", "completions": int64(1), "parallelism": int64(1),
+			"podFailurePolicy": map[string]any{"rules": []any{ // render/retries.go's defaults
+				map[string]any{"action": "Ignore", "onPodConditions": []any{map[string]any{"status": "True", "type": "DisruptionTarget"}}},
+				map[string]any{"action": "FailIndex", "onExitCodes": map[string]any{"operator": "NotIn", "values": []any{int64(0)}}}}},
+			"suspend": true, "template": template}}
 	b, err := object.AppendJSON([]byte(`{"apiVersion":"apps/v1","kind":"Deployment","spec":{"replicas":1,"selector":{"matchLabels":{}}}}`+
 		`{"apiVersion":"v1","kind":"Service","spec":{"ports":[{"port":80,"targetPort":8080}],"type":"ClusterIP"}}`+
 		`{"apiVersion":"v1","kind":"ConfigMap","data":{}}`), job)
