@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gpuctl/gpuctl/render"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -147,6 +148,9 @@ func (r *Reader) ownedObjects(ctx context.Context, namespace string, ws []worklo
 			if p.Namespace == wl.meta.Namespace && wl.selector.Matches(labels.Set(p.Labels)) {
 				owners[objectKey{p.Namespace, "Pod", p.Name}] = wl.id()
 			}
+		}
+		if wl.object == render.JobSetKind { // its child Job's events say why a rank failed
+			owners[objectKey{wl.meta.Namespace, "Job", jobSetChildJob(wl.meta.Name)}] = wl.id()
 		}
 		if wl.object != "Deployment" {
 			continue

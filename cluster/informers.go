@@ -41,7 +41,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // registry's ConfigMaps in one namespace, and, when the cluster serves Kueue's API (discovery,
 // asked at the start and then every 5 minutes until it does), Kueue's Workloads and
 // ClusterQueues, each without its managedFields (and a workload's pod template with only
-// what the Reader reads of it: slimTemplate); they need list and watch on those. Until the first lists complete, a read waits for them (or for its
+// what the Reader reads of it: slimTemplate); they need list and watch on those. JobSets
+// (multiNode: jobset) are not cached: each read lists them from the API server. Until the first lists complete, a read waits for them (or for its
 // context to end), for at most 30 s.
 //
 // Lazy ones (LazyInformers) start with the first read and stop after a while without one: a

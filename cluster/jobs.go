@@ -80,6 +80,9 @@ type JobDetail struct {
 	// (reclamation within the cohort), requeued at #2"); "" for a job that runs or ran
 	// without a hitch.
 	Reason string `json:"reason,omitempty"`
+	// Restarts counts the times the JobSet controller restarted a JobSet-mode multi-node
+	// training (all its ranks together: the JobSet's status.restarts); 0 for the other jobs.
+	Restarts int32 `json:"restarts,omitempty"`
 	// Attempts are the pods a training Job ran, oldest first, those gone included (told from
 	// the events about them, which outlive them); empty for the other kinds.
 	Attempts []Attempt `json:"attempts,omitempty"`
@@ -108,7 +111,7 @@ type JobMetrics struct {
 
 // K8sResources names the Kubernetes objects of a job.
 type K8sResources struct {
-	// Kind is Job, Deployment or StatefulSet; JobName is its name.
+	// Kind is Job, Deployment, StatefulSet or JobSet; JobName is its name.
 	Kind    string   `json:"kind"`
 	JobName string   `json:"jobName"`
 	Pods    []string `json:"pods"`
@@ -251,6 +254,15 @@ func (r *Reader) explain(ctx context.Context, d *JobDetail, wl workload, pods []
 		atts = nil // as the API's JSON decodes it (omitempty): one answer, read either way
 	}
 	d.Attempts, d.Reason = atts, jobReason(wl.view(), atts)
+	if wl.object == render.JobSetKind && d.Reason == "" {
+		if events == nil && wl.restarts > 0 {
+			var err error
+			if events, err = r.ObjectSource().Events(ctx, wl.meta.Namespace); err != nil {
+				return fmt.Errorf("list events: %w", err)
+			}
+		}
+		d.Reason = jobSetReason(wl, events)
+	}
 	return nil
 }
 
@@ -304,6 +316,7 @@ func detail(w workload) JobDetail {
 		StartedAt:    timePtr(w.started),
 		K8sResources: K8sResources{Kind: w.object, JobName: w.meta.Name, Pods: []string{}},
 		Queue:        w.queue,
+		Restarts:     w.restarts,
 	}
 }
 
@@ -333,6 +346,13 @@ func (r *Reader) findWorkload(ctx context.Context, id string) (workload, error) 
 			return wrapGet(st, err, fromStatefulSet)
 		},
 	}
+	gets = append(gets, func() (workload, error) {
+		wl, ok, err := r.jobSet(ctx, ns, name)
+		if err == nil && !ok {
+			err = apierrors.NewNotFound(jobSets.GroupResource(), name)
+		}
+		return wl, err
+	})
 	for _, get := range gets {
 		wl, err := get()
 		if apierrors.IsNotFound(err) {

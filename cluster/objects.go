@@ -57,6 +57,10 @@ type Objects interface {
 	// when the cluster serves no Kueue API.
 	KueueWorkloads(ctx context.Context, namespace string) ([]*unstructured.Unstructured, error)
 	KueueClusterQueues(ctx context.Context) ([]*unstructured.Unstructured, error)
+	// JobSets lists the JobSets (jobset.x-k8s.io/v1alpha2, unstructured) that sel selects:
+	// none, and no error, when the cluster does not serve their API or the credentials may
+	// not list them.
+	JobSets(ctx context.Context, namespace string, sel labels.Selector) ([]*unstructured.Unstructured, error)
 }
 
 // ObjectSource is what the reader reads objects through: Objects, or APIObjects over Client.

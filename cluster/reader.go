@@ -24,7 +24,9 @@ type Reader struct {
 	// Namespace when it may. JobPods in one namespace needs list there only.
 	Client kubernetes.Interface
 	// Dynamic reads Kueue's Workloads and ClusterQueues (list on both), the jobs' queue
-	// state; without it, or in a cluster without Kueue's API, the jobs have none.
+	// state; without it, or in a cluster without Kueue's API, the jobs have none. It also
+	// lists the JobSets of multi-node training (multiNode: jobset; list on jobsets), which are
+	// jobs too; without it, the API or the permission there are none.
 	Dynamic dynamic.Interface
 	// Objects, when set, answers the reader's lists and gets instead of Client and Dynamic
 	// (the daemon's InformerObjects); logs are still read with Client.

@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
 
@@ -84,7 +85,7 @@ func replicas(n *int32) int32 {
 	return *n
 }
 
-// workload is a Job, Deployment or StatefulSet that gpuctl rendered, reduced to what the model shows.
+// workload is a Job, Deployment, StatefulSet or JobSet that gpuctl rendered, reduced to what the model shows.
 type workload struct {
 	kind     string // gpuctl kind: the job-type label
 	object   string // Job, Deployment or StatefulSet
@@ -99,6 +100,7 @@ type workload struct {
 	queue    *QueueState  // its place in Kueue's queue; nil without Kueue
 	queues   *queues      // Kueue's view it was attached from, for the states of its pods
 	job      *batchv1.Job // the Job, for a Job: its status tells its attempts (attempts.go)
+	restarts int32        // a JobSet's restarts (status.restarts)
 }
 
 func fromJob(j *batchv1.Job) workload {
@@ -187,7 +189,7 @@ func workloadSelector(kind, pool string) labels.Selector {
 	return sel
 }
 
-// listWorkloads lists the Jobs, Deployments and StatefulSets in all namespaces that sel
+// listWorkloads lists the Jobs, Deployments, StatefulSets and JobSets in all namespaces that sel
 // selects, ordered by namespace, name and object kind.
 func (r *Reader) listWorkloads(ctx context.Context, sel labels.Selector) ([]workload, error) {
 	return r.listWorkloadsIn(ctx, metav1.NamespaceAll, sel)
@@ -196,11 +198,18 @@ func (r *Reader) listWorkloads(ctx context.Context, sel labels.Selector) ([]work
 // listWorkloadsIn lists them in one namespace ("" for all).
 func (r *Reader) listWorkloadsIn(ctx context.Context, namespace string, sel labels.Selector) ([]workload, error) {
 	objs := r.ObjectSource()
-	// The three LISTs at once: through a kubeconfig each is a round trip to the API server.
+	// The four LISTs at once: through a kubeconfig each is a round trip to the API server.
 	var jobs []*batchv1.Job
 	var deps []*appsv1.Deployment
 	var sets []*appsv1.StatefulSet
+	var jss []*unstructured.Unstructured
 	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		if jss, err = objs.JobSets(gctx, namespace, sel); err != nil {
+			err = fmt.Errorf("list jobsets: %w", err)
+		}
+		return err
+	})
 	g.Go(func() (err error) {
 		if jobs, err = objs.Jobs(gctx, namespace, sel); err != nil {
 			err = fmt.Errorf("list jobs: %w", err)
@@ -222,7 +231,10 @@ func (r *Reader) listWorkloadsIn(ctx context.Context, namespace string, sel labe
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	out := make([]workload, 0, len(jobs)+len(deps)+len(sets))
+	out := make([]workload, 0, len(jobs)+len(deps)+len(sets)+len(jss))
+	for _, u := range jss {
+		out = append(out, fromJobSet(u))
+	}
 	for _, j := range jobs {
 		out = append(out, fromJob(j))
 	}

@@ -35,15 +35,7 @@ environment: {image: registry.example.com/train:v1, command: [torchrun, train.py
 resources: {gpu: 1, node_count: 2}
 `)
 	// kwok keeps each attempt's ranks Running for 20 s, then they succeed.
-	tmpl := []string{"spec", "replicatedJobs"}
-	jobs, _, _ := unstructured.NestedSlice(js.Object, tmpl...)
-	if err := unstructured.SetNestedField(jobs[0].(map[string]any), map[string]any{testcluster.RunForAnnotation: "20s"},
-		"template", "spec", "template", "metadata", "annotations"); err != nil {
-		t.Fatal(err)
-	}
-	if err := unstructured.SetNestedSlice(js.Object, jobs, tmpl...); err != nil {
-		t.Fatal(err)
-	}
+	setRunFor(t, js, "20s")
 	if _, err := dyn.Resource(testcluster.JobSetResource).Namespace(ns).Create(t.Context(), js, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -115,6 +107,20 @@ func renderJobSet(t *testing.T, dyn dynamic.Interface, ns, file string) *unstruc
 	}
 	t.Fatalf("no JobSet rendered from %s", file)
 	return nil
+}
+
+// setRunFor makes kwok keep each attempt's ranks of the JobSet Running for d, then succeed.
+func setRunFor(t *testing.T, js *unstructured.Unstructured, d string) {
+	t.Helper()
+	tmpl := []string{"spec", "replicatedJobs"}
+	jobs, _, _ := unstructured.NestedSlice(js.Object, tmpl...)
+	if err := unstructured.SetNestedField(jobs[0].(map[string]any), map[string]any{testcluster.RunForAnnotation: d},
+		"template", "spec", "template", "metadata", "annotations"); err != nil {
+		t.Fatal(err)
+	}
+	if err := unstructured.SetNestedSlice(js.Object, jobs, tmpl...); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // mustGet reads JobSet name of ns.
