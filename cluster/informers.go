@@ -203,7 +203,7 @@ func (o *InformerObjects) stopWhenIdle(ctx context.Context, s *informerSet) {
 
 // trimObject leaves out of a cached object what no reader reads: its managedFields and
 // kubectl's last-applied annotation, and of a workload's pod template all but what the model
-// reads (slimTemplate). Tombstones pass unchanged.
+// reads (slimTemplate), and a Job's failure and success policies. Tombstones pass unchanged.
 func trimObject(obj any) (any, error) {
 	if m, ok := obj.(metav1.Object); ok {
 		m.SetManagedFields(nil)
@@ -214,6 +214,9 @@ func trimObject(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *batchv1.Job:
 		slimTemplate(&o.Spec.Template)
+		// The model reads a Job's limits (backoffLimit, backoffLimitPerIndex), never its
+		// policies: a training Job's podFailurePolicy is ~250 bytes of heap each.
+		o.Spec.PodFailurePolicy, o.Spec.SuccessPolicy = nil, nil
 	case *appsv1.Deployment:
 		slimTemplate(&o.Spec.Template)
 	case *appsv1.StatefulSet:
