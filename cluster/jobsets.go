@@ -40,10 +40,11 @@ func (a APIObjects) JobSets(ctx context.Context, namespace string, sel labels.Se
 	return pointers(l.Items), nil
 }
 
-// JobSets lists JobSets from the API server (they are not cached: a cluster rarely holds
-// many, and most none).
-func (o *InformerObjects) JobSets(ctx context.Context, namespace string, sel labels.Selector) ([]*unstructured.Unstructured, error) {
-	return APIObjects{Client: o.client, Dynamic: o.dyn}.JobSets(ctx, namespace, sel)
+// JobSets lists none: the daemon's read model answers from its informers alone, with no
+// request to the API server per read, and it has no informer of JobSets yet. The CLI's reads
+// with a kubeconfig (APIObjects) list them.
+func (o *InformerObjects) JobSets(context.Context, string, labels.Selector) ([]*unstructured.Unstructured, error) {
+	return nil, nil
 }
 
 // jobSet finds gpuctl's JobSet name of namespace; ok is false when there is none.

@@ -17,7 +17,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -121,25 +120,12 @@ func gpuctl(t testing.TB, args ...string) (string, string, int) {
 	return out.String(), errOut.String(), code
 }
 
-func newClient(t testing.TB) kubernetes.Interface {
-	t.Helper()
-	return kubernetes.NewForConfigOrDie(testcluster.Current().RESTConfig())
-}
+func newClient(t testing.TB) kubernetes.Interface { return testcluster.NewClient(t) }
 
-// poll checks cond every 200ms until it holds, failing the test after waitTimeout.
+// poll is testcluster.Poll with this package's timeout.
 func poll(t testing.TB, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
-	var last error
-	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, waitTimeout, true, func(ctx context.Context) (bool, error) {
-		ok, err := cond(ctx)
-		if err != nil {
-			last = err
-		}
-		return ok, nil
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v (last error: %v)", what, err, last)
-	}
+	testcluster.Poll(t, what, waitTimeout, cond)
 }
 
 // podsOf lists the pods of a Job of namespace default, oldest first.
