@@ -7,7 +7,9 @@
 // gpuctl format v0.1, applies the directory-to-namespace mapping of .gpuctl.yaml, renders
 // each kind (training, inference, notebook, compute, pool, quota) and hands directories that
 // hold a kustomization.yaml to kustomize with the gpuctl files already rendered. Every error
-// of every file is reported at once, as a *ValidationError; warnings never fail.
+// of every file is reported at once, as a *ValidationError; warnings never fail. With
+// Options.Hold (the daemon's renders), errors that all lie in tenant directories hold those
+// namespaces instead: the render succeeds without their files and lists them in Result.Held.
 //
 // Directories that .gpuctl.yaml maps to a namespace are tenant directories, written by teams
 // that may be hostile: their objects must stay in that namespace, be of the kinds of
