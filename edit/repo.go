@@ -113,6 +113,15 @@ type Workload struct {
 // ID is the workload's job id, <namespace>.<name>.
 func (w Workload) ID() string { return w.Namespace + "." + w.Name }
 
+// ObjectID is ID, or the name alone of an object of no namespace (cluster scoped, or an
+// admin's pool or quota): how a commit message and the API's answer name what an edit made.
+func (w Workload) ObjectID() string {
+	if w.Namespace == "" {
+		return w.Name
+	}
+	return w.ID()
+}
+
 // Result is what an edit does: the files it changes, and what it is about. Nothing is written
 // until Apply.
 type Result struct {
@@ -137,7 +146,7 @@ type Result struct {
 // with its id (<namespace>.<name>) and file.
 func (r *Result) CommitMessage(actor string) string {
 	var what []string
-	for _, w := range r.named() {
+	for _, w := range r.Named() {
 		what = append(what, w.Kind+" "+w.Name)
 	}
 	subject := "gpuctl: " + r.Verb + " " + strings.Join(what, ", ")
@@ -146,18 +155,14 @@ func (r *Result) CommitMessage(actor string) string {
 	}
 	subject += " (" + actor + ")"
 	var body []string
-	for _, w := range r.named() {
-		id := w.ID()
-		if w.Namespace == "" {
-			id = w.Name
-		}
-		body = append(body, id+": "+w.File)
+	for _, w := range r.Named() {
+		body = append(body, w.ObjectID()+": "+w.File)
 	}
 	return subject + "\n\n" + strings.Join(body, "\n") + "\n"
 }
 
-// named are the workloads and the objects of the edit.
-func (r *Result) named() []Workload {
+// Named are the workloads and the objects of the edit.
+func (r *Result) Named() []Workload {
 	return append(slices.Clone(r.Workloads), r.Objects...)
 }
 

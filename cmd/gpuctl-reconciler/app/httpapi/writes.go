@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"path"
-	"slices"
 	"strings"
 	"time"
 
@@ -240,12 +239,8 @@ func describeWrite(res *daemon.WriteResult) []JobWriteResponse {
 	}
 	now := time.Now().UTC()
 	var out []JobWriteResponse
-	for _, wl := range append(slices.Clone(e.Workloads), e.Objects...) { // a create's plain objects too: a ConfigMap, a pool
-		id := wl.ID()
-		if wl.Namespace == "" {
-			id = wl.Name // cluster scoped, or an admin's pool or quota
-		}
-		jr := JobWriteResponse{JobID: id, Name: wl.Name, Namespace: wl.Namespace, Kind: wl.Kind, Status: status,
+	for _, wl := range e.Named() { // a create's plain objects too: a ConfigMap, a pool
+		jr := JobWriteResponse{JobID: wl.ObjectID(), Name: wl.Name, Namespace: wl.Namespace, Kind: wl.Kind, Status: status,
 			Path: path.Join(res.Dir, wl.File), Commit: res.Commit, Branch: res.Branch, PullRequest: res.PullRequest,
 			CreatedAt: now, Message: msg, Warnings: warnings}
 		if e.Verb == daemon.VerbScale {
