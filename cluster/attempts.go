@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
@@ -310,7 +311,7 @@ func (h *history) tell(a *Attempt, e *corev1.Event) {
 		a.Outcome, a.Reason = AttemptDisrupted, "Evicted: "+oneLine(e.Message)
 	case "NodeNotReady":
 		if a.Outcome == AttemptUnknown {
-			a.Outcome, a.Reason = AttemptDisrupted, "Evicted: node "+orWord(a.Node, "?")+" not ready"
+			a.Outcome, a.Reason = AttemptDisrupted, "Evicted: node "+cmp.Or(a.Node, "?")+" not ready"
 		}
 	case "Killing", "SuccessfulDelete", "Created", "Started", "Pulled", "Pulling":
 	default:
@@ -373,9 +374,9 @@ func (h *history) disruption(p *corev1.Pod, c *corev1.PodCondition) string {
 	case "DeletionByTaintManager":
 		return h.evictedWords(p.Spec.NodeName)
 	case "DeletionByPodGC":
-		return "Evicted: node " + orWord(p.Spec.NodeName, "?") + " gone"
+		return "Evicted: node " + cmp.Or(p.Spec.NodeName, "?") + " gone"
 	case "EvictionByEvictionAPI":
-		return "Evicted: node " + orWord(p.Spec.NodeName, "?") + " drained"
+		return "Evicted: node " + cmp.Or(p.Spec.NodeName, "?") + " drained"
 	case "TerminationByKubelet":
 		return "Evicted by the kubelet: " + oneLine(c.Message)
 	}
@@ -401,7 +402,7 @@ func failureWords(p *corev1.Pod) (string, *int32) {
 			}
 			return words, &code
 		}
-		return orWord(t.Reason, "Error") + ": exit code " + strconv.Itoa(int(code)), &code
+		return cmp.Or(t.Reason, "Error") + ": exit code " + strconv.Itoa(int(code)), &code
 	}
 	return string(corev1.PodFailed), nil
 }
@@ -574,14 +575,6 @@ func timeOrZero(t *time.Time) time.Time {
 		return time.Time{}
 	}
 	return *t
-}
-
-// orWord is s, or alt when s is empty.
-func orWord(s, alt string) string {
-	if s == "" {
-		return alt
-	}
-	return s
 }
 
 // podConditionOf is the pod's condition of a type, or nil.

@@ -104,12 +104,16 @@ func setJobReasons(ws []workload, pods []*corev1.Pod, hist map[string]*history, 
 // jobHistories reads the history of each namespace that has a Job that needs one.
 func (r *Reader) jobHistories(ctx context.Context, ws []workload, pods []*corev1.Pod) (map[string]*history, error) {
 	out := map[string]*history{}
+	var byNS map[string][]*corev1.Pod
 	for _, w := range ws {
 		ns := w.meta.Namespace
 		if _, ok := out[ns]; ok || !needsHistory(w, pods) {
 			continue
 		}
-		h, err := r.loadHistory(ctx, ns, nil, byNamespace(pods)[ns])
+		if byNS == nil {
+			byNS = byNamespace(pods)
+		}
+		h, err := r.loadHistory(ctx, ns, nil, byNS[ns])
 		if err != nil {
 			return nil, err
 		}

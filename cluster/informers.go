@@ -42,7 +42,7 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // asked at the start and then every 5 minutes until it does), Kueue's Workloads and
 // ClusterQueues, each without its managedFields (and a workload's pod template with only
 // what the Reader reads of it: slimTemplate); they need list and watch on those. JobSets
-// (multiNode: jobset) are not cached: each read lists them from the API server. Until the first lists complete, a read waits for them (or for its
+// (multiNode: jobset) are not cached, and the daemon's reads list none (InformerObjects.JobSets). Until the first lists complete, a read waits for them (or for its
 // context to end), for at most 30 s.
 //
 // Lazy ones (LazyInformers) start with the first read and stop after a while without one: a

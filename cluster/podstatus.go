@@ -162,12 +162,8 @@ func join(parts ...string) string {
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
 func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
-	for _, c := range p.Status.Conditions {
-		if c.Type == t {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	c := podConditionOf(p, t)
+	return c != nil && c.Status == corev1.ConditionTrue
 }
 
 // isSidecar reports whether the named init container restarts always (a sidecar).
