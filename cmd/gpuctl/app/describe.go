@@ -144,7 +144,7 @@ func at(t *time.Time, now time.Time) string {
 	if t == nil || t.IsZero() {
 		return ""
 	}
-	return t.UTC().Format(time.RFC3339) + " (" + humanize.Age(now.Sub(*t)) + " ago)"
+	return t.UTC().Format(time.RFC3339) + " (" + ago(t, now) + ")"
 }
 
 // describeJob writes a job description as text.
