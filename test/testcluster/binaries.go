@@ -101,8 +101,7 @@ func moduleOf(path string) string {
 func checkBinaries(dir string) error {
 	var missing []string
 	for _, name := range binaryNames {
-		fi, err := os.Stat(filepath.Join(dir, name))
-		if err != nil || fi.IsDir() || fi.Mode()&0o111 == 0 {
+		if !isExecutable(filepath.Join(dir, name)) {
 			missing = append(missing, name)
 		}
 	}
@@ -110,6 +109,21 @@ func checkBinaries(dir string) error {
 		return fmt.Errorf("%s lacks executable %s", dir, strings.Join(missing, ", "))
 	}
 	return nil
+}
+
+// checkComponent reports whether the binaries directory lacks the executable name (Kueue's,
+// JobSet's: a component that only some clusters start), saying what builds it.
+func (c *Cluster) checkComponent(name string) error {
+	if !isExecutable(filepath.Join(c.bin, name)) {
+		return fmt.Errorf("%s lacks executable %s; %s builds it", c.bin, name, toolsScript)
+	}
+	return nil
+}
+
+// isExecutable tells whether path is a file that may be executed.
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && !fi.IsDir() && fi.Mode()&0o111 != 0
 }
 
 // lastLine returns the last non-empty line of s, trimmed.

@@ -43,9 +43,8 @@ var jobsetPodWebhooks = []string{"mpod.kb.io", "vpod.kb.io"}
 // answers: a dry-run JobSet comes back defaulted.
 func (c *Cluster) startJobSet(ctx context.Context) error {
 	begin := time.Now()
-	bin := filepath.Join(c.bin, jobsetBinary)
-	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s lacks executable %s; %s builds it", c.bin, jobsetBinary, toolsScript)
+	if err := c.checkComponent(jobsetBinary); err != nil {
+		return err
 	}
 	free, err := freePorts(2)
 	if err != nil {

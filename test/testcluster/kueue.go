@@ -79,9 +79,8 @@ func (k kueueRun) webhookURL() string {
 // its Job webhook suspending a Job with a queue-name label.
 func (c *Cluster) startKueue(ctx context.Context) error {
 	begin := time.Now()
-	bin := filepath.Join(c.bin, kueueBinary)
-	if fi, err := os.Stat(bin); err != nil || fi.Mode()&0o111 == 0 {
-		return fmt.Errorf("%s lacks executable %s; %s builds it", c.bin, kueueBinary, toolsScript)
+	if err := c.checkComponent(kueueBinary); err != nil {
+		return err
 	}
 	free, err := freePorts(2)
 	if err != nil {
