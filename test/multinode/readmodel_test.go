@@ -6,35 +6,16 @@ import (
 	"testing"
 
 	"github.com/gpuctl/gpuctl/cluster"
-	"github.com/gpuctl/gpuctl/test/testcluster"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/dynamic"
 )
 
 // A JobSet-mode training job is a job of the read model: `gpuctl get jobs` lists its ranks
 // under its name, and describe finds it and tells its restarts after a rank is evicted.
 func TestJobSetJobInReadModel(t *testing.T) {
-	client, ns := newClient(t), newNamespace(t)
-	dumpOnFailure(t, client, ns)
-	dyn, err := dynamic.NewForConfig(testcluster.Current().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js := renderJobSet(t, dyn, ns, `kind: training
-version: v0.1
-job: {name: sft}
-environment: {image: registry.example.com/train:v1, command: [torchrun, train.py]}
-resources: {gpu: 1, node_count: 2}
-`)
-	setRunFor(t, js, "10m") // the ranks run through the test
-	if _, err := dyn.Resource(testcluster.JobSetResource).Namespace(ns).Create(t.Context(), js, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	client, dyn, ns, first := startTwoRanks(t, "10m") // the ranks run through the test
 	r := &cluster.Reader{Client: client, Dynamic: dyn}
-	selector := "jobset.sigs.k8s.io/jobset-name=sft"
-	first := waitRanksRunning(t, client, ns, selector, 2, nil)
 
 	rows, err := r.JobPods(t.Context(), cluster.JobPodFilter{Namespace: ns})
 	if err != nil {
@@ -54,7 +35,7 @@ resources: {gpu: 1, node_count: 2}
 	if err := client.PolicyV1().Evictions(ns).Evict(t.Context(), ev); err != nil {
 		t.Fatalf("evict rank 1: %v", err)
 	}
-	second := waitRanksRunning(t, client, ns, selector, 2, map[types.UID]bool{first[0].UID: true, first[1].UID: true})
+	second := waitRanksRunning(t, client, ns, sftSelector, 2, map[types.UID]bool{first[0].UID: true, first[1].UID: true})
 	var d cluster.JobDescription
 	poll(t, "describe sft to show its restart", func(ctx context.Context) (bool, error) {
 		d, err = r.JobDescription(ctx, "sft")

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/test/testcluster"
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -22,31 +24,14 @@ import (
 // eviction, as a preemption or a drain ends a pod) → both ranks restart together, rank 0 too,
 // and the job then completes.
 func TestMultiNodeJobRestartsWhole(t *testing.T) {
-	client, ns := newClient(t), newNamespace(t)
-	dumpOnFailure(t, client, ns)
-	dyn, err := dynamic.NewForConfig(testcluster.Current().RESTConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	js := renderJobSet(t, dyn, ns, `kind: training
-version: v0.1
-job: {name: sft}
-environment: {image: registry.example.com/train:v1, command: [torchrun, train.py]}
-resources: {gpu: 1, node_count: 2}
-`)
 	// kwok keeps each attempt's ranks Running for 20 s, then they succeed.
-	setRunFor(t, js, "20s")
-	if _, err := dyn.Resource(testcluster.JobSetResource).Namespace(ns).Create(t.Context(), js, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	selector := "jobset.sigs.k8s.io/jobset-name=sft"
-	first := waitRanksRunning(t, client, ns, selector, 2, nil)
+	client, dyn, ns, first := startTwoRanks(t, "20s")
 	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: first[1].Name, Namespace: ns}}
 	if err := client.PolicyV1().Evictions(ns).Evict(t.Context(), ev); err != nil {
 		t.Fatalf("evict rank 1: %v", err)
 	}
 	lost := time.Now()
-	second := waitRanksRunning(t, client, ns, selector, 2, map[types.UID]bool{first[0].UID: true, first[1].UID: true})
+	second := waitRanksRunning(t, client, ns, sftSelector, 2, map[types.UID]bool{first[0].UID: true, first[1].UID: true})
 	t.Logf("rank 1 evicted: both ranks run again %s later (rank 0 %s → %s, rank 1 %s → %s)",
 		time.Since(lost).Round(100*time.Millisecond), first[0].Name, second[0].Name, first[1].Name, second[1].Name)
 	for r, p := range second {
@@ -74,6 +59,33 @@ resources: {gpu: 1, node_count: 2}
 	if restarts, _, _ := unstructured.NestedInt64(mustGet(t, dyn, ns, "sft").Object, "status", "restarts"); restarts != 1 {
 		t.Errorf("JobSet restarts = %d, want 1", restarts)
 	}
+}
+
+// sftSelector selects the pods of the JobSet sft.
+const sftSelector = "jobset.sigs.k8s.io/jobset-name=sft"
+
+// startTwoRanks creates, in a new namespace, the JobSet of a 2-node training job sft rendered
+// with multiNode jobset, whose ranks kwok keeps Running for runFor each attempt, and returns
+// once both ranks run.
+func startTwoRanks(t *testing.T, runFor string) (kubernetes.Interface, dynamic.Interface, string, map[int]*corev1.Pod) {
+	t.Helper()
+	client, ns := newClient(t), newNamespace(t)
+	dumpOnFailure(t, client, ns)
+	dyn, err := dynamic.NewForConfig(testcluster.Current().RESTConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js := renderJobSet(t, dyn, ns, `kind: training
+version: v0.1
+job: {name: sft}
+environment: {image: registry.example.com/train:v1, command: [torchrun, train.py]}
+resources: {gpu: 1, node_count: 2}
+`)
+	setRunFor(t, js, runFor)
+	if _, err := dyn.Resource(testcluster.JobSetResource).Namespace(ns).Create(t.Context(), js, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return client, dyn, ns, waitRanksRunning(t, client, ns, sftSelector, 2, nil)
 }
 
 // renderJobSet renders one gpuctl training file with multiNode jobset into namespace ns,
