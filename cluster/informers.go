@@ -28,6 +28,9 @@ import (
 // list is forbidden retries forever): past it, the read fails and says so.
 const readWait = 30 * time.Second
 
+// managedSelector selects the workloads that gpuctl renders (labelled g8s.host/managed-by=gpuctl).
+const managedSelector = keys.ManagedBy + "=" + keys.ManagedByValue
+
 // lastApplied is kubectl's client-side apply annotation: a copy of the object that the reader
 // never reads, so the caches leave it out.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
@@ -40,10 +43,10 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // g8s.host/managed-by=gpuctl), every pod, ReplicaSet, node, ResourceQuota and event, the pool
 // registry's ConfigMaps in one namespace, and, when the cluster serves Kueue's API (discovery,
 // asked at the start and then every 5 minutes until it does), Kueue's Workloads and
-// ClusterQueues, each without its managedFields (and a workload's pod template with only
-// what the Reader reads of it: slimTemplate); they need list and watch on those. JobSets
-// (multiNode: jobset) are not cached, and the daemon's reads list none (InformerObjects.JobSets). Until the first lists complete, a read waits for them (or for its
-// context to end), for at most 30 s.
+// ClusterQueues, and when it serves JobSets (asked the same way), gpuctl's JobSets (multiNode:
+// jobset), each without its managedFields (and a workload's pod template with only what the
+// Reader reads of it: slimTemplate); they need list and watch on those. Until the first lists
+// complete, a read waits for them (or for its context to end), for at most 30 s.
 //
 // Lazy ones (LazyInformers) start with the first read and stop after a while without one: a
 // copy of every pod, event and workload of the cluster is most of the heap of a daemon whose
@@ -78,6 +81,7 @@ type informerSet struct {
 	quotas       corelisters.ResourceQuotaLister
 	events       corelisters.EventLister
 	kueue        atomic.Pointer[kueueCache] // nil while the cluster serves no Kueue API
+	jobSets      atomic.Pointer[jobSetCache] // nil while the cluster serves no JobSet API
 }
 
 var _ Objects = (*InformerObjects)(nil)
@@ -128,7 +132,7 @@ func (o *InformerObjects) start() *informerSet {
 	trim := informers.WithTransform(trimObject)
 	all := informers.NewSharedInformerFactoryWithOptions(o.client, 0, trim)
 	managed := informers.NewSharedInformerFactoryWithOptions(o.client, 0, trim,
-		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = keys.ManagedBy + "=" + keys.ManagedByValue }))
+		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = managedSelector }))
 	registry := informers.NewSharedInformerFactoryWithOptions(o.client, 0, trim, informers.WithNamespace(o.namespace),
 		informers.WithTweakListOptions(func(lo *metav1.ListOptions) { lo.LabelSelector = render.PoolRegistrySelector }))
 	s := &informerSet{
@@ -167,7 +171,12 @@ func (o *InformerObjects) start() *informerSet {
 			}
 		}
 		if o.dyn != nil {
-			s.err = s.firstKueue(ctx, o.client.Discovery(), o.dyn)
+			d := o.client.Discovery()
+			s.err = errors.Join(s.firstKueue(ctx, d, o.dyn), whenServed(ctx, func() bool { return servesJobSets(d) }, func() error {
+				c, err := startJobSets(ctx, o.dyn, "", managedSelector, nil)
+				s.jobSets.Store(c)
+				return err
+			}))
 		}
 	}()
 	if o.idle > 0 {

@@ -17,8 +17,8 @@ const watchSettle = 100 * time.Millisecond
 
 // WatchJobPods calls emit with the rows that JobPods would answer, first when it has read
 // them, then each time they change, until ctx ends (it then returns nil) or emit fails. It
-// watches the jobs and their pods, and Kueue's Workloads and ClusterQueues when the cluster
-// serves them and Dynamic is set, so the rows come within moments of a change.
+// watches the jobs and their pods, and Kueue's Workloads and ClusterQueues and gpuctl's JobSets
+// when the cluster serves them and Dynamic is set, so the rows come within moments of a change.
 func (r *Reader) WatchJobPods(ctx context.Context, f JobPodFilter, emit func(JobPodList) error) error {
 	sel, err := f.selector()
 	if err != nil {
@@ -64,14 +64,27 @@ func (r *Reader) WatchJobPods(ctx context.Context, f JobPodFilter, emit func(Job
 		}
 	}
 	var kueue *kueueCache
-	if r.Dynamic != nil && servesKueue(r.Client.Discovery()) {
-		if kueue, err = startKueue(ctx, r.Dynamic, f.Namespace, notify); err != nil {
-			return err
+	var jss *jobSetCache
+	if r.Dynamic != nil {
+		d := r.Client.Discovery()
+		if servesKueue(d) {
+			if kueue, err = startKueue(ctx, r.Dynamic, f.Namespace, notify); err != nil {
+				return err
+			}
+		}
+		if servesJobSets(d) {
+			if jss, err = startJobSets(ctx, r.Dynamic, f.Namespace, sel.String(), notify); err != nil {
+				return err
+			}
 		}
 	}
 
 	rows := func() (JobPodList, error) {
-		var ws []workload
+		multi, err := jss.list("", nil)
+		if err != nil {
+			return JobPodList{}, err
+		}
+		ws := appendAll(nil, multi, fromJobSet)
 		js, err := jobs.Lister().List(labels.Everything())
 		if err != nil {
 			return JobPodList{}, err

@@ -15,6 +15,10 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
+	"k8s.io/client-go/tools/cache"
 )
 
 // jobSets is the resource of the JobSets that a multi-node training renders to with
@@ -40,11 +44,102 @@ func (a APIObjects) JobSets(ctx context.Context, namespace string, sel labels.Se
 	return pointers(l.Items), nil
 }
 
-// JobSets lists none: the daemon's read model answers from its informers alone, with no
-// request to the API server per read, and it has no informer of JobSets yet. The CLI's reads
-// with a kubeconfig (APIObjects) list them.
-func (o *InformerObjects) JobSets(context.Context, string, labels.Selector) ([]*unstructured.Unstructured, error) {
-	return nil, nil
+// JobSets lists the cached JobSets of gpuctl (labelled g8s.host/managed-by=gpuctl) that sel
+// selects; none in a cluster that does not serve their API, and none until their first list.
+func (o *InformerObjects) JobSets(ctx context.Context, namespace string, sel labels.Selector) ([]*unstructured.Unstructured, error) {
+	s, err := o.ready(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s.jobSets.Load().list(namespace, sel)
+}
+
+// jobSetCache is an informer of JobSets.
+type jobSetCache struct {
+	informer cache.SharedIndexInformer
+}
+
+// servesJobSets asks the API server's discovery whether it serves JobSets (their CRD is
+// installed).
+func servesJobSets(d discovery.DiscoveryInterface) bool {
+	return serves(d, jobSets.GroupVersion().String(), jobSets.Resource)
+}
+
+// startJobSets starts an informer of the JobSets in namespace ("" for all) that selector
+// selects over dyn until ctx ends, calling handler (when not nil) on each change, and waits
+// for its first list for at most kueueSyncWait.
+func startJobSets(ctx context.Context, dyn dynamic.Interface, namespace, selector string, handler cache.ResourceEventHandler) (*jobSetCache, error) {
+	f := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace,
+		func(o *metav1.ListOptions) { o.LabelSelector = selector })
+	c := &jobSetCache{informer: f.ForResource(jobSets).Informer()}
+	if err := c.informer.SetTransform(trimJobSet); err != nil {
+		return nil, err
+	}
+	if handler != nil {
+		if _, err := c.informer.AddEventHandler(handler); err != nil {
+			return nil, err
+		}
+	}
+	f.Start(ctx.Done())
+	wait, cancel := context.WithTimeout(ctx, kueueSyncWait)
+	defer cancel()
+	cache.WaitForCacheSync(wait.Done(), c.informer.HasSynced)
+	return c, nil
+}
+
+// list is the cached JobSets of namespace ("" for all) that sel selects (nil: all), sorted by
+// namespace and name; none while c is nil or its first list has not completed.
+func (c *jobSetCache) list(namespace string, sel labels.Selector) ([]*unstructured.Unstructured, error) {
+	if c == nil || !c.informer.HasSynced() {
+		return nil, nil
+	}
+	all, err := cachedUnstructured(c.informer, namespace)
+	if sel == nil || sel.Empty() {
+		return all, err
+	}
+	out := all[:0]
+	for _, u := range all {
+		if sel.Matches(labels.Set(u.GetLabels())) {
+			out = append(out, u)
+		}
+	}
+	return out, err
+}
+
+// trimJobSet leaves out of a cached JobSet what fromJobSet does not read, as trimObject does of
+// a Job: its managedFields, kubectl's last-applied annotation, and of each replicated Job's pod
+// template all but what slimTemplate keeps. A JobSet whose template does not convert is kept whole.
+func trimJobSet(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok {
+		return trimObject(obj)
+	}
+	if _, err := trimObject(u); err != nil {
+		return nil, err
+	}
+	rjs, _, _ := unstructured.NestedSlice(u.Object, "spec", "replicatedJobs")
+	for _, rj := range rjs {
+		m, _ := rj.(map[string]any)
+		tmpl, ok, _ := unstructured.NestedMap(m, "template", "spec", "template")
+		if !ok {
+			continue
+		}
+		var t corev1.PodTemplateSpec
+		if runtime.DefaultUnstructuredConverter.FromUnstructured(tmpl, &t) != nil {
+			continue
+		}
+		slimTemplate(&t)
+		slim, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&t)
+		if err != nil {
+			continue
+		}
+		_ = unstructured.SetNestedMap(m, slim, "template", "spec", "template")
+		unstructured.RemoveNestedField(m, "template", "spec", "podFailurePolicy")
+	}
+	if rjs != nil {
+		_ = unstructured.SetNestedSlice(u.Object, rjs, "spec", "replicatedJobs")
+	}
+	return u, nil
 }
 
 // jobSet finds gpuctl's JobSet name of namespace; ok is false when there is none.

@@ -76,14 +76,22 @@ func (k *kueueCache) synced() bool {
 // servesKueue asks the API server's discovery whether it serves Kueue's Workloads and
 // ClusterQueues.
 func servesKueue(d discovery.DiscoveryInterface) bool {
-	list, err := d.ServerResourcesForGroupVersion(keys.KueueGroup + "/" + keys.KueueVersion)
+	return serves(d, keys.KueueGroup+"/"+keys.KueueVersion, kueueWorkloads.Resource, kueueClusterQueues.Resource)
+}
+
+// serves asks the API server's discovery whether it serves each of the resources of a group
+// version (a CRD's API, which a cluster may lack).
+func serves(d discovery.DiscoveryInterface, groupVersion string, resources ...string) bool {
+	list, err := d.ServerResourcesForGroupVersion(groupVersion)
 	if err != nil || list == nil {
 		return false
 	}
-	has := func(name string) bool {
-		return slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == name })
+	for _, name := range resources {
+		if !slices.ContainsFunc(list.APIResources, func(r metav1.APIResource) bool { return r.Name == name }) {
+			return false
+		}
 	}
-	return has(kueueWorkloads.Resource) && has(kueueClusterQueues.Resource)
+	return true
 }
 
 // kueueSyncWait bounds how long the first lists of Kueue's objects are waited for (forbidden
@@ -130,10 +138,19 @@ func (k *kueueCache) queues() *queues {
 // a while for their first lists); else it asks again every kueueRecheck in the background,
 // and starts them once the API is there.
 func (s *informerSet) firstKueue(ctx context.Context, d discovery.DiscoveryInterface, dyn dynamic.Interface) error {
-	if servesKueue(d) {
+	return whenServed(ctx, func() bool { return servesKueue(d) }, func() error {
 		k, err := startKueue(ctx, dyn, "", nil)
 		s.kueue.Store(k)
 		return err
+	})
+}
+
+// whenServed calls start when served says that the cluster serves an optional API (a CRD's),
+// returning its error; else it asks served again every kueueRecheck in the background until
+// ctx ends, and calls start (its error dropped: the next read finds no cache) once it does.
+func whenServed(ctx context.Context, served func() bool, start func() error) error {
+	if served() {
+		return start()
 	}
 	go func() {
 		for {
@@ -142,10 +159,8 @@ func (s *informerSet) firstKueue(ctx context.Context, d discovery.DiscoveryInter
 				return
 			case <-time.After(kueueRecheck):
 			}
-			if servesKueue(d) {
-				if k, err := startKueue(ctx, dyn, "", nil); err == nil {
-					s.kueue.Store(k)
-				}
+			if served() {
+				_ = start()
 				return
 			}
 		}

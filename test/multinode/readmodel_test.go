@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuctl/gpuctl/cluster"
 	policyv1 "k8s.io/api/policy/v1"
@@ -16,19 +17,43 @@ import (
 func TestJobSetJobInReadModel(t *testing.T) {
 	client, dyn, ns, first := startTwoRanks(t, "10m") // the ranks run through the test
 	r := &cluster.Reader{Client: client, Dynamic: dyn}
+	want := map[string]bool{first[0].Name: true, first[1].Name: true}
+	checkRanks := func(how string, rows cluster.JobPodList) {
+		t.Helper()
+		if len(rows.Items) != 2 {
+			t.Fatalf("%s: %d rows, want the 2 ranks of sft: %+v", how, len(rows.Items), rows.Items)
+		}
+		for _, row := range rows.Items {
+			if row.Name != "sft" || row.JobID != ns+".sft" || row.Kind != "training" || !want[row.Pod] || row.Status != "Running" {
+				t.Errorf("%s: row = %s %s %s %s %s, want a Running rank of training %s.sft", how, row.Pod, row.JobID, row.Name, row.Kind, row.Status, ns)
+			}
+		}
+	}
 
 	rows, err := r.JobPods(t.Context(), cluster.JobPodFilter{Namespace: ns})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]bool{first[0].Name: true, first[1].Name: true}
-	if len(rows.Items) != 2 {
-		t.Fatalf("get jobs: %d rows, want the 2 ranks of sft: %+v", len(rows.Items), rows.Items)
+	checkRanks("get jobs", rows)
+
+	// The daemon's read model (the API, the page) answers from its informers: JobSets included.
+	daemon := &cluster.Reader{Client: client, Dynamic: dyn, Objects: cluster.StartInformers(t.Context(), client, dyn, "")}
+	rows, err = daemon.JobPods(t.Context(), cluster.JobPodFilter{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, row := range rows.Items {
-		if row.Name != "sft" || row.JobID != ns+".sft" || row.Kind != "training" || !want[row.Pod] || row.Status != "Running" {
-			t.Errorf("get jobs row = %s %s %s %s %s, want a Running rank of training %s.sft", row.Pod, row.JobID, row.Name, row.Kind, row.Status, ns)
-		}
+	checkRanks("the daemon's jobs", rows)
+
+	// `gpuctl get jobs -w` watches them.
+	wctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	err = r.WatchJobPods(wctx, cluster.JobPodFilter{Namespace: ns}, func(l cluster.JobPodList) error {
+		checkRanks("get jobs -w", l)
+		cancel()
+		return nil
+	})
+	cancel()
+	if err != nil || wctx.Err() != context.Canceled {
+		t.Fatalf("get jobs -w: %v (%v), want its first rows", err, wctx.Err())
 	}
 
 	ev := &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: first[1].Name, Namespace: ns}}
