@@ -80,7 +80,7 @@ type informerSet struct {
 	configMaps   corelisters.ConfigMapLister
 	quotas       corelisters.ResourceQuotaLister
 	events       corelisters.EventLister
-	kueue        atomic.Pointer[kueueCache] // nil while the cluster serves no Kueue API
+	kueue        atomic.Pointer[kueueCache]  // nil while the cluster serves no Kueue API
 	jobSets      atomic.Pointer[jobSetCache] // nil while the cluster serves no JobSet API
 }
 
