@@ -242,10 +242,12 @@ func (m *Manager) applyOne(ctx context.Context, c *Change) error {
 	if len(c.Conflicts) > 0 && !force {
 		return conflictError(c.Conflicts, m.opts.Force)
 	}
-	switch c.Action {
-	case ActionDelete:
+	switch {
+	case c.keep:
+		return m.keep(ctx, c)
+	case c.Action == ActionDelete:
 		return m.delete(ctx, c)
-	case ActionRecreate:
+	case c.Action == ActionRecreate:
 		if err := m.delete(ctx, c); err != nil {
 			return err
 		}

@@ -100,7 +100,7 @@ func (m *Manager) ApplyNodeLabels(ctx context.Context, node string, labels map[s
 // what an apply would really change, so that server defaults and value normalisation are never
 // reported. The dry-run is made as the identity that would apply.
 func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstructured) ([]object.FieldDiff, error) {
-	if m.InSync(desired, live) {
+	if m.InSync(desired, live) || kept(desired, live) {
 		return nil, nil
 	}
 	c, err := m.changeOf(desired)
@@ -114,6 +114,9 @@ func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstruc
 	body, _ := m.applied(desired, live)
 	res, err := ri.Apply(ctx, desired.GetName(), body, metav1.ApplyOptions{FieldManager: m.opts.FieldManager,
 		Force: true, DryRun: []string{metav1.DryRunAll}})
+	if isImmutable(err) && keepable(desired, live) {
+		return nil, nil // its file did not change: the next sync keeps it (keep.go)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: dry-run apply: %w", object.RefOf(desired).String(), err)
 	}

@@ -402,6 +402,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 			unknown = append(unknown, c)
 		case c.upToDateWith(m):
 			c.Action = ActionUnchanged
+		case m.decideKept(c):
 		default:
 			dryRun = append(dryRun, c)
 		}
@@ -422,7 +423,7 @@ func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string
 			c.fail("%v", err)
 		} else if c.upToDateWith(m) { // a member whose kind could not be listed
 			c.Action = ActionUnchanged
-		} else {
+		} else if !m.decideKept(c) {
 			dryRun = append(dryRun, c)
 		}
 	}
@@ -579,6 +580,9 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 	body, _ := m.applied(c.Desired, c.Live)
 	switch {
 	case err == nil:
+	case isImmutable(err) && keepable(c.Desired, c.Live): // its file did not change: kept (keep.go)
+		c.Action, c.Reason, c.keep = ActionUpdate, fmt.Sprintf(keptReason, strings.TrimPrefix(immutableReason(err), "immutable field changed: ")), true
+		return nil
 	case isImmutable(err): // recreated: created as desired
 		c.Action, c.Reason = ActionRecreate, immutableReason(err)
 		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(c.Desired).Object, c.Desired.Object)

@@ -83,6 +83,9 @@ type Change struct {
 	// force: the apply may take fields from other managers (Options.Force, and the live
 	// object is a member of this inventory).
 	force bool
+	// keep: the update records that the live object is kept as it is (keep.go), instead of
+	// applying Desired.
+	keep bool
 	// liveSeen: the live object was found up to date while listing and not kept (Live is
 	// nil; it equals Desired in every field gpuctl sets).
 	liveSeen bool

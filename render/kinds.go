@@ -1,6 +1,9 @@
 package render
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"strconv"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -45,6 +48,7 @@ func buildTraining(w workloadInput) []runtime.Object {
 		job.Spec.Suspend = ptr(true)
 		job.Annotations[keys.Paused] = keys.PausedValue
 	}
+	job.Annotations[keys.SpecDigest] = w.specDigest()
 	if !w.multiNode() {
 		// An Indexed Job of one index: Kubernetes counts an index's attempts on its pods
 		// (attemptEnv) only with backoffLimitPerIndex, which needs indexes.
@@ -82,6 +86,22 @@ func buildTraining(w workloadInput) []runtime.Object {
 		},
 	}
 	return []runtime.Object{job, headless}
+}
+
+// specDigest is the digest of what the file declares of the job (its parsed fields, so a
+// comment or a reordering does not change it) and where it lands. The reconciler keeps a live
+// Job with the same digest as it is where a newer gpuctl, or an admin's setting, would change
+// an immutable field of it: a finished run is not run again, a running one not restarted.
+func (w workloadInput) specDigest() string {
+	b, err := json.Marshal(struct {
+		Namespace string
+		Workload  *Workload
+	}{w.namespace, w.Workload})
+	if err != nil {
+		panic("render: a workload has no JSON form: " + err.Error()) // plain data: never
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:12])
 }
 
 // distributedEnv is the environment of multi-node training, whose rank 0 answers at the host

@@ -109,7 +109,7 @@ var jsonDictionary = func() []byte {
 	jobLabels[keys.ApplySetPartOf] = "applyset-"
 	job := map[string]any{"apiVersion": "batch/v1", "kind": "Job",
 		"metadata": map[string]any{
-			"annotations": map[string]any{keys.AppliedHash: "", keys.Description: "", keys.Paused: keys.PausedValue, keys.Source: ".yaml"},
+			"annotations": map[string]any{keys.AppliedHash: "", keys.Description: "", keys.Paused: keys.PausedValue, keys.Source: ".yaml", keys.SpecDigest: ""},
 			"labels":      jobLabels, "name": "", "namespace": keys.DefaultNamespace},
 		"spec": map[string]any{"backoffLimitPerIndex": int64(0), "completionMode": "Indexed", "completions": int64(1), "parallelism": int64(1),
 			"podFailurePolicy": map[string]any{"rules": []any{ // render/retries.go's defaults

@@ -136,6 +136,12 @@ const (
 	// AppliedHash is the hash of the configuration gpuctl last applied to an object; it lets a
 	// sync decide "unchanged" without asking the API server.
 	AppliedHash = Prefix + "applied-hash"
+	// SpecDigest is the digest of what a training job's file declares (render), on its Job or
+	// JobSet: a Job whose file did not change keeps the spec it was created with (reconciler).
+	SpecDigest = Prefix + "spec-digest"
+	// KeptHash is the applied-hash of the configuration that a sync found would change an
+	// immutable field of a Job whose file did not change, and kept the Job as it is instead.
+	KeptHash = Prefix + "kept-hash"
 	// ApplySetPrefix starts every label and annotation key of kubectl ApplySets (KEP-3659);
 	// gpuctl writes them itself, and a file may not.
 	ApplySetPrefix = "applyset.kubernetes.io/"
