@@ -18,7 +18,7 @@ import (
 // sync asks the daemon for a sync and returns its status.
 func (h *harness) sync(id string) daemon.Status {
 	h.t.Helper()
-	if err := h.status.Request(h.ctx, id); err != nil {
+	if _, err := h.status.Request(h.ctx, id); err != nil {
 		h.t.Fatal(err)
 	}
 	return h.waitStatus("sync "+id, func(s daemon.Status) bool { return s.LastHandledRequest == id })

@@ -184,7 +184,7 @@ func benchRSS(b *testing.B, n int, kind benchRepo) {
 	var noops []daemon.Status
 	for i := range 5 {
 		id := fmt.Sprintf("rss-noop-%d-%d", i, time.Now().UnixNano())
-		if err := store.Request(ctx, id); err != nil {
+		if _, err := store.Request(ctx, id); err != nil {
 			b.Fatal(err)
 		}
 		for st.LastHandledRequest != id {

@@ -77,7 +77,8 @@ const (
 type Daemon struct {
 	opts Options
 
-	requests chan string // sync request ids, from the status ConfigMap or the API
+	requests chan struct{} // wakes the loop for a sync request (requests.go)
+	watch    statusWatch   // the status ConfigMap's informer: requests, and the status a standby serves
 
 	mu      sync.Mutex
 	last    Status
@@ -149,7 +150,7 @@ func New(opts Options) *Daemon {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &Daemon{opts: opts, requests: make(chan string, 16), firstSync: make(chan struct{}), release: newReleaser()}
+	d := &Daemon{opts: opts, requests: make(chan struct{}, 1), firstSync: make(chan struct{}), release: newReleaser()}
 	if opts.RenderCacheBytes >= 0 {
 		d.renderCache = render.NewCache(opts.RenderCacheBytes)
 	}
@@ -166,7 +167,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.last = st
 		d.mu.Unlock()
 	}
-	stopWatch, err := d.watchRequests(ctx)
+	stopWatch, err := d.watchStatus(ctx)
 	if err != nil {
 		return fmt.Errorf("watch sync requests: %w", err)
 	}
@@ -186,7 +187,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	failures := 0
 	activity := d.activity()
 	for {
-		request := ""
 		select {
 		case <-ctx.Done():
 			return nil
@@ -194,11 +194,13 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.renderAhead(ctx) // files are changing: render them while they settle
 			continue
 		case <-d.opts.Source.Changes():
-		case request = <-d.requests:
+		case <-d.requests:
+			if d.pendingRequest().ID == "" {
+				continue // answered by the sync that ended meanwhile
+			}
 		case <-timer.C:
 		}
-		request = d.drainRequests(request)
-		st := d.SyncOnce(ctx, request)
+		st := d.syncOnce(ctx, d.takeRequest())
 		d.release.afterSync()
 		if ctx.Err() != nil {
 			return nil
@@ -220,18 +222,6 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
-// drainRequests takes every queued request: one sync answers them all; the newest id wins.
-func (d *Daemon) drainRequests(id string) string {
-	for {
-		select {
-		case r := <-d.requests:
-			id = r
-		default:
-			return id
-		}
-	}
-}
-
 // LastStatus returns the status of the last sync this replica ran.
 func (d *Daemon) LastStatus() Status {
 	d.mu.Lock()
@@ -240,21 +230,27 @@ func (d *Daemon) LastStatus() Status {
 }
 
 // SyncOnce fetches, renders, plans and applies once, records the status and returns it. A
-// fetch failure, invalid files or a refused plan change nothing in the cluster.
+// fetch failure, invalid files or a refused plan change nothing in the cluster. A request id
+// ("": none) makes it a requested sync, which applies everything (see Options.DriftMode).
 func (d *Daemon) SyncOnce(ctx context.Context, request string) Status {
+	return d.syncOnce(ctx, Request{ID: request})
+}
+
+// syncOnce is SyncOnce answering the request r (none when r.ID is "").
+func (d *Daemon) syncOnce(ctx context.Context, r Request) Status {
 	start := time.Now()
 	d.mu.Lock()
 	prev := d.last
 	d.mu.Unlock()
 	st := Status{Source: d.opts.Source.URL(), LastAttempt: start, Leader: d.opts.Identity, Mode: d.opts.DriftMode,
 		AppliedRevision: prev.AppliedRevision, AppliedDigest: prev.AppliedDigest, LastSuccess: prev.LastSuccess,
-		LastHandledRequest: prev.LastHandledRequest, Held: prev.Held}
-	if request != "" {
-		st.LastHandledRequest = request
-	}
+		LastHandledRequest: prev.LastHandledRequest, HandledThrough: prev.HandledThrough, Held: prev.Held}
 	syncCtx, cancel := context.WithTimeout(ctx, d.opts.SyncTimeout)
-	d.sync(syncCtx, &st, prev, request != "")
+	d.sync(syncCtx, &st, prev, r.ID != "")
 	cancel()
+	if r.ID != "" { // only the status of the ended sync answers the requests: no earlier write
+		st.LastHandledRequest, st.HandledThrough = r.ID, r.Version
+	}
 	st.Duration = time.Since(start)
 	d.mu.Lock()
 	d.last = st

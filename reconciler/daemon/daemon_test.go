@@ -201,7 +201,7 @@ func TestSyncRequestHandledOnce(t *testing.T) {
 	h.waitStatus("first sync", func(s daemon.Status) bool { return s.Result == daemon.ResultSucceeded })
 	time.Sleep(300 * time.Millisecond) // let the informer settle
 	before := h.syncs.Load()
-	if err := h.store.Request(h.ctx, "req-1"); err != nil {
+	if _, err := h.store.Request(h.ctx, "req-1"); err != nil {
 		t.Fatal(err)
 	}
 	h.waitStatus("request handled", func(s daemon.Status) bool { return s.LastHandledRequest == "req-1" })

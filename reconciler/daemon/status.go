@@ -67,8 +67,13 @@ type Status struct {
 	Plan *PlanCost `json:"plan,omitempty"`
 	// Steps is where the last attempt's time went.
 	Steps *Steps `json:"steps,omitempty"`
-	// LastHandledRequest is the value of the last sync request annotation handled.
+	// LastHandledRequest is the id of the newest sync request (Request.ID) that the last sync
+	// that answered requests had seen when it started.
 	LastHandledRequest string `json:"lastHandledRequest,omitempty"`
+	// HandledThrough is the resourceVersion of the status ConfigMap that the last sync that
+	// answered requests had seen when it started: it answers every request whose Version is at
+	// or before it (Status.Answers), each caller with the same result.
+	HandledThrough string `json:"handledThrough,omitempty"`
 	// Leader is the identity of the replica that wrote this status.
 	Leader string `json:"leader,omitempty"`
 	// Mode is the drift mode.

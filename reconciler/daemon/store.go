@@ -30,18 +30,34 @@ func NewStore(kube kubernetes.Interface, namespace string) *Store {
 func (s *Store) Read(ctx context.Context) (Status, string, error) {
 	cm, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).Get(ctx, s.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
-		return Status{Result: ResultPending, Message: "no sync yet: is gpuctl-reconciler running in namespace " + s.Namespace + "?"}, "", nil
+		return s.none(), "", nil
 	}
 	if err != nil {
 		return Status{}, "", err
 	}
-	st := Status{Result: ResultPending}
-	if data := cm.Data[keys.StatusKey]; data != "" {
-		if st, err = ParseStatus(data); err != nil {
-			return Status{}, "", fmt.Errorf("%s/%s: bad status: %w", s.Namespace, s.Name, err)
-		}
+	st, err := s.decode(cm)
+	if err != nil {
+		return Status{}, "", err
 	}
 	return st, cm.Annotations[keys.SyncRequestedAt], nil
+}
+
+// none is the status while there is no status ConfigMap.
+func (s *Store) none() Status {
+	return Status{Result: ResultPending, Message: "no sync yet: is gpuctl-reconciler running in namespace " + s.Namespace + "?"}
+}
+
+// decode returns the status that the status ConfigMap cm holds (Pending when it holds none).
+func (s *Store) decode(cm *corev1.ConfigMap) (Status, error) {
+	data := cm.Data[keys.StatusKey]
+	if data == "" {
+		return Status{Result: ResultPending}, nil
+	}
+	st, err := ParseStatus(data)
+	if err != nil {
+		return Status{}, fmt.Errorf("%s/%s: bad status: %w", s.Namespace, s.Name, err)
+	}
+	return st, nil
 }
 
 // Write records the status, creating the ConfigMap (and its namespace) when missing. It does
@@ -69,12 +85,16 @@ func EnsureNamespace(ctx context.Context, kube kubernetes.Interface, name string
 }
 
 // Request asks the daemon for a sync now, as `flux reconcile` does: it sets the request
-// annotation to id on the status ConfigMap.
-func (s *Store) Request(ctx context.Context, id string) error {
+// annotation to id (NewRequestID) on the status ConfigMap, and returns the request with the
+// resourceVersion that its write made (Status.Answers tells the status that answers it).
+func (s *Store) Request(ctx context.Context, id string) (Request, error) {
 	patch := fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, keys.SyncRequestedAt, id)
-	_, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	cm, err := s.Kube.CoreV1().ConfigMaps(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	if apierrors.IsNotFound(err) {
-		return fmt.Errorf("no %s/%s ConfigMap: gpuctl-reconciler has not run in namespace %s", s.Namespace, s.Name, s.Namespace)
+		return Request{}, fmt.Errorf("no %s/%s ConfigMap: gpuctl-reconciler has not run in namespace %s", s.Namespace, s.Name, s.Namespace)
 	}
-	return err
+	if err != nil {
+		return Request{}, err
+	}
+	return Request{ID: id, Version: cm.ResourceVersion}, nil
 }

@@ -137,10 +137,11 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 	return nil
 }
 
-// requestSync asks the daemon for a sync and waits until it has handled it.
+// requestSync asks the daemon for a sync and waits until a sync that started after the
+// request has ended (daemon.Status.Answers): concurrent callers each get such a sync's result.
 func requestSync(ctx context.Context, s Streams, store *daemon.Store, timeout time.Duration) (daemon.Status, error) {
-	id := time.Now().UTC().Format(time.RFC3339Nano)
-	if err := store.Request(ctx, id); err != nil {
+	req, err := store.Request(ctx, daemon.NewRequestID())
+	if err != nil {
 		return daemon.Status{}, &ExitError{Code: ExitTrouble, Err: err}
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -151,16 +152,16 @@ func requestSync(ctx context.Context, s Streams, store *daemon.Store, timeout ti
 	lastNote := time.Duration(0)
 	for {
 		st, _, err := store.Read(ctx)
-		if err == nil && st.LastHandledRequest == id {
+		if err == nil && st.Answers(req) {
 			return st, nil
 		}
 		if waited := time.Since(start); waited-lastNote >= 5*time.Second {
 			lastNote = waited
-			fmt.Fprintf(s.Err, "waiting for gpuctl-reconciler to handle the request (%s)\n", humanize.Duration(waited))
+			fmt.Fprintf(s.Err, "waiting for gpuctl-reconciler to run a sync that started after the request (%s)\n", humanize.Duration(waited))
 		}
 		select {
 		case <-ctx.Done():
-			return daemon.Status{}, &ExitError{Code: ExitTrouble, Err: fmt.Errorf("no answer from gpuctl-reconciler within %s (request %s): is it running? see gpuctl status", timeout, id)}
+			return daemon.Status{}, &ExitError{Code: ExitTrouble, Err: fmt.Errorf("no answer from gpuctl-reconciler within %s (request %s): no sync that started after the request has ended; it may be busy with a longer sync (--timeout waits longer) or not running: see gpuctl status", timeout, req.ID)}
 		case <-tick.C:
 		}
 	}

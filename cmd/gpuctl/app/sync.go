@@ -21,8 +21,10 @@ func newSyncCommand(s Streams) *cobra.Command {
 		Use:   "sync [--local PATH]",
 		Short: "Ask gpuctl-reconciler to sync now, or apply PATH once from this machine",
 		Long: `Without --local: ask gpuctl-reconciler to sync now (like flux reconcile): set a request on its
-status ConfigMap, wait until the daemon has handled it, and print the result. Exit code 0:
-synced; 1: the revision is invalid or the plan was refused; 2: failed or no answer.
+status ConfigMap, wait until a sync that started after the request has ended (one sync
+answers every request made before it started: callers at once all get its result), and print
+the result. Exit code 0: synced; 1: the revision is invalid or the plan was refused; 2: failed
+or no answer within --timeout.
 
 With --local PATH: render PATH, plan it against the cluster and apply the plan with server-side
 apply (field manager gpuctl): Namespaces, PriorityClasses and quotas first, then workloads and

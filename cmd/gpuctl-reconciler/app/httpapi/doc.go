@@ -27,7 +27,7 @@
 //	*    <Options.Webhooks paths>    mounted as given; they check their own signatures no token
 //	GET  /api/v1/openapi.json        the OpenAPI 3.1 document of every route (any token)
 //	GET  /api/v1/status              daemon.Status
-//	POST /api/v1/sync                202 {"requestId"}; admin tokens only (else 403)
+//	POST /api/v1/sync                202 {"requestId", "version"}; admin tokens only (else 403)
 //	GET  /api/v1/plan                reconciler.Plan plus "summary"; tokens that see all namespaces
 //	GET  /api/v1/drift               ?since=24h → drift.Report plus "summary"; "history" of since
 //	GET  /api/v1/jobs                ?kind&pool&status&page&pageSize → cluster.JobList

@@ -60,14 +60,14 @@ func (b *fakeBackend) Status(context.Context) (daemon.Status, error) { return b.
 
 func (b *fakeBackend) Plan(context.Context) (*reconciler.Plan, error) { return b.plan, b.err }
 
-func (b *fakeBackend) RequestSync(context.Context) (string, error) {
+func (b *fakeBackend) RequestSync(context.Context) (daemon.Request, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.err != nil {
-		return "", b.err
+		return daemon.Request{}, b.err
 	}
 	b.syncs++
-	return "req-1", nil
+	return daemon.Request{ID: "req-1", Version: "42"}, nil
 }
 
 // testServer is the handler over the fixture cluster (clusterfixture.Objects, or objs when

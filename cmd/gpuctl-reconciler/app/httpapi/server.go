@@ -23,9 +23,9 @@ import (
 type Backend interface {
 	// Status returns the daemon's record of its syncs.
 	Status(ctx context.Context) (daemon.Status, error)
-	// RequestSync asks the daemon to sync now and returns an identifier of the request, which
-	// the status reports as LastHandledRequest once the sync has run.
-	RequestSync(ctx context.Context) (requestID string, err error)
+	// RequestSync asks the daemon to sync now and returns the request, which a status answers
+	// (daemon.Status.Answers) once a sync that started after it has ended.
+	RequestSync(ctx context.Context) (daemon.Request, error)
 	// Plan computes, without writing, what a sync of the current revision would do.
 	Plan(ctx context.Context) (*reconciler.Plan, error)
 	// Drift returns the current drift report and the history of its changes, oldest first.

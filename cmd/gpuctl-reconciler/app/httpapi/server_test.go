@@ -80,7 +80,7 @@ func TestSync(t *testing.T) {
 	}
 	var resp SyncResponse
 	decode(t, w, &resp)
-	if resp.RequestID != "req-1" || b.syncs != 1 {
+	if resp.RequestID != "req-1" || resp.Version != "42" || b.syncs != 1 {
 		t.Errorf("sync: %+v, %d syncs", resp, b.syncs)
 	}
 

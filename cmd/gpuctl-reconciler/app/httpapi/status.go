@@ -14,10 +14,15 @@ import (
 
 var errNoBackend = errors.New("the API has no daemon backend")
 
-// SyncResponse is the answer of POST /api/v1/sync (202 Accepted).
+// SyncResponse is the answer of POST /api/v1/sync (202 Accepted). Any sync that starts after
+// the request answers it: the status is that sync's (or a later one's) once its handledThrough
+// is at or after Version, compared as integers (daemon.Status.Answers).
 type SyncResponse struct {
-	// RequestID identifies the request; the status's lastHandledRequest shows it once handled.
+	// RequestID identifies the request (in the daemon's log, and the status's
+	// lastHandledRequest when no later request came before the sync).
 	RequestID string `json:"requestId"`
+	// Version is the resourceVersion of the status ConfigMap that the request's write made.
+	Version string `json:"version"`
 }
 
 // PlanResponse is the answer of GET /api/v1/plan: the plan's fields and its summary line.
@@ -134,13 +139,13 @@ func (s *server) postSync(w http.ResponseWriter, r *http.Request) error {
 	if s.opts.Backend == nil {
 		return errNoBackend
 	}
-	id, err := s.opts.Backend.RequestSync(r.Context())
+	req, err := s.opts.Backend.RequestSync(r.Context())
 	if err != nil {
 		return fmt.Errorf("request sync: %w", err)
 	}
 	p, _ := PrincipalFrom(r.Context())
-	s.log.Info("sync requested", "by", p.Name, "requestId", id)
-	writeJSON(w, http.StatusAccepted, SyncResponse{RequestID: id})
+	s.log.Info("sync requested", "by", p.Name, "requestId", req.ID, "version", req.Version)
+	writeJSON(w, http.StatusAccepted, SyncResponse{RequestID: req.ID, Version: req.Version})
 	return nil
 }
 
