@@ -35,7 +35,8 @@ type harness struct {
 	cancel context.CancelFunc
 }
 
-func newHarness(t testing.TB, name string, files map[string]string) *harness {
+// newHarness returns the harness of a daemon over files; each of with changes its options.
+func newHarness(t testing.TB, name string, files map[string]string, with ...func(*daemon.Options)) *harness {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	t.Cleanup(cancel)
@@ -57,8 +58,12 @@ func newHarness(t testing.TB, name string, files map[string]string) *harness {
 	}
 	t.Cleanup(func() { src.Close() })
 	h.store = daemon.NewStore(h.kube, h.ns)
-	h.d = daemon.New(daemon.Options{Source: countingSource{src, &h.syncs}, Engine: engine, Store: h.store,
-		Interval: time.Hour, MinBackoff: 100 * time.Millisecond, Identity: name, Render: render.Options{}})
+	o := daemon.Options{Source: countingSource{src, &h.syncs}, Engine: engine, Store: h.store,
+		Interval: time.Hour, MinBackoff: 100 * time.Millisecond, Identity: name, Render: render.Options{}}
+	for _, f := range with {
+		f(&o)
+	}
+	h.d = daemon.New(o)
 	return h
 }
 
