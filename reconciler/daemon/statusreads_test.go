@@ -2,8 +2,6 @@ package daemon_test
 
 import (
 	"context"
-	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,26 +14,13 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// statusGets counts the GETs of the status ConfigMap that a client makes.
-type statusGets struct {
-	next http.RoundTripper
-	n    *atomic.Int64
-}
-
-func (c statusGets) RoundTrip(r *http.Request) (*http.Response, error) {
-	if r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, "/configmaps/"+keys.StatusName) {
-		c.n.Add(1)
-	}
-	return c.next.RoundTrip(r)
-}
-
 // countedClient is a client of the test cluster at client-go's default rate (5 requests a
 // second, burst 10: the daemon's client before issue 32) whose GETs of the status ConfigMap
 // are counted in n.
 func countedClient(n *atomic.Int64) kubernetes.Interface {
 	cfg := rest.CopyConfig(testcluster.Current().RESTConfig())
 	cfg.QPS, cfg.Burst = 5, 10
-	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper { return statusGets{next: rt, n: n} })
+	cfg.Wrap(testcluster.CountRequests(n, testcluster.GetOf("configmaps", keys.StatusName)))
 	return kubernetes.NewForConfigOrDie(cfg)
 }
 

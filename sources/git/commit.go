@@ -242,7 +242,7 @@ func (s *Source) push(ctx context.Context, repo *gogit.Repository, h plumbing.Ha
 		opts.RefSpecs = []config.RefSpec{config.RefSpec("+" + h.String() + ":" + string(dst))}
 		opts.RequireRemoteRefs = []config.RefSpec{config.RefSpec(base.String() + ":" + string(dst))}
 	}
-	err := repo.PushContext(ctx, opts)
+	err := s.exchange(ctx, func(ctx context.Context) error { return repo.PushContext(ctx, opts) })
 	if errors.Is(err, gogit.NoErrAlreadyUpToDate) {
 		return nil
 	}

@@ -3,15 +3,17 @@
 // the remote ref cheaply (an ls-remote) to signal Changes; and serves webhooks from GitHub,
 // GitLab or any sender that signs with HMAC-SHA256.
 //
-// Each Fetch hard-resets the working directory to the fetched commit, so force-pushes
-// converge, and reports which files changed. When a fetch fails, the last good revision is
-// returned with the error and the working directory is left as it was.
+// Each Fetch checks a new commit out whole into a new directory, which then takes the place
+// of the last one at once, so force-pushes converge and a revision's directory always holds
+// one whole tree; it reports which files changed. Each exchange with the remote is bounded by
+// Options.Timeout. When a fetch fails (the remote, the checkout), the last good revision is
+// returned with the error, its files as they were.
 //
 // Commit (sources.Committer) is how the daemon's API writes: it fetches the followed branch,
 // runs an edit over its tree in memory, writes the commit into the clone's object store and
 // pushes it as a compare-and-swap on the branch (or to a new branch, with PullRequestURL for
 // the page that opens its pull request); when the branch moved, it makes the edit again on the
-// new commit, at most sources.MaxPushRetries times. It never touches the working directory,
+// new commit, at most sources.MaxPushRetries times. It never touches the checked-out tree,
 // so a revision being rendered is never half-written.
 //
 // Credentials come from files (AuthOptions), read at each fetch so that rotated secrets are

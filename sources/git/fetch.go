@@ -18,21 +18,31 @@ import (
 	"github.com/gpuctl/gpuctl/sources"
 )
 
-// Fetch brings the followed ref's newest commit into the working directory and returns it.
+// Fetch brings the followed ref's newest commit and returns it, checked out into a directory
+// of its own.
 //
 // The first call clones (depth 1 for branches and tags); later calls fetch with a forced
-// refspec and hard-reset the worktree to the fetched commit, removing untracked files, so
-// force-pushes and rewritten history converge. A pinned commit is fetched once.
+// refspec, so force-pushes and rewritten history converge. A pinned commit is fetched once.
+// Each exchange with the remote is bounded by Options.Timeout: a server that never answers
+// fails the Fetch with "no answer within 1m0s".
+//
+// A new commit is checked out into a new directory (checkout): its files are written from
+// the object store, those that the last good revision's tree holds unchanged linked to it,
+// ctx honoured between files; once it is complete, it takes the place of the last good
+// revision's tree at once, so Revision.Dir (Dir/tree) always holds a whole tree: the last good
+// revision's until then, and after a failed checkout (a full disk). The previous tree is
+// removed in the background.
 //
 // Revision.Changed lists the files under Options.Path that differ between the trees of the
 // previous and the new commit. The previous commit stays in the local object store, so this
 // works across force-pushes too. It is nil on the first Fetch (and when the previous commit
 // cannot be read), and empty when the commit did not change.
 //
-// On failure (network, authentication, missing ref or path) Fetch returns the last good
-// revision, the worktree untouched, and an error naming the URL and the step; so it does for a
-// commit whose tree holds a path that Git refuses to check out (a *sources.UncheckableError
-// naming the commit and the path), and the next commit without it is fetched as ever.
+// On failure (network, authentication, missing ref or path, checkout) Fetch returns the last
+// good revision, its files untouched, and an error naming the URL and the step, which it logs;
+// so it does for a commit whose tree holds a path that Git refuses to check out (a
+// *sources.UncheckableError naming the commit and the path), and the next commit without it
+// is fetched as ever.
 func (s *Source) Fetch(ctx context.Context) (sources.Revision, error) {
 	s.fetchMu.Lock()
 	defer s.fetchMu.Unlock()
@@ -44,6 +54,11 @@ func (s *Source) Fetch(ctx context.Context) (sources.Revision, error) {
 	}
 	rev, refHash, err := s.fetch(ctx, last)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			s.log.Debug("fetch stopped", "err", err)
+		} else {
+			s.log.Warn("fetch failed", "err", err)
+		}
 		return last, err
 	}
 	s.mu.Lock()
@@ -77,22 +92,22 @@ func (s *Source) fetch(ctx context.Context, last sources.Revision) (sources.Revi
 	if err != nil {
 		return sources.Revision{}, plumbing.ZeroHash, err
 	}
-	if commit.Hash.String() != last.ID {
-		if err := s.checkTree(repo, commit, last.ID); err != nil {
-			return sources.Revision{}, plumbing.ZeroHash, err
-		}
+	if commit.Hash.String() == last.ID {
+		return s.revision(commit, []string{}), refHash, nil
+	}
+	if err := s.checkTree(repo, commit, last.ID); err != nil {
+		return sources.Revision{}, plumbing.ZeroHash, err
 	}
 	changed := s.changedFiles(ctx, repo, last.ID, commit)
-	if commit.Hash.String() != last.ID {
-		if err := s.checkout(repo, commit.Hash); err != nil {
-			return sources.Revision{}, plumbing.ZeroHash, err
-		}
+	if err := s.checkout(ctx, repo, commit, last.ID); err != nil {
+		return sources.Revision{}, plumbing.ZeroHash, err
 	}
 	return s.revision(commit, changed), refHash, nil
 }
 
 // open opens the clone in the working directory, creating it on first use, and points its
-// origin remote at the URL.
+// origin remote at the URL. The first call removes what the directory holds besides the
+// clone (clearDir).
 func (s *Source) open() (*gogit.Repository, error) {
 	if s.repo != nil {
 		return s.repo, nil
@@ -103,6 +118,9 @@ func (s *Source) open() (*gogit.Repository, error) {
 	}
 	if err == nil {
 		err = setOrigin(repo, s.remote.fetch)
+	}
+	if err == nil {
+		err = s.clearDir()
 	}
 	if err != nil {
 		return nil, fmt.Errorf("git: %s: open %s: %w", s.remote.display, s.dir, err)
@@ -132,15 +150,17 @@ func setOrigin(repo *gogit.Repository, url string) error {
 func (s *Source) download(ctx context.Context, repo *gogit.Repository, tgt target,
 	auth transport.AuthMethod) (plumbing.Hash, error) {
 	if !tgt.pin.IsZero() {
-		return tgt.pin, downloadPinned(ctx, repo, tgt.pin, auth)
+		return tgt.pin, s.exchange(ctx, func(ctx context.Context) error { return downloadPinned(ctx, repo, tgt.pin, auth) })
 	}
-	err := repo.FetchContext(ctx, &gogit.FetchOptions{
-		RemoteName: "origin",
-		RefSpecs:   []config.RefSpec{tgt.refSpec()},
-		Depth:      1,
-		Tags:       gogit.NoTags,
-		Auth:       auth,
-		Force:      true,
+	err := s.exchange(ctx, func(ctx context.Context) error {
+		return repo.FetchContext(ctx, &gogit.FetchOptions{
+			RemoteName: "origin",
+			RefSpecs:   []config.RefSpec{tgt.refSpec()},
+			Depth:      1,
+			Tags:       gogit.NoTags,
+			Auth:       auth,
+			Force:      true,
+		})
 	})
 	if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
 		return plumbing.ZeroHash, err
@@ -273,28 +293,12 @@ func (s *Source) relative(name string) (string, bool) {
 	return rel, ok
 }
 
-// checkout hard-resets the worktree to h on a detached HEAD and removes untracked files,
-// so that it matches the commit exactly.
-func (s *Source) checkout(repo *gogit.Repository, h plumbing.Hash) error {
-	wt, err := repo.Worktree()
-	if err == nil {
-		err = wt.Checkout(&gogit.CheckoutOptions{Hash: h, Force: true})
-	}
-	if err == nil {
-		err = wt.Clean(&gogit.CleanOptions{Dir: true})
-	}
-	if err != nil {
-		return fmt.Errorf("git: checkout %s@%s: %w", s.remote.display, humanize.Revision(h.String()), err)
-	}
-	return nil
-}
-
 // revision describes commit as checked out.
 func (s *Source) revision(commit *object.Commit, changed []string) sources.Revision {
 	subject, _, _ := strings.Cut(strings.TrimSpace(commit.Message), "\n")
 	return sources.Revision{
 		ID:      commit.Hash.String(),
-		Dir:     filepath.Join(s.dir, filepath.FromSlash(s.opts.Path)),
+		Dir:     filepath.Join(s.dir, treeDir, filepath.FromSlash(s.opts.Path)),
 		Message: strings.TrimSpace(subject),
 		Author:  commit.Author.Name,
 		Time:    commit.Committer.When,

@@ -271,13 +271,13 @@ func TestDirReusedAndKept(t *testing.T) {
 			t.Fatal(err)
 		}
 		rev, err := s.Fetch(context.Background())
-		if err != nil || rev.ID != id || rev.Dir != dir {
-			t.Fatalf("Fetch = %s in %s, %v; want %s in %s", rev.ID, rev.Dir, err, id, dir)
+		if err != nil || rev.ID != id || rev.Dir != filepath.Join(dir, treeDir) {
+			t.Fatalf("Fetch = %s in %s, %v; want %s in %s", rev.ID, rev.Dir, err, id, filepath.Join(dir, treeDir))
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := os.Stat(filepath.Join(dir, "a")); err != nil {
+		if _, err := os.Stat(filepath.Join(rev.Dir, "a")); err != nil {
 			t.Fatalf("Close removed a directory it did not create: %v", err)
 		}
 	}

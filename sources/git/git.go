@@ -24,6 +24,8 @@ const (
 	DefaultInterval = 60 * time.Second
 	// DefaultJitter spreads polls by ± this fraction of the interval.
 	DefaultJitter = 0.1
+	// DefaultTimeout bounds each exchange with the remote: an ls-remote, a fetch, a push.
+	DefaultTimeout = time.Minute
 )
 
 // ErrClosed is returned by Fetch after Close.
@@ -44,9 +46,11 @@ type Options struct {
 	// Path is a slash-separated subdirectory of the repository to render; Revision.Dir
 	// points there and Revision.Changed is relative to it. Empty means the whole tree.
 	Path string
-	// Dir is the working directory for the clone. It must be empty, missing, or a clone
-	// made by an earlier Source (it is then reused). Empty means a temporary directory,
-	// removed by Close.
+	// Dir is the working directory: the clone's object store in Dir/.git, and the tree that
+	// Fetch checked out last in Dir/tree (a new one is written beside it, then takes its
+	// place). It must be empty, missing, or a clone made by an earlier Source (it is then
+	// reused, and whatever else it holds is removed by the first Fetch or Commit). Empty means
+	// a temporary directory, removed by Close.
 	Dir string
 	// Auth selects the credentials.
 	Auth AuthOptions
@@ -54,14 +58,19 @@ type Options struct {
 	Interval time.Duration
 	// Jitter spreads each wait to Interval ± Jitter·Interval (0.1 means ± 10 %).
 	Jitter float64
+	// Timeout bounds each exchange with the remote (an ls-remote, a fetch or clone, a push),
+	// so that a server that accepts the connection and never answers fails it with "no answer
+	// within 1m0s" instead of holding Fetch until the caller's deadline. 0 means
+	// DefaultTimeout.
+	Timeout time.Duration
 	// Log receives debug and warning records; nil discards them.
 	Log *slog.Logger
 }
 
 // DefaultOptions returns Options for url and ref that poll every DefaultInterval with
-// DefaultJitter.
+// DefaultJitter, each exchange with the remote bounded by DefaultTimeout.
 func DefaultOptions(url, ref string) Options {
-	return Options{URL: url, Ref: ref, Interval: DefaultInterval, Jitter: DefaultJitter}
+	return Options{URL: url, Ref: ref, Interval: DefaultInterval, Jitter: DefaultJitter, Timeout: DefaultTimeout}
 }
 
 // Source is a sources.Source over a Git repository, fetched with go-git into a working
@@ -74,8 +83,9 @@ type Source struct {
 	tempDir bool
 	changes chan struct{}
 
-	fetchMu sync.Mutex // serialises Fetch; guards repo
-	repo    *gogit.Repository
+	fetchMu  sync.Mutex // serialises Fetch and Commit; guards repo
+	repo     *gogit.Repository
+	removing sync.WaitGroup // removals of old checkouts under way (checkout.go)
 
 	mu      sync.Mutex // guards the fields below
 	target  target
@@ -127,8 +137,11 @@ func newSource(opts Options) (*Source, error) {
 	if opts.Path, err = cleanPath(opts.Path); err != nil {
 		return nil, fmt.Errorf("git: %s: %w", remote.display, err)
 	}
-	if opts.Interval < 0 || opts.Jitter < 0 || opts.Jitter >= 1 {
-		return nil, fmt.Errorf("git: %s: interval must be >= 0 and jitter in [0, 1)", remote.display)
+	if opts.Interval < 0 || opts.Jitter < 0 || opts.Jitter >= 1 || opts.Timeout < 0 {
+		return nil, fmt.Errorf("git: %s: interval and timeout must be >= 0 and jitter in [0, 1)", remote.display)
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultTimeout
 	}
 	if err := opts.Auth.validate(remote); err != nil {
 		return nil, fmt.Errorf("git: %s: %w", remote.display, err)
@@ -230,8 +243,9 @@ func (s *Source) MatchesRef(ref string) bool {
 	return string(s.target.remote) == ref
 }
 
-// Close stops the poller, waits for a running Fetch, and removes the working directory if
-// New created it. Revisions returned earlier become invalid. Close is idempotent.
+// Close stops the poller, waits for a running Fetch and the removal of old trees, and removes
+// the working directory if New created it. Revisions returned earlier become invalid. Close is
+// idempotent.
 func (s *Source) Close() error {
 	s.mu.Lock()
 	closed := s.closed
@@ -245,6 +259,7 @@ func (s *Source) Close() error {
 	s.fetchMu.Lock() // wait for a running Fetch
 	defer s.fetchMu.Unlock()
 	s.repo = nil
+	s.removing.Wait()
 	if s.tempDir {
 		if err := os.RemoveAll(s.dir); err != nil {
 			return fmt.Errorf("git: %s: close: %w", s.remote.display, err)

@@ -16,7 +16,7 @@ func newTestRemote(t *testing.T, wrap func(http.Handler) http.Handler) *gittest.
 	return gittest.New(t, wrap)
 }
 
-func listFiles(t *testing.T, dir string) []string {
+func listFiles(t testing.TB, dir string) []string {
 	t.Helper()
 	var files []string
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -40,7 +40,7 @@ func listFiles(t *testing.T, dir string) []string {
 }
 
 // readFile returns the content of dir/name.
-func readFile(t *testing.T, dir, name string) string {
+func readFile(t testing.TB, dir, name string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(dir, filepath.FromSlash(name)))
 	if err != nil {
@@ -60,7 +60,7 @@ func writeSecret(t *testing.T, content string) string {
 }
 
 // newSourceT creates a Source for tests (no polling unless opts says so) closed at cleanup.
-func newSourceT(t *testing.T, opts Options) *Source {
+func newSourceT(t testing.TB, opts Options) *Source {
 	t.Helper()
 	s, err := New(opts)
 	if err != nil {

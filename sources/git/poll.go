@@ -10,9 +10,6 @@ import (
 	"github.com/gpuctl/gpuctl/sources"
 )
 
-// pollTimeout bounds one ls-remote, so that a hung server cannot stop the poller.
-const pollTimeout = time.Minute
-
 // poll lists the remote ref every Interval ± Jitter and signals Changes when its hash
 // differs from the last fetched one. It keeps signalling until a Fetch catches up, so a
 // failed Fetch is retried at the next poll.
@@ -39,10 +36,10 @@ func (s *Source) wait() time.Duration {
 	return time.Duration(float64(s.opts.Interval) * (1 + spread))
 }
 
-// remoteMoved reports whether the remote ref points elsewhere than at the last Fetch.
+// remoteMoved reports whether the remote ref points elsewhere than at the last Fetch. A
+// failed ls-remote (one that Options.Timeout cut too, so that a hung server cannot stop the
+// poller) is logged.
 func (s *Source) remoteMoved(ctx context.Context) bool {
-	ctx, cancel := context.WithTimeout(ctx, pollTimeout)
-	defer cancel()
 	refs, err := s.listRemote(ctx)
 	if err != nil {
 		if ctx.Err() == nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+	"time"
 
 	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
@@ -72,6 +73,29 @@ func (s *Source) fetchErr(err error) error {
 	return fmt.Errorf("git: fetch %s: %w", s.remote.display, err)
 }
 
+// noAnswerError is an exchange with the remote cut by Options.Timeout.
+type noAnswerError struct{ timeout time.Duration }
+
+// Error says how long the remote was given.
+func (e *noAnswerError) Error() string { return fmt.Sprintf("no answer within %s", e.timeout) }
+
+// Unwrap makes it a context.DeadlineExceeded.
+func (e *noAnswerError) Unwrap() error { return context.DeadlineExceeded }
+
+// exchange runs call, one exchange with the remote (an ls-remote, a fetch, a push), within
+// Options.Timeout: one that the deadline cuts fails with "no answer within 1m0s", whatever
+// go-git made of it (the caller's own deadline or cancellation is returned as it is).
+func (s *Source) exchange(ctx context.Context, call func(context.Context) error) error {
+	cause := &noAnswerError{timeout: s.opts.Timeout}
+	ctx, cancel := context.WithTimeoutCause(ctx, s.opts.Timeout, cause)
+	defer cancel()
+	err := call(ctx)
+	if err != nil && context.Cause(ctx) == error(cause) {
+		return cause
+	}
+	return err
+}
+
 // listRemote runs an ls-remote: the remote's references, HEAD included when the server
 // says where it points.
 func (s *Source) listRemote(ctx context.Context) ([]*plumbing.Reference, error) {
@@ -83,7 +107,12 @@ func (s *Source) listRemote(ctx context.Context) ([]*plumbing.Reference, error) 
 		Name: "origin",
 		URLs: []string{s.remote.fetch},
 	})
-	return rem.ListContext(ctx, &gogit.ListOptions{Auth: auth})
+	var refs []*plumbing.Reference
+	err = s.exchange(ctx, func(ctx context.Context) (err error) {
+		refs, err = rem.ListContext(ctx, &gogit.ListOptions{Auth: auth})
+		return err
+	})
+	return refs, err
 }
 
 // resolveTarget returns the ref to follow, asking the remote where HEAD points the first

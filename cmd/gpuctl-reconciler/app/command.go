@@ -45,6 +45,7 @@ type Options struct {
 	Log    logging.Options
 	Kube   kube.Options
 	Engine options.Engine
+	Rates  RateOptions
 
 	Namespace     string
 	Interval      time.Duration
@@ -67,6 +68,10 @@ type Options struct {
 	RenderCache     string
 	RenderTimeout   time.Duration
 	SyncTimeout     time.Duration
+
+	// wrapTransport, when set, wraps the transport of the daemon's own clients (tests count
+	// their requests).
+	wrapTransport func(http.RoundTripper) http.RoundTripper
 }
 
 // BindFlags adds every flag.
@@ -77,6 +82,7 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	o.Log.BindFlags(fs)
 	o.Kube.BindFlags(fs)
 	o.Engine.BindFlags(fs)
+	o.Rates.BindFlags(fs)
 	fs.StringVar(&o.Namespace, "namespace", keys.SystemNamespace, "the daemon's namespace: status, inventory, lease, pool registry")
 	fs.DurationVar(&o.Interval, "interval", 5*time.Minute, "sync at least this often, even when no change is signalled")
 	fs.StringVar(&o.Listen, "listen", ":8080", "address of the HTTP server (/healthz, /readyz, /metrics, /api/v1, /hooks/*)")
@@ -100,8 +106,10 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 }
 
 // NewCommand builds gpuctl-reconciler.
-func NewCommand() *cobra.Command {
-	var o Options
+func NewCommand() *cobra.Command { return newCommand(&Options{}) }
+
+// newCommand builds gpuctl-reconciler over o, whose flags it binds.
+func newCommand(o *Options) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "gpuctl-reconciler --source=dir:PATH|git:URL",
 		Short: "Keep a cluster in sync with a tree of gpuctl files",
@@ -123,7 +131,7 @@ directory source is written in place.`,
 		SilenceErrors: true,
 		Version:       version.Get().String(),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return run(cmd.Context(), &o)
+			return run(cmd.Context(), o)
 		},
 	}
 	o.BindFlags(cmd)
@@ -147,6 +155,9 @@ func run(ctx context.Context, o *Options) error {
 	}
 	if o.RenderTimeout <= 0 || o.SyncTimeout <= 0 {
 		return errors.New("--render-timeout and --sync-timeout must be positive")
+	}
+	if err := o.Rates.validate(); err != nil {
+		return err
 	}
 	log, err := o.Log.Logger(os.Stderr)
 	if err != nil {
@@ -172,11 +183,15 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
-	kube, err := kubernetes.NewForConfig(cfg)
+	own := o.Rates.clientConfig(cfg) // the engine's clients keep their own rate
+	if o.wrapTransport != nil {
+		own.Wrap(o.wrapTransport)
+	}
+	kube, err := kubernetes.NewForConfig(own)
 	if err != nil {
 		return err
 	}
-	dyn, err := dynamic.NewForConfig(cfg) // Kueue's objects, for the read model
+	dyn, err := dynamic.NewForConfig(own) // Kueue's objects, for the read model
 	if err != nil {
 		return err
 	}
@@ -200,7 +215,7 @@ func run(ctx context.Context, o *Options) error {
 	events := record.NewBroadcaster()
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	det, err := detector.New(detector.Options{Config: cfg, Kube: kube, Engine: engine, Store: driftStore, Mode: o.Drift,
+	det, err := detector.New(detector.Options{Config: own, Kube: kube, Engine: engine, Store: driftStore, Mode: o.Drift,
 		DeleteShadow: o.DriftDelete, IgnoreManagers: o.DriftIgnore, HistorySize: o.DriftHistory, Resync: o.Interval,
 		Metrics: metrics.Drift, Events: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gpuctl-reconciler"}),
 		Log: log.With("component", "drift")})
@@ -234,6 +249,11 @@ func run(ctx context.Context, o *Options) error {
 	log.Info("gpuctl-reconciler starting", "version", version.String(), "source", src.URL(), "identity", o.identity(), "listen", srv.Addr)
 	if err := daemon.EnsureNamespace(ctx, kube, o.Namespace); err != nil {
 		log.Warn("cannot create the daemon's namespace", "namespace", o.Namespace, "err", err)
+	}
+	// Every replica serves the status from its informer of the status ConfigMap: a read of
+	// the API or the page makes no request to the API server.
+	if err := d.WatchStatus(ctx); err != nil {
+		return fmt.Errorf("watch the status: %w", err)
 	}
 	if o.LeaderElect {
 		daemon.RunAsLeader(ctx, daemon.LeaderOptions{Kube: kube, Namespace: o.Namespace, Identity: o.identity(),
@@ -279,7 +299,7 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 		objects = cluster.StartInformersAfter(ctx, readModel, kube, dyn, o.Namespace)
 	}
 	handler := httpapi.New(httpapi.Options{Backend: d, Writer: d, Kube: kube, Dynamic: dyn, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
-		Registry: reg, Webhooks: hooks, Ready: d.Ready, Log: log.With("component", "http")})
+		Registry: reg, Webhooks: hooks, Ready: d.Ready, RateLimit: o.Rates.APIQPS, RateBurst: o.Rates.APIBurst, Log: log.With("component", "http")})
 	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {
 		return nil, err

@@ -21,7 +21,9 @@ type SourceOptions struct {
 	Path     string
 	WorkDir  string
 	Interval time.Duration
-	Auth     gitsource.AuthOptions
+	// Timeout bounds each exchange with the Git server (--git-timeout).
+	Timeout time.Duration
+	Auth    gitsource.AuthOptions
 	// Webhook secrets (files); a handler is mounted for each one set.
 	GitHubSecretFile, GitLabSecretFile, GenericSecretFile string
 	// Writes of the API to a Git source: --git-push, --git-push-branch, --git-author-domain.
@@ -35,6 +37,7 @@ func (o *SourceOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.Path, "path", "", "git: subdirectory of the repository to render")
 	fs.StringVar(&o.WorkDir, "work-dir", "", "git: directory for the clone (default: a temporary directory)")
 	fs.DurationVar(&o.Interval, "git-poll-interval", gitsource.DefaultInterval, "git: how often to look for a new commit (0: webhooks only)")
+	fs.DurationVar(&o.Timeout, "git-timeout", gitsource.DefaultTimeout, "git: give up an exchange with the Git server (ls-remote, fetch or clone, push) that takes longer")
 	fs.StringVar(&o.Auth.TokenFile, "git-token-file", "", "git: file holding an HTTPS access token")
 	fs.StringVar(&o.Auth.UsernameFile, "git-username-file", "", "git: file holding the HTTPS basic-auth user")
 	fs.StringVar(&o.Auth.PasswordFile, "git-password-file", "", "git: file holding the HTTPS basic-auth password")
@@ -61,9 +64,11 @@ func (o *SourceOptions) Open(log *slog.Logger) (sources.Source, error) {
 		return local.New(local.Options{Root: where, Log: log})
 	case o.Writes.BranchPrefix != "" && !o.Writes.Push:
 		return nil, errors.New("--git-push-branch needs --git-push")
+	case kind == "git" && o.Timeout <= 0:
+		return nil, fmt.Errorf("--git-timeout %s: must be positive", o.Timeout)
 	case kind == "git":
 		opts := gitsource.DefaultOptions(where, o.Ref)
-		opts.Path, opts.Dir, opts.Interval, opts.Auth, opts.Log = o.Path, o.WorkDir, o.Interval, o.Auth, log
+		opts.Path, opts.Dir, opts.Interval, opts.Timeout, opts.Auth, opts.Log = o.Path, o.WorkDir, o.Interval, o.Timeout, o.Auth, log
 		src, err := gitsource.New(opts)
 		if err != nil {
 			return nil, err

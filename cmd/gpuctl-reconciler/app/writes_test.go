@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +23,6 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/test/gittest"
 	"github.com/gpuctl/gpuctl/test/testcluster"
-	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -72,6 +73,12 @@ type writeDaemon struct {
 // status namespace of its own) until the test ends, and waits for its first sync.
 func startWriteDaemon(t testing.TB, tm team, args ...string) *writeDaemon {
 	t.Helper()
+	return startDaemon(t, tm, &Options{}, args...)
+}
+
+// startDaemon is startWriteDaemon over o (its fields that no flag sets).
+func startDaemon(t testing.TB, tm team, o *Options, args ...string) *writeDaemon {
+	t.Helper()
 	dir := t.TempDir()
 	tokens := filepath.Join(dir, "tokens")
 	lines := fmt.Sprintf("%s,ops,admin\n%s,alice,namespaces=%s\n%s,nobody\n", opsToken, aliceToken, tm.alice, noneToken)
@@ -86,7 +93,7 @@ func startWriteDaemon(t testing.TB, tm team, args ...string) *writeDaemon {
 	ln.Close()
 	ns := "sys-" + tm.alice
 	ctx, cancel := context.WithCancel(context.Background())
-	cmd := NewCommand()
+	cmd := newCommand(o)
 	cmd.SetArgs(append([]string{"--kubeconfig", testcluster.Current().Kubeconfig, "--namespace", ns, "--listen", addr,
 		"--tokens-file", tokens, "--namespace-map", "teams/*/**=$1", "--max-prune", "100%", "--memory-limit", "0",
 		"--log-level", "warn", "--interval", "1h"}, args...))
@@ -372,10 +379,21 @@ func TestAPIWritesWithAGitSource(t *testing.T) {
 	if at := git(t, workDir, "rev-parse", "HEAD"); at != head {
 		t.Errorf("the clone is at %s, the remote at %s", at, head)
 	}
-	if st := git(t, workDir, "status", "--porcelain", "--untracked-files=all"); st != "" {
-		t.Errorf("the clone is not clean: %q", st)
+	// The checked-out tree (--work-dir/tree) holds the files of the head, and nothing else.
+	var files []string
+	tree := filepath.Join(workDir, "tree")
+	filepath.WalkDir(tree, func(p string, e fs.DirEntry, err error) error {
+		if err == nil && !e.IsDir() {
+			rel, _ := filepath.Rel(tree, p)
+			files = append(files, filepath.ToSlash(rel))
+		}
+		return err
+	})
+	want := strings.Fields(g.Run(g.Bare, "ls-tree", "-r", "--name-only", head))
+	if slices.Sort(files); !slices.Equal(files, slices.Sorted(slices.Values(want))) {
+		t.Errorf("the checked-out tree holds %q, want the files of the head %q", files, want)
 	}
-	if _, err := os.Stat(filepath.Join(workDir, "teams", tm.alice, "refused.yaml")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(tree, "teams", tm.alice, "refused.yaml")); !os.IsNotExist(err) {
 		t.Errorf("the refused file is in the clone: %v", err)
 	}
 	st, _, _ := d.store.Read(context.Background())
@@ -467,17 +485,7 @@ func TestWriteFlags(t *testing.T) {
 		"--source=git:https://example.com/x.git --ref=refs/tags/v1 --git-push":                             "a commit needs a branch to push to",
 		"--source=git:https://example.com/x.git --ref=0123456789012345678901234567890123456789 --git-push": "a commit needs a branch",
 	} {
-		var o Options
-		cmd := &cobra.Command{}
-		o.BindFlags(cmd)
-		if err := cmd.Flags().Parse(strings.Fields(args)); err != nil {
-			t.Fatal(err)
-		}
-		src, err := o.Source.Open(nil)
-		if err == nil {
-			src.Close()
-		}
-		if err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := openSource(t, args); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v, want %q", args, err, want)
 		}
 	}

@@ -42,8 +42,9 @@ func PrincipalFrom(ctx context.Context) (Principal, bool) {
 	return p, ok
 }
 
-// authenticate answers 401 unless the request carries a known bearer token, and puts the
-// token's principal into the request's context.
+// authenticate answers 401 unless the request carries a known bearer token, 429 when the
+// token is over its rate (Options.RateLimit), and puts the token's principal into the
+// request's context.
 func (s *server) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
@@ -54,6 +55,9 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		p, known := s.lookup(token)
 		if !known {
 			unauthorized(w, `Bearer realm="gpuctl", error="invalid_token"`, "invalid bearer token")
+			return
+		}
+		if s.overRate(w, token, p, false) {
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))

@@ -62,6 +62,11 @@ type Options struct {
 	Webhooks map[string]http.Handler
 	// Ready reports whether the daemon is ready; nil means always ready.
 	Ready func() error
+	// RateLimit is how many requests a second each token may make to the API and the page, and
+	// RateBurst how many at once; over it they answer 429 with Retry-After. 0 is
+	// DefaultRateLimit (DefaultRateBurst); a negative RateLimit is no limit.
+	RateLimit float64
+	RateBurst int
 	// Log receives access and error logs; nil discards them.
 	Log *slog.Logger
 }
@@ -71,6 +76,7 @@ type server struct {
 	log     *slog.Logger
 	metrics *apiMetrics
 	cluster cluster.Model // nil without Options.Kube
+	limiter *limiter      // nil: no rate limit
 	// openapi is the document of GET /api/v1/openapi.json, written from the route table.
 	openapi []byte
 	// patterns are the ServeMux patterns registered, in order.
@@ -90,7 +96,7 @@ func newServer(opts Options) (*server, *http.ServeMux) {
 	if opts.SystemNamespace == "" {
 		opts.SystemNamespace = keys.SystemNamespace
 	}
-	s := &server{opts: opts, log: opts.Log}
+	s := &server{opts: opts, log: opts.Log, limiter: newLimiter(opts.RateLimit, opts.RateBurst)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -162,7 +162,7 @@ type uiBar struct {
 
 // authenticatePage is authenticate for the web page: browsers cannot send a bearer token, so
 // it also accepts HTTP Basic authentication whose password is a token (any user name), and it
-// answers 401 with a Basic challenge so that the browser asks for it.
+// answers 401 with a Basic challenge so that the browser asks for it; 429 as authenticate.
 func (s *server) authenticatePage(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := bearerToken(r)
@@ -177,6 +177,9 @@ func (s *server) authenticatePage(next http.Handler) http.Handler {
 				msg = "401 unauthorized: unknown token"
 			}
 			writeText(w, http.StatusUnauthorized, msg)
+			return
+		}
+		if s.overRate(w, token, p, true) {
 			return
 		}
 		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), principalKey{}, p)))
