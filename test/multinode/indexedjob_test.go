@@ -43,7 +43,7 @@ func TestIndexedJobReplacesOnlyTheLostRank(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
 			client, ns := newClient(t), newNamespace(t)
-			dumpOnFailure(t, client, ns)
+			testcluster.DumpOnFailure(t, client, ns)
 			job := indexedJob("train", 2, 20*time.Second)
 			if _, err := client.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)

@@ -3,12 +3,10 @@ package multinode
 import (
 	"context"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/gpuctl/gpuctl/test/testcluster"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -33,31 +31,4 @@ func newNamespace(t *testing.T) string {
 func poll(t *testing.T, what string, cond func(context.Context) (bool, error)) {
 	t.Helper()
 	testcluster.Poll(t, what, waitTimeout, cond)
-}
-
-// dumpOnFailure logs the pods of ns, with their phase and conditions, when the test fails.
-func dumpOnFailure(t *testing.T, client kubernetes.Interface, ns string) {
-	t.Cleanup(func() {
-		if !t.Failed() {
-			return
-		}
-		pods, err := client.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Logf("list pods of %s: %v", ns, err)
-			return
-		}
-		if evs, err := client.CoreV1().Events(ns).List(context.Background(), metav1.ListOptions{}); err == nil {
-			for _, e := range evs.Items {
-				t.Logf("event %s %s: %s %s", e.InvolvedObject.Kind, e.InvolvedObject.Name, e.Reason, e.Message)
-			}
-		}
-		for _, p := range pods.Items {
-			var conds []string
-			for _, c := range p.Status.Conditions {
-				conds = append(conds, string(c.Type)+"="+string(c.Status))
-			}
-			t.Logf("pod %s: %s on %s, deleting %v, conditions %s", p.Name, p.Status.Phase, p.Spec.NodeName,
-				p.DeletionTimestamp != nil, strings.Join(conds, ","))
-		}
-	})
 }

@@ -70,7 +70,7 @@ const sftSelector = "jobset.sigs.k8s.io/jobset-name=sft"
 func startTwoRanks(t *testing.T, runFor string) (kubernetes.Interface, dynamic.Interface, string, map[int]*corev1.Pod) {
 	t.Helper()
 	client, ns := newClient(t), newNamespace(t)
-	dumpOnFailure(t, client, ns)
+	testcluster.DumpOnFailure(t, client, ns)
 	dyn, err := dynamic.NewForConfig(testcluster.Current().RESTConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -124,13 +124,11 @@ func renderJobSet(t *testing.T, dyn dynamic.Interface, ns, file string) *unstruc
 // setRunFor makes kwok keep each attempt's ranks of the JobSet Running for d, then succeed.
 func setRunFor(t *testing.T, js *unstructured.Unstructured, d string) {
 	t.Helper()
-	tmpl := []string{"spec", "replicatedJobs"}
-	jobs, _, _ := unstructured.NestedSlice(js.Object, tmpl...)
-	if err := unstructured.SetNestedField(jobs[0].(map[string]any), map[string]any{testcluster.RunForAnnotation: d},
-		"template", "spec", "template", "metadata", "annotations"); err != nil {
-		t.Fatal(err)
+	dur, err := time.ParseDuration(d)
+	if err == nil {
+		err = testcluster.RunJobSetFor(js, dur)
 	}
-	if err := unstructured.SetNestedSlice(js.Object, jobs, tmpl...); err != nil {
+	if err != nil {
 		t.Fatal(err)
 	}
 }

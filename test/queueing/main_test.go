@@ -22,7 +22,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-func TestMain(m *testing.M) { os.Exit(testcluster.Main(m, testcluster.Options{Kueue: true})) }
+func TestMain(m *testing.M) {
+	os.Exit(testcluster.Main(m, testcluster.Options{Kueue: true, JobSet: true}))
+}
 
 // The tests of this package share the cluster's pool nodes and the cohort, so they run one
 // after the other (none calls t.Parallel) and each leaves its team's namespace empty.

@@ -160,3 +160,23 @@ func jobsetProbe() *unstructured.Unstructured {
 		}}},
 	}}
 }
+
+// RunJobSetFor marks the pod template of each replicated Job of a JobSet (unstructured) as
+// RunFor does: kwok keeps its pods Running for d before they succeed.
+func RunJobSetFor(js *unstructured.Unstructured, d time.Duration) error {
+	path := []string{"spec", "replicatedJobs"}
+	jobs, _, err := unstructured.NestedSlice(js.Object, path...)
+	if err != nil || len(jobs) == 0 {
+		return fmt.Errorf("JobSet %s has no replicated Jobs (%v)", js.GetName(), err)
+	}
+	for _, j := range jobs {
+		m, ok := j.(map[string]any)
+		if !ok {
+			return fmt.Errorf("JobSet %s: a replicated Job is not an object", js.GetName())
+		}
+		if err := unstructured.SetNestedField(m, d.String(), "template", "spec", "template", "metadata", "annotations", RunForAnnotation); err != nil {
+			return err
+		}
+	}
+	return unstructured.SetNestedSlice(js.Object, jobs, path...)
+}
