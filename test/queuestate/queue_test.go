@@ -1,7 +1,6 @@
 package queuestate
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -25,8 +24,8 @@ import (
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
-	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/test/clitest"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
@@ -220,11 +219,11 @@ func state(r cluster.JobPod) string {
 // gpuctl runs the CLI with the cluster's kubeconfig.
 func gpuctl(t *testing.T, args ...string) string {
 	t.Helper()
-	var out, errOut bytes.Buffer
-	if code := app.Run(t.Context(), app.Streams{Out: &out, Err: &errOut}, append(args, "--kubeconfig", testcluster.Current().Kubeconfig)); code != 0 {
-		t.Fatalf("gpuctl %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+	out, errOut, code := clitest.Run(t, args...)
+	if code != 0 {
+		t.Fatalf("gpuctl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
 	}
-	return out.String()
+	return out
 }
 
 // line is the line of out that contains all of words, or "".
