@@ -175,7 +175,9 @@ const (
 	// DriftHistoryKey is the data key of the drift history (JSON list, oldest first).
 	DriftHistoryKey = "history"
 	// SyncRequestedAt is set on the status ConfigMap by `gpuctl sync` to ask for a sync now;
-	// its value is an opaque request id (a timestamp), echoed in the status once handled.
+	// its value is a new request id (a timestamp and a random suffix), and the
+	// resourceVersion that the write makes is the request's place in line: any sync that
+	// starts after the daemon has seen it answers it (daemon.Request).
 	SyncRequestedAt = Prefix + "sync-requested-at"
 	// LeaseName is the Lease of the daemon's leader election.
 	LeaseName = "gpuctl-reconciler"
