@@ -69,7 +69,9 @@
 // 400 with every diagnostic of invalid files (Error.Diagnostics, file:line:col), 403 another
 // namespace's directory or job, 409 a job or file that exists or a change that changes
 // nothing, 413 a body over MaxWriteBody or a file over render.MaxFileSize, and 503 when the push
-// failed (nothing was written).
+// failed (nothing was written). A token over its rate (Options.RateLimit and RateBurst, the
+// API and the page together) gets 429 with Retry-After. The status comes from the Backend's
+// memory (daemon.Daemon.Status): a read makes no request to the API server.
 //
 // The list routes page their answers: page from 1 (default 1), pageSize from 1 to 500 (default
 // 20). The filters are cluster.JobFilter and cluster.NodeFilter: kind, pool and status (in any
