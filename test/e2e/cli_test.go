@@ -14,7 +14,6 @@ import (
 
 	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/test/clitest"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,7 +35,9 @@ func gpuctlAs(t *testing.T, kubeconfig string, args ...string) (string, string, 
 // runGpuctl runs the CLI with the arguments; an error is printed as main prints it.
 func runGpuctl(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
-	return clitest.RunAs(t, "", args...)
+	var out, errOut bytes.Buffer
+	code := app.Run(t.Context(), app.Streams{Out: &out, Err: &errOut}, args)
+	return out.String(), errOut.String(), code
 }
 
 // copyTree copies examples/ so that the test can edit it.

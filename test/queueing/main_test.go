@@ -1,6 +1,7 @@
 package queueing
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -10,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/test/clitest"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -129,12 +130,21 @@ spec:
 }
 
 // sync runs `gpuctl sync --local` on the repository and fails the test unless it succeeds.
-func (r *repo) sync() { r.t.Helper(); clitest.SyncLocal(r.t, r.dir) }
+func (r *repo) sync() {
+	r.t.Helper()
+	out, errOut, code := gpuctl(r.t, "sync", "--local", r.dir, "--max-prune=100%", "--color", "never")
+	if code != 0 || strings.Contains(out, "failed") {
+		r.t.Fatalf("sync: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
 
 // gpuctl runs the CLI against the cluster.
 func gpuctl(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
-	return clitest.Run(t, args...)
+	var out, errOut bytes.Buffer
+	args = append(args, "--kubeconfig", testcluster.Current().Kubeconfig)
+	code := app.Run(t.Context(), app.Streams{Out: &out, Err: &errOut}, args)
+	return out.String(), errOut.String(), code
 }
 
 func clients(t testing.TB) (kubernetes.Interface, dynamic.Interface) {

@@ -1,6 +1,7 @@
 package queuestate
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -24,8 +25,8 @@ import (
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
+	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/test/clitest"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
@@ -219,11 +220,11 @@ func state(r cluster.JobPod) string {
 // gpuctl runs the CLI with the cluster's kubeconfig.
 func gpuctl(t *testing.T, args ...string) string {
 	t.Helper()
-	out, errOut, code := clitest.Run(t, args...)
-	if code != 0 {
-		t.Fatalf("gpuctl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
+	var out, errOut bytes.Buffer
+	if code := app.Run(t.Context(), app.Streams{Out: &out, Err: &errOut}, append(args, "--kubeconfig", testcluster.Current().Kubeconfig)); code != 0 {
+		t.Fatalf("gpuctl %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
 	}
-	return out
+	return out.String()
 }
 
 // line is the line of out that contains all of words, or "".

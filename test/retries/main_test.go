@@ -1,16 +1,18 @@
 package retries
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/test/clitest"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -101,12 +103,21 @@ func failWith(reason string, exitCode int) string {
 }
 
 // sync runs `gpuctl sync --local` on the repository and fails the test unless it succeeds.
-func (r *repo) sync() { r.t.Helper(); clitest.SyncLocal(r.t, r.dir) }
+func (r *repo) sync() {
+	r.t.Helper()
+	out, errOut, code := gpuctl(r.t, "sync", "--local", r.dir, "--max-prune=100%", "--color", "never")
+	if code != 0 || strings.Contains(out, "failed") {
+		r.t.Fatalf("sync: exit %d\n%s\n%s", code, out, errOut)
+	}
+}
 
 // gpuctl runs the CLI against the cluster.
 func gpuctl(t testing.TB, args ...string) (string, string, int) {
 	t.Helper()
-	return clitest.Run(t, args...)
+	var out, errOut bytes.Buffer
+	args = append(args, "--kubeconfig", testcluster.Current().Kubeconfig)
+	code := app.Run(t.Context(), app.Streams{Out: &out, Err: &errOut}, args)
+	return out.String(), errOut.String(), code
 }
 
 func newClient(t testing.TB) kubernetes.Interface { return testcluster.NewClient(t) }
