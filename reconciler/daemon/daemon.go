@@ -244,7 +244,8 @@ func (d *Daemon) syncOnce(ctx context.Context, r Request) Status {
 	d.mu.Unlock()
 	st := Status{Source: d.opts.Source.URL(), LastAttempt: start, Leader: d.opts.Identity, Mode: d.opts.DriftMode,
 		AppliedRevision: prev.AppliedRevision, AppliedDigest: prev.AppliedDigest, LastSuccess: prev.LastSuccess,
-		LastHandledRequest: prev.LastHandledRequest, HandledThrough: prev.HandledThrough, Held: prev.Held}
+		LastHandledRequest: prev.LastHandledRequest, HandledThrough: prev.HandledThrough, Held: prev.Held,
+		Applying: prev.Applying} // until an apply ends: the cluster may hold part of that revision
 	syncCtx, cancel := context.WithTimeout(ctx, d.opts.SyncTimeout)
 	d.sync(syncCtx, &st, prev, r.ID != "")
 	cancel()
@@ -353,7 +354,11 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		return
 	}
 	digest := heldDigest(reconciler.Digest(objects), held)
-	if d.opts.DriftMode != drift.ModeCorrect && !requested && prev.Result == ResultSucceeded && prev.AppliedDigest == digest {
+	// Report mode trusts the status to say what the cluster holds: not when an apply was
+	// interrupted since (prev.Applying), nor for members of gpuctl's inventory that nothing
+	// desires (such as those a killed sync of a later revision created), which are never drift.
+	if d.opts.DriftMode != drift.ModeCorrect && !requested && prev.Result == ResultSucceeded && prev.AppliedDigest == digest &&
+		prev.Applying == nil && plan.Count(reconciler.ActionDelete) == 0 {
 		// Report mode: the revision is applied; what differs now is drift, reported by the
 		// detector and left as it is until Git changes or someone asks for a sync.
 		st.Result, st.AppliedRevision, st.LastSuccess = ResultSucceeded, rev.ID, time.Now()
@@ -376,12 +381,19 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		// back); on the others, fields another manager took are drift, left as they are.
 		st.Summary, st.Counts = plan.Summary(), counts(plan)
 	}
+	if plan.HasChanges() {
+		if err := d.recordIntent(ctx, prev, rev.ID); err != nil {
+			st.Result, st.Message = ResultFailed, "record the apply of revision "+humanize.Revision(rev.ID)+" in the status before it: "+err.Error()+"; nothing applied"
+			return
+		}
+	}
 	if d.opts.Drift != nil {
 		d.opts.Drift.BeginSync()
 	}
 	applied := time.Now()
 	cs, err := d.opts.Engine.Apply(ctx, plan, prog.apply)
 	steps.Apply = time.Since(applied)
+	st.Applying = nil // the apply has ended: its results are this status
 	if err == nil && !plan.HasChanges() {
 		d.snapshot.Store(reconciler.SnapshotOf(plan, objects))
 	}
@@ -415,11 +427,34 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		return
 	}
 	st.Result, st.Message = ResultSucceeded, "applied revision "+humanize.Revision(rev.ID)+heldNote(st.Held)
+	if a := prev.Applying; a != nil {
+		st.Message += "; the apply of " + a.String() + " had not ended (the daemon stopped): this sync applied in full"
+	}
 	if len(taken) > 0 {
 		st.Message += "; took back fields from other managers on " + humanize.Plural(len(taken), "object") + " (Git wins on what a revision changes)"
 	}
 	st.AppliedRevision, st.AppliedDigest, st.LastSuccess = rev.ID, digest, time.Now()
 	reportJobs(st, jobErrors, cs, queued)
+}
+
+// recordIntent records in the status, before an apply's first write, that revision is being
+// applied (Status.Applying): a daemon killed during the apply leaves it there, and the next
+// one plans and applies in full instead of trusting the status's AppliedDigest. The rest of the
+// status stays prev's, which answers no new request; the leader serves it too.
+func (d *Daemon) recordIntent(ctx context.Context, prev Status, revision string) error {
+	intent := prev
+	intent.Applying = &Applying{Revision: revision, Since: time.Now()}
+	intent.Source, intent.Leader, intent.Mode = d.opts.Source.URL(), d.opts.Identity, d.opts.DriftMode
+	if intent.Result == "" {
+		intent.Result = ResultPending
+	}
+	if err := d.opts.Store.Write(ctx, intent); err != nil {
+		return err
+	}
+	d.mu.Lock()
+	d.last = intent
+	d.mu.Unlock()
+	return nil
 }
 
 // read fetches the newest revision and renders it, while no write changes the tree; a fetch
@@ -454,7 +489,7 @@ func (d *Daemon) read(ctx context.Context, steps *Steps, unchanged func(sources.
 // it, nothing is rendered, listed or written. It fills st and reports true; false leaves st as
 // it was.
 func (d *Daemon) unchanged(ctx context.Context, rev sources.Revision, prev Status, s *reconciler.Snapshot, st *Status) bool {
-	if s == nil || prev.Result != ResultSucceeded || prev.AppliedRevision != rev.ID {
+	if s == nil || prev.Result != ResultSucceeded || prev.AppliedRevision != rev.ID || prev.Applying != nil {
 		return false
 	}
 	plan, ok := d.opts.Engine.Unchanged(ctx, s)

@@ -67,6 +67,12 @@ type Status struct {
 	Plan *PlanCost `json:"plan,omitempty"`
 	// Steps is where the last attempt's time went.
 	Steps *Steps `json:"steps,omitempty"`
+	// Applying is the apply in progress, recorded in the status ConfigMap before its first
+	// write, or the last one that never ended (the daemon was killed or stopped during it): the
+	// cluster may then hold part of its revision, whatever AppliedRevision says. A sync that
+	// starts with it set plans and applies in full (report mode's shortcut does not trust
+	// AppliedDigest); the end of an apply clears it.
+	Applying *Applying `json:"applying,omitempty"`
 	// LastHandledRequest is the id of the newest sync request (Request.ID) that the last sync
 	// that answered requests had seen when it started.
 	LastHandledRequest string `json:"lastHandledRequest,omitempty"`
@@ -78,6 +84,19 @@ type Status struct {
 	Leader string `json:"leader,omitempty"`
 	// Mode is the drift mode.
 	Mode drift.Mode `json:"mode,omitempty"`
+}
+
+// Applying is an apply that has begun (Status.Applying).
+type Applying struct {
+	// Revision is the revision being applied.
+	Revision string `json:"revision"`
+	// Since is when its apply began.
+	Since time.Time `json:"since"`
+}
+
+// String is the apply on one line: `revision 4f9c2a7 since 2026-05-01T10:04:05Z (45 s ago)`.
+func (a *Applying) String() string {
+	return "revision " + humanize.Revision(a.Revision) + " since " + a.Since.UTC().Format(time.RFC3339) + " (" + humanize.Age(time.Since(a.Since)) + " ago)"
 }
 
 // HeldScope is a tenant namespace held at its last good revision.

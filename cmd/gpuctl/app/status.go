@@ -95,6 +95,9 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 		result += ": " + st.Message
 	}
 	row("Result:", result)
+	if a := st.Applying; a != nil { // in progress, or interrupted: the next sync applies in full
+		row("Applying:", a.String()+": not ended; if the daemon stopped meanwhile, its next sync applies in full")
+	}
 	if !st.LastAttempt.IsZero() {
 		took := humanize.Duration(st.Duration)
 		if st.Steps != nil {

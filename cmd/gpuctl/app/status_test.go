@@ -2,10 +2,12 @@ package app
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 )
 
@@ -62,5 +64,21 @@ func TestStatusShowsHeldNamespaces(t *testing.T) {
 		"    teams/bob/train.yaml:8:3: resources.gpus: unknown field\n"
 	if !strings.HasSuffix(buf.String(), want) {
 		t.Errorf("status:\n%s\nwant it to end with:\n%s", buf.String(), want)
+	}
+}
+
+// TestStatusShowsAnApplyNotEnded: an apply recorded before its first write (in progress, or
+// interrupted by a crash) has its own line, with its revision and age.
+func TestStatusShowsAnApplyNotEnded(t *testing.T) {
+	since := time.Date(2026, 5, 1, 10, 4, 5, 0, time.UTC)
+	st := daemon.Status{Result: daemon.ResultSucceeded, AppliedRevision: "main@0123456789abcdef0123456789abcdef01234567",
+		Applying: &daemon.Applying{Revision: "main@4f9c2a71d0e8aa55bb66cc77dd88ee99ff001122", Since: since}}
+	var buf bytes.Buffer
+	if err := printStatus(&buf, st, "text", palette{}); err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`(?m)^Applying: +revision main@4f9c2a71d0e8 since 2026-05-01T10:04:05Z \(` + humanize.Age(time.Since(since)) + ` ago\): not ended;`)
+	if !want.MatchString(buf.String()) {
+		t.Errorf("status:\n%s\nwant a line %q", buf.String(), want)
 	}
 }
