@@ -55,6 +55,9 @@ type Options struct {
 	RenderCacheBytes int64
 	// FS is the filesystem revisions are read through (default: the disk).
 	FS filesys.FileSystem
+	// SlowFetch is how long a fetch lasts before it is logged and shown in the status
+	// (Status.FetchingSince; default DefaultSlowFetch).
+	SlowFetch time.Duration
 	// ProgressEvery is how often a sync that lasts longer logs its progress (default
 	// DefaultProgressEvery).
 	ProgressEvery time.Duration
@@ -103,6 +106,8 @@ type Daemon struct {
 	// snapshot is what the last sync left as it found it (it had nothing to do), for a sync of
 	// the same revision to check from the watches alone.
 	snapshot atomic.Pointer[reconciler.Snapshot]
+	// fetching is when the fetch in progress began (nil: none), for the status (fetching.go).
+	fetching atomic.Pointer[time.Time]
 	// release collects and frees the memory of large syncs when they end (release.go).
 	release *releaser
 }
@@ -144,6 +149,9 @@ func New(opts Options) *Daemon {
 	if opts.FS == nil {
 		opts.FS = diskFS()
 	}
+	if opts.SlowFetch <= 0 {
+		opts.SlowFetch = DefaultSlowFetch
+	}
 	if opts.ProgressEvery <= 0 {
 		opts.ProgressEvery = DefaultProgressEvery
 	}
@@ -163,6 +171,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 	d.running.Store(true)
 	defer d.running.Store(false)
 	if st, _, err := d.opts.Store.Read(ctx); err == nil {
+		st.FetchingSince = time.Time{} // a fetch of a replica that stopped during it
 		d.mu.Lock()
 		d.last = st
 		d.mu.Unlock()
@@ -222,11 +231,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 }
 
-// LastStatus returns the status of the last sync this replica ran.
+// LastStatus returns the status of the last sync this replica ran, with the fetch in progress
+// when it is slow (Status.FetchingSince).
 func (d *Daemon) LastStatus() Status {
 	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.last
+	st := d.last
+	d.mu.Unlock()
+	st.FetchingSince = d.fetchingSince()
+	return st
 }
 
 // SyncOnce fetches, renders, plans and applies once, records the status and returns it. A
@@ -444,11 +456,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 func (d *Daemon) recordIntent(ctx context.Context, prev Status, revision string) error {
 	intent := prev
 	intent.Applying = &Applying{Revision: revision, Since: time.Now()}
-	intent.Source, intent.Leader, intent.Mode = d.opts.Source.URL(), d.opts.Identity, d.opts.DriftMode
-	if intent.Result == "" {
-		intent.Result = ResultPending
-	}
-	if err := d.opts.Store.Write(ctx, intent); err != nil {
+	if err := d.writeProgress(ctx, &intent); err != nil {
 		return err
 	}
 	d.mu.Lock()
@@ -463,7 +471,7 @@ func (d *Daemon) read(ctx context.Context, steps *Steps, unchanged func(sources.
 	d.tree.RLock()
 	defer d.tree.RUnlock()
 	began := time.Now()
-	rev, err = d.opts.Source.Fetch(ctx)
+	rev, err = d.fetch(ctx)
 	steps.Fetch = time.Since(began)
 	if err != nil {
 		return rev, nil, err, nil

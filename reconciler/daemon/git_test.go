@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -86,16 +87,29 @@ type gitHarness struct {
 	src     *gitsource.Source
 	fetches *atomic.Int64
 	down    *atomic.Bool
+	// hang makes the server accept every request and answer none until release is called.
+	hang    *atomic.Bool
+	release func()
 	h       *harness
 	first   string
 	push    func(key string) int
 }
 
-func newGitHarness(t testing.TB, ctx context.Context, ns string) *gitHarness {
-	g := &gitHarness{fetches: &atomic.Int64{}, down: &atomic.Bool{}}
-	down := g.down
+// newGitHarness starts a daemon over a new repository, its status in namespace ns, and waits
+// for its first commit to be applied; each of with changes the daemon's options.
+func newGitHarness(t testing.TB, ctx context.Context, ns string, with ...func(*daemon.Options)) *gitHarness {
+	g := &gitHarness{fetches: &atomic.Int64{}, down: &atomic.Bool{}, hang: &atomic.Bool{}}
+	down, hang, released := g.down, g.hang, make(chan struct{})
+	g.release = sync.OnceFunc(func() { hang.Store(false); close(released) })
 	g.remote = gittest.New(t, func(h http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if hang.Load() {
+				select {
+				case <-released:
+				case <-r.Context().Done():
+				}
+				return
+			}
 			if down.Load() {
 				http.Error(w, "down for maintenance", http.StatusServiceUnavailable)
 				return
@@ -103,6 +117,7 @@ func newGitHarness(t testing.TB, ctx context.Context, ns string) *gitHarness {
 			h.ServeHTTP(w, r)
 		})
 	})
+	t.Cleanup(g.release) // before the server's Close, which waits for its handlers
 	g.first = g.remote.Commit("add web", map[string]string{"jobs/web.yaml": compute("git-web", "default", 1)})
 	cfg := testcluster.Current().RESTConfig()
 	kube := kubernetes.NewForConfigOrDie(cfg)
@@ -119,10 +134,14 @@ func newGitHarness(t testing.TB, ctx context.Context, ns string) *gitHarness {
 	}
 	t.Cleanup(func() { g.src.Close() })
 	store := daemon.NewStore(kube, ns)
-	d := daemon.New(daemon.Options{Source: countingSource{g.src, g.fetches}, Engine: engine, Store: store,
-		Interval: time.Hour, MinBackoff: time.Hour, Identity: "git"})
+	o := daemon.Options{Source: countingSource{g.src, g.fetches}, Engine: engine, Store: store,
+		Interval: time.Hour, MinBackoff: time.Hour, Identity: "git"}
+	for _, f := range with {
+		f(&o)
+	}
+	d := daemon.New(o)
 	go func() { _ = d.Run(ctx) }()
-	g.h = &harness{t: t, ctx: ctx, store: store, kube: kube}
+	g.h = &harness{t: t, ctx: ctx, store: store, kube: kube, d: d}
 	g.h.waitStatus("first commit", func(s daemon.Status) bool { return s.AppliedRevision == g.first })
 
 	secret := filepath.Join(t.TempDir(), "hook")
@@ -139,4 +158,34 @@ func newGitHarness(t testing.TB, ctx context.Context, ns string) *gitHarness {
 		return code
 	}
 	return g
+}
+
+// TestSlowFetchIsShown (issue 32, finding 4): while a Git server accepts the fetch and does not
+// answer, the status shows since when the daemon has been fetching, once it has lasted longer
+// than SlowFetch: in the status ConfigMap (gpuctl status, a standby) and in the leader's memory
+// (GET /api/v1/status); once the fetch has ended, the sync's status clears it. Before, the
+// status said nothing until the whole --sync-timeout had passed.
+func TestSlowFetchIsShown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	g := newGitHarness(t, ctx, "sys-git-slow", func(o *daemon.Options) { o.SlowFetch = 300 * time.Millisecond })
+	second := g.remote.Commit("scale web", map[string]string{"jobs/web.yaml": compute("git-web", "default", 2)})
+	g.hang.Store(true)
+	pushed := time.Now()
+	g.push("hook-secret")
+	st := g.h.waitStatus("the slow fetch in the status", func(s daemon.Status) bool { return !s.FetchingSince.IsZero() })
+	if st.FetchingSince.Before(pushed) || st.AppliedRevision != g.first || st.Result != daemon.ResultSucceeded {
+		t.Errorf("status during the fetch: fetching since %s (pushed at %s), applied %s, result %s; want the fetch after the push, the first commit applied",
+			st.FetchingSince, pushed, st.AppliedRevision, st.Result)
+	}
+	mem, err := g.h.d.Status(ctx)
+	if err != nil || mem.FetchingSince.IsZero() {
+		t.Errorf("the leader's status from memory during the fetch: fetching since %s, %v", mem.FetchingSince, err)
+	}
+	g.release()
+	g.push("hook-secret") // the fetch that hung may have failed: the next one applies the commit
+	st = g.h.waitStatus("the commit applied", func(s daemon.Status) bool { return s.AppliedRevision == second })
+	if mem, _ := g.h.d.Status(ctx); !st.FetchingSince.IsZero() || !mem.FetchingSince.IsZero() {
+		t.Errorf("after the fetch the status still shows it: fetching since %s (in memory %s)", st.FetchingSince, mem.FetchingSince)
+	}
 }

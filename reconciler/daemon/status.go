@@ -67,6 +67,10 @@ type Status struct {
 	Plan *PlanCost `json:"plan,omitempty"`
 	// Steps is where the last attempt's time went.
 	Steps *Steps `json:"steps,omitempty"`
+	// FetchingSince is when the fetch in progress began, once it has lasted longer than
+	// Options.SlowFetch (5 s): the source has not answered yet, and `gpuctl status` says
+	// "fetching for 45s". The status that the sync records when it ends clears it.
+	FetchingSince time.Time `json:"fetchingSince,omitzero"`
 	// Applying is the apply in progress, recorded in the status ConfigMap before its first
 	// write, or the last one that never ended (the daemon was killed or stopped during it): the
 	// cluster may then hold part of its revision, whatever AppliedRevision says. A sync that

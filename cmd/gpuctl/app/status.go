@@ -95,6 +95,9 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 		result += ": " + st.Message
 	}
 	row("Result:", result)
+	if since := st.FetchingSince; !since.IsZero() {
+		row("Fetching:", "for "+humanize.Age(time.Since(since))+", since "+since.UTC().Format(time.RFC3339)+": the source has not answered yet")
+	}
 	if a := st.Applying; a != nil { // in progress, or interrupted: the next sync applies in full
 		row("Applying:", a.String()+": not ended; if the daemon stopped meanwhile, its next sync applies in full")
 	}

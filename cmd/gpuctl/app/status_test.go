@@ -82,3 +82,18 @@ func TestStatusShowsAnApplyNotEnded(t *testing.T) {
 		t.Errorf("status:\n%s\nwant a line %q", buf.String(), want)
 	}
 }
+
+// TestStatusShowsASlowFetch: a fetch that has lasted longer than a few seconds has its own
+// line, "fetching for 45s".
+func TestStatusShowsASlowFetch(t *testing.T) {
+	since := time.Now().Add(-45 * time.Second)
+	st := daemon.Status{Result: daemon.ResultSucceeded, FetchingSince: since}
+	var buf bytes.Buffer
+	if err := printStatus(&buf, st, "text", palette{}); err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`(?m)^Fetching: +for 4[56]s, since ` + regexp.QuoteMeta(since.UTC().Format(time.RFC3339)) + `: the source has not answered yet$`)
+	if !want.MatchString(buf.String()) {
+		t.Errorf("status:\n%s\nwant a line %q", buf.String(), want)
+	}
+}

@@ -120,6 +120,8 @@ func syncSection(now time.Time, s uiStatus) g.Node {
 		fact("Last attempt", uiWhen(now, s.St.LastAttempt), g.If(s.St.Duration != 0, g.Group{g.Text(" "),
 			muted("· took " + humanize.Duration(s.St.Duration))})),
 		fact("Last success", uiWhen(now, s.St.LastSuccess)),
+		g.If(!s.St.FetchingSince.IsZero(), wideFact("Fetching", "for "+humanize.Age(now.Sub(s.St.FetchingSince))+": the source has not answered yet")),
+		applyingFact(s.St.Applying),
 		wideFact("Summary", cmp.Or(s.St.Summary, uiNone)),
 		g.If(s.St.Message != "", wideFact("Message", s.St.Message)),
 		g.If(s.St.RevisionMessage != "", wideFact("Commit", s.St.RevisionMessage)),
@@ -141,6 +143,15 @@ func syncSection(now time.Time, s uiStatus) g.Node {
 		)
 	}
 	return section("sync", head, facts, errs, held)
+}
+
+// applyingFact is the apply that has begun and not ended (daemon.Status.Applying): in
+// progress, or interrupted; nil when none.
+func applyingFact(a *daemon.Applying) g.Node {
+	if a == nil {
+		return nil
+	}
+	return wideFact("Applying", a.String()+": not ended; if the daemon stopped meanwhile, its next sync applies in full")
 }
 
 func jobsSection(now time.Time, j uiJobs) g.Node {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/object"
+	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -293,6 +294,23 @@ func TestPageReadsAsAPersonWrites(t *testing.T) {
 	hist := regexp.MustCompile(`(?s)<tr class="history-row".*?</tr>`).FindAllString(body, -1)
 	if len(hist) != 3 || !strings.Contains(hist[0], "bob/done") || !strings.Contains(hist[0], "completed") {
 		t.Errorf("history rows:\n%s", strings.Join(hist, "\n"))
+	}
+}
+
+// TestPageShowsASlowFetchAndAnApply: the sync card says since when a slow fetch has waited
+// for the source ("fetching for 45s") and which apply has not ended (issue 32, findings 4 and 1).
+func TestPageShowsASlowFetchAndAnApply(t *testing.T) {
+	h, b := testServer(t)
+	b.status.FetchingSince = time.Now().Add(-45 * time.Second)
+	b.status.Applying = &daemon.Applying{Revision: "main@4f9c2a71d0e8aa55bb66cc77dd88ee99ff001122", Since: time.Now().Add(-2 * time.Minute)}
+	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(okPage(t, h), ""))
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`Fetchingfor 4[56]s: the source has not answered yet`),
+		regexp.MustCompile(`Applyingrevision main@4f9c2a71d0e8 since \S+ \(2m ago\): not ended`),
+	} {
+		if !want.MatchString(text) {
+			t.Errorf("the page's text lacks %s", want)
+		}
 	}
 }
 
