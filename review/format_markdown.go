@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/markdown"
+	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/render"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -215,7 +216,7 @@ func mdChange(c *ObjectDiff) string {
 	case DiffChanged:
 		lines = fieldLines(c)
 	case DiffAdded:
-		lines, lang = yamlLines(c.After), "yaml"
+		lines, lang = yamlLines(object.ForDisplay(c.After)), "yaml"
 	case DiffRemoved:
 		lines = []string{"- " + c.Ref.String()}
 	}

@@ -27,10 +27,17 @@ type FieldDiff struct {
 var serverFields = [][]string{{"status"}, {"metadata", "managedFields"}, {"metadata", "resourceVersion"},
 	{"metadata", "uid"}, {"metadata", "generation"}, {"metadata", "creationTimestamp"}, {"metadata", "selfLink"}}
 
-// ignoredFields are the paths of serverFields and of gpuctl's applied-hash annotation, which
+// bookkeeping are gpuctl's annotations of its own bookkeeping (the applied-hash, a training
+// Job's spec digest and kept-hash), which a person does not write and diffs leave out.
+var bookkeeping = []string{keys.AppliedHash, keys.SpecDigest, keys.KeptHash}
+
+// ignoredFields are the paths of serverFields and of gpuctl's bookkeeping annotations, which
 // diffs leave out.
 var ignoredFields = func() map[string]bool {
-	m := map[string]bool{"metadata.annotations." + keys.AppliedHash: true}
+	m := map[string]bool{}
+	for _, k := range bookkeeping {
+		m["metadata.annotations."+k] = true
+	}
 	for _, f := range serverFields {
 		m[strings.Join(f, ".")] = true
 	}
@@ -38,7 +45,7 @@ var ignoredFields = func() map[string]bool {
 }()
 
 // ForDisplay returns a copy of u without the fields that the API server writes and without
-// gpuctl's applied-hash annotation: the object as a person compares it with its file, and as
+// gpuctl's bookkeeping annotations: the object as a person compares it with its file, and as
 // DiffFields sees it. nil stays nil.
 func ForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured {
 	if u == nil {
@@ -48,7 +55,16 @@ func ForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured {
 	for _, f := range serverFields {
 		unstructured.RemoveNestedField(c.Object, f...)
 	}
-	DropAppliedHash(c)
+	if ann := c.GetAnnotations(); ann != nil {
+		for _, k := range bookkeeping {
+			delete(ann, k)
+		}
+		if len(ann) == 0 {
+			unstructured.RemoveNestedField(c.Object, "metadata", "annotations")
+		} else {
+			c.SetAnnotations(ann)
+		}
+	}
 	return c
 }
 
