@@ -19,8 +19,9 @@ const LastLogLines = 10
 // namespace's events, the nodes (what happened to a lost one) and, when a pod was preempted,
 // the pods that may have preempted it (gpuctl's pods in every namespace, else those of the
 // namespace: pods, already listed). Nodes and other namespaces that the credentials may not
-// list are left out.
-func (r *Reader) loadHistory(ctx context.Context, namespace string, events []*corev1.Event, pods []*corev1.Pod) (*history, error) {
+// list are left out. shared holds the reads that the histories of several namespaces share
+// (nil: none yet).
+func (r *Reader) loadHistory(ctx context.Context, namespace string, events []*corev1.Event, pods []*corev1.Pod, shared *sharedReads) (*history, error) {
 	objs := r.ObjectSource()
 	if events == nil {
 		var err error
@@ -28,13 +29,10 @@ func (r *Reader) loadHistory(ctx context.Context, namespace string, events []*co
 			return nil, fmt.Errorf("list events: %w", err)
 		}
 	}
-	h := &history{events: events, pods: pods}
-	if nodes, err := objs.Nodes(ctx); err == nil {
-		h.nodes = map[string]*corev1.Node{}
-		for _, n := range nodes {
-			h.nodes[n.Name] = n
-		}
+	if shared == nil {
+		shared = &sharedReads{}
 	}
+	h := &history{events: events, pods: pods, nodes: shared.nodeMap(ctx, objs)}
 	preempted := false
 	for _, e := range events {
 		preempted = preempted || e.Reason == "Preempted" && e.InvolvedObject.Kind == "Pod"
@@ -42,8 +40,8 @@ func (r *Reader) loadHistory(ctx context.Context, namespace string, events []*co
 	if !preempted {
 		return h, nil
 	}
-	if all, err := objs.Pods(ctx, metav1.NamespaceAll, managedPods, nil); err == nil {
-		h.pods = append(all, pods...)
+	if all := shared.managedPods(ctx, objs); all != nil {
+		h.pods = append(all[:len(all):len(all)], pods...)
 	}
 	if jobs, err := objs.Jobs(ctx, namespace, workloadSelector("", "")); err == nil {
 		h.priorities = map[string]string{}
@@ -52,6 +50,41 @@ func (r *Reader) loadHistory(ctx context.Context, namespace string, events []*co
 		}
 	}
 	return h, nil
+}
+
+// sharedReads are the reads that the histories of several namespaces share, each made once,
+// when first needed: the nodes, and gpuctl's pods in every namespace. A read that fails (the
+// credentials may not list them) leaves them out.
+type sharedReads struct {
+	nodes       map[string]*corev1.Node
+	all         []*corev1.Pod
+	nodesDone   bool
+	allPodsDone bool
+}
+
+// nodeMap is the nodes by name, nil when they cannot be listed.
+func (s *sharedReads) nodeMap(ctx context.Context, objs Objects) map[string]*corev1.Node {
+	if !s.nodesDone {
+		s.nodesDone = true
+		if nodes, err := objs.Nodes(ctx); err == nil {
+			s.nodes = map[string]*corev1.Node{}
+			for _, n := range nodes {
+				s.nodes[n.Name] = n
+			}
+		}
+	}
+	return s.nodes
+}
+
+// managedPods is gpuctl's pods in every namespace, nil when they cannot be listed.
+func (s *sharedReads) managedPods(ctx context.Context, objs Objects) []*corev1.Pod {
+	if !s.allPodsDone {
+		s.allPodsDone = true
+		if all, err := objs.Pods(ctx, metav1.NamespaceAll, managedPods, nil); err == nil {
+			s.all = all
+		}
+	}
+	return s.all
 }
 
 // needsHistory reports whether a Job's reason needs the events of its pods: it failed, a pod
@@ -84,13 +117,14 @@ func needsHistory(w workload, pods []*corev1.Pod) bool {
 }
 
 // setJobReasons sets the JobReason of the rows of each workload whose reason needs no events
-// (Kueue's) or whose events history holds; hist is nil when no job needed them.
-func setJobReasons(ws []workload, pods []*corev1.Pod, hist map[string]*history, rows []JobPod) {
+// (Kueue's) or whose events history holds (the jobs in hist.need); byNS are the pods by
+// namespace.
+func setJobReasons(ws []workload, byNS map[string][]*corev1.Pod, hist histories, rows []JobPod) {
 	reasons := map[string]string{}
 	for _, w := range ws {
 		var atts []Attempt
-		if h := hist[w.meta.Namespace]; h != nil && needsHistory(w, pods) {
-			atts = h.attempts(w, pods)
+		if h := hist.byNS[w.meta.Namespace]; h != nil && hist.need[w.id()] {
+			atts = h.attempts(w, byNS[w.meta.Namespace])
 		}
 		if why := jobReason(w.view(), atts); why != "" {
 			reasons[w.id()] = why
@@ -101,23 +135,32 @@ func setJobReasons(ws []workload, pods []*corev1.Pod, hist map[string]*history, 
 	}
 }
 
-// jobHistories reads the history of each namespace that has a Job that needs one.
-func (r *Reader) jobHistories(ctx context.Context, ws []workload, pods []*corev1.Pod) (map[string]*history, error) {
-	out := map[string]*history{}
-	var byNS map[string][]*corev1.Pod
+// histories are the events histories of the namespaces (byNS) of the jobs whose reasons need
+// one (need, by workload id); empty without events at hand.
+type histories struct {
+	byNS map[string]*history
+	need map[string]bool
+}
+
+// jobHistories reads the history of each namespace that has a Job that needs one (each asked
+// once, of its namespace's pods: byNS).
+func (r *Reader) jobHistories(ctx context.Context, ws []workload, byNS map[string][]*corev1.Pod) (histories, error) {
+	out := histories{byNS: map[string]*history{}, need: map[string]bool{}}
+	shared := &sharedReads{}
 	for _, w := range ws {
 		ns := w.meta.Namespace
-		if _, ok := out[ns]; ok || !needsHistory(w, pods) {
+		if !needsHistory(w, byNS[ns]) {
 			continue
 		}
-		if byNS == nil {
-			byNS = byNamespace(pods)
+		out.need[w.id()] = true
+		if _, ok := out.byNS[ns]; ok {
+			continue
 		}
-		h, err := r.loadHistory(ctx, ns, nil, byNS[ns])
+		h, err := r.loadHistory(ctx, ns, nil, byNS[ns], shared)
 		if err != nil {
-			return nil, err
+			return histories{}, err
 		}
-		out[ns] = h
+		out.byNS[ns] = h
 	}
 	return out, nil
 }

@@ -9,7 +9,10 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 )
 
 // failedPod is a failed pod of job sft whose container main ended with reason and code.
@@ -244,5 +247,38 @@ func TestNeedsHistory(t *testing.T) {
 		if got := needsHistory(w, tc.pods); got != tc.want {
 			t.Errorf("%s: %v, want %v", name, got, tc.want)
 		}
+	}
+}
+
+// TestJobPodsReadsSharedHistoryOnce: `get jobs -A` over failed jobs in three namespaces lists
+// each namespace's events, but the nodes, and gpuctl's pods of every namespace (a preempted
+// pod's preemptor), once — not once per namespace.
+func TestJobPodsReadsSharedHistoryOnce(t *testing.T) {
+	var objs []runtime.Object
+	for _, ns := range []string{"alice", "bob", "carol"} {
+		objs = append(objs, fx.Job(ns, "sft", "training-pool", 8, batchv1.JobStatus{Failed: 1, StartTime: fx.At(0),
+			Conditions: []batchv1.JobCondition{{Type: batchv1.JobFailed, Status: corev1.ConditionTrue, Reason: "BackoffLimitExceeded"}}}),
+			&corev1.Event{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "sft-x.preempted"}, Reason: "Preempted",
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: ns, Name: "sft-x"}, Message: "Preempted by pod 1234 on node gpu-a100-0"})
+	}
+	client := fake.NewClientset(objs...)
+	lists := map[string]int{}
+	client.PrependReactor("list", "*", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetNamespace() == "" {
+			lists[a.GetResource().Resource]++
+		}
+		return false, nil, nil
+	})
+	r := &Reader{Client: client}
+	rows, err := r.JobPods(t.Context(), JobPodFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows.Items) != 3 {
+		t.Fatalf("%d rows, want the 3 failed jobs: %+v", len(rows.Items), rows.Items)
+	}
+	// pods: the rows' own LIST, then one of gpuctl's pods everywhere for the preemptions.
+	if lists["nodes"] != 1 || lists["pods"] != 2 {
+		t.Errorf("cluster-wide LISTs %v, want nodes once and pods twice (the rows', the preemptors')", lists)
 	}
 }

@@ -140,22 +140,22 @@ func (r *Reader) JobPods(ctx context.Context, f JobPodFilter) (JobPodList, error
 	if err := g.Wait(); err != nil {
 		return JobPodList{}, err
 	}
-	qs.attach(ws, byNamespace(pods))
-	hist, err := r.jobHistories(ctx, ws, pods)
+	byNS := byNamespace(pods)
+	qs.attach(ws, byNS)
+	hist, err := r.jobHistories(ctx, ws, byNS)
 	if err != nil {
 		return JobPodList{}, err
 	}
-	return jobPodRows(ws, pods, f, hist), nil
+	return jobPodRows(ws, byNS, f, hist), nil
 }
 
 // managedPods selects the pods of gpuctl's workloads (their templates carry the label).
 var managedPods = labels.SelectorFromSet(labels.Set{keys.ManagedBy: keys.ManagedByValue})
 
-// jobPodRows makes the rows of the workloads (in their order) from the pods, keeping those
-// that pass the filter's status, with the reasons of the jobs (the histories of their
-// namespaces, by namespace; nil without events at hand).
-func jobPodRows(ws []workload, pods []*corev1.Pod, f JobPodFilter, hist map[string]*history) JobPodList {
-	byNS := byNamespace(pods)
+// jobPodRows makes the rows of the workloads (in their order) from the pods by namespace,
+// keeping those that pass the filter's status, with the reasons of the jobs (the histories of
+// their namespaces; empty without events at hand).
+func jobPodRows(ws []workload, byNS map[string][]*corev1.Pod, f JobPodFilter, hist histories) JobPodList {
 	out := JobPodList{Items: []JobPod{}}
 	for _, w := range ws {
 		for _, row := range w.rows(byNS[w.meta.Namespace]) {
@@ -164,7 +164,7 @@ func jobPodRows(ws []workload, pods []*corev1.Pod, f JobPodFilter, hist map[stri
 			}
 		}
 	}
-	setJobReasons(ws, pods, hist, out.Items)
+	setJobReasons(ws, byNS, hist, out.Items)
 	return out
 }
 

@@ -105,8 +105,9 @@ func (r *Reader) WatchJobPods(ctx context.Context, f JobPodFilter, emit func(Job
 		if err != nil {
 			return JobPodList{}, err
 		}
-		kueue.queues().attach(ws, byNamespace(ps))
-		return jobPodRows(ws, ps, f, nil), nil
+		byNS := byNamespace(ps)
+		kueue.queues().attach(ws, byNS)
+		return jobPodRows(ws, byNS, f, histories{}), nil
 	}
 	var last *JobPodList
 	for {

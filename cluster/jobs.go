@@ -244,7 +244,7 @@ func (r *Reader) Job(ctx context.Context, id string) (JobDetail, error) {
 func (r *Reader) explain(ctx context.Context, d *JobDetail, wl workload, pods []*corev1.Pod, events []*corev1.Event) error {
 	var atts []Attempt
 	if wl.job != nil {
-		h, err := r.loadHistory(ctx, wl.meta.Namespace, events, pods)
+		h, err := r.loadHistory(ctx, wl.meta.Namespace, events, pods, nil)
 		if err != nil {
 			return err
 		}

@@ -281,7 +281,7 @@ func TestQueueAttach(t *testing.T) {
 	}
 	ws := []workload{trainingWorkload("alice", "waiting"), trainingWorkload("alice", "running"), trainingWorkload("alice", "plain")}
 	newQueues(wls, nil).attach(ws, nil)
-	rows := jobPodRows(ws, nil, JobPodFilter{}, nil)
+	rows := jobPodRows(ws, nil, JobPodFilter{}, histories{})
 	if r := rows.Items[0]; r.Status != StatusQueued || r.JobStatus != StatusQueued || r.Reason != "#1 in alice: waits for 4 × a100-80g in training-pool" || r.Queue == nil {
 		t.Errorf("queued row %+v", r)
 	}
@@ -329,7 +329,7 @@ func TestQueuePodWorkloads(t *testing.T) {
 	if s := ws[0].queue; s == nil || s.State != QueueQueued || s.Position != 1 {
 		t.Fatalf("the Deployment's state is its waiting pod's: %+v", s)
 	}
-	rows := jobPodRows(ws, pods, JobPodFilter{}, nil).Items
+	rows := jobPodRows(ws, byNamespace(pods), JobPodFilter{}, histories{}).Items
 	if len(rows) != 2 || rows[0].Status != "Pending" || rows[0].Queue.State != QueueAdmitted ||
 		rows[1].Status != StatusQueued || !strings.HasPrefix(rows[1].Reason, "#1 in alice: waits for 1 × nvidia.com/gpu in default") {
 		t.Errorf("rows %+v", rows)
