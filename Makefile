@@ -73,12 +73,12 @@ fuzz: ## fuzz the gpuctl parser for 60 s (FUZZTIME=60s)
 	$(GO) test ./render/ -run '^$$' -fuzz FuzzParseFile -fuzztime $${FUZZTIME:-60s}
 
 .PHONY: bench
-bench: ## benchmarks against their bars: render, local source, Git checkout, daemon latency and memory, API write to Job, drift latency and a 10-minute soak (GPUCTL_SOAK), get jobs and logs -f vs kubectl, Kueue admission after a sync, engine vs Flux and kubectl
+bench: ## benchmarks against their bars: render, local source, Git checkout, daemon latency and memory (a restart's prune of 10,000 too), API write to Job, drift latency and a 10-minute soak (GPUCTL_SOAK), get jobs and logs -f vs kubectl, Kueue admission after a sync, engine vs Flux and kubectl
 	$(GO) test ./render/ -run '^$$' -bench . -benchmem -count 1
 	$(GO) test ./sources/local/ -run '^$$' -bench . -benchmem -count 1
 	$(GO) test ./sources/git/ -run '^$$' -bench . -benchtime 1x -count 1
 	$(GO) test ./review/ -run '^$$' -bench . -benchmem -count 1
-	$(GO) test ./reconciler/daemon/ -run '^$$' -bench . -benchtime 1x -timeout 30m
+	$(GO) test ./reconciler/daemon/ -run '^$$' -bench . -benchtime 1x -timeout 40m
 	$(GO) test ./cmd/gpuctl-reconciler/app/ -run '^$$' -bench . -benchtime 1x -timeout 10m
 	$(GO) test ./drift/detector/ -run '^$$' -bench . -benchtime 1x -timeout 40m
 	GPUCTL_WITH_KUBECTL=1 hack/cluster-tools.sh >/dev/null

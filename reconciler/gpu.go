@@ -26,7 +26,8 @@ func gpuDeltas(changes []*Change) []GPUDelta {
 	// add counts u's GPUs before, after, or both (an object found up to date is both).
 	add := func(c *Change, u *unstructured.Unstructured, before, after bool) {
 		g, pool := c.gpus, c.pool
-		if u != c.Desired || c.key == "" { // prepare counted the desired object's
+		// prepare counted the desired object's GPUs, the list those of a prune kept as metadata
+		if (u != c.Desired || c.key == "") && !(c.liveCounted && u == c.Live) {
 			if g = object.GPUs(u); g > 0 {
 				pool = poolOf(u)
 			}

@@ -170,6 +170,43 @@ func (p *livePage) live(i int) (*unstructured.Unstructured, error) {
 	return u, nil
 }
 
+// pruneCandidate returns item i, a member that no desired object names, as a plan keeps it:
+// whole (live) with whole, else its kind and metadata alone (metadataOnly) and its GPUs,
+// counted from the whole object before the rest is dropped.
+func (p *livePage) pruneCandidate(i int, whole bool) (*unstructured.Unstructured, int64, error) {
+	if whole || p.typed == nil {
+		u, err := p.live(i)
+		if err != nil || whole {
+			return u, 0, err
+		}
+		gpus := object.GPUs(u)
+		p.items[i] = nil // the page holds the whole object no longer
+		return metadataOnly(u), gpus, nil
+	}
+	it := p.typed[i]
+	a, err := meta.Accessor(it)
+	if err != nil {
+		return nil, 0, err
+	}
+	a.SetManagedFields(nil) // not converted: half of a Job's bytes
+	obj, err := runtime.DefaultUnstructuredConverter.ToUnstructured(it)
+	if err != nil {
+		return nil, 0, fmt.Errorf("%s %s/%s: %w", p.gvk.Kind, a.GetNamespace(), a.GetName(), err)
+	}
+	u := &unstructured.Unstructured{Object: obj}
+	u.SetGroupVersionKind(p.gvk)
+	return metadataOnly(u), object.GPUs(u), nil
+}
+
+// metadataOnly is u reduced to its apiVersion, kind and metadata without managedFields: what
+// a prune reads of the member it deletes (its name, labels and annotations). It takes u's
+// metadata map, which it changes.
+func metadataOnly(u *unstructured.Unstructured) *unstructured.Unstructured {
+	md, _ := u.Object["metadata"].(map[string]any)
+	delete(md, "managedFields")
+	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": u.Object["apiVersion"], "kind": u.Object["kind"], "metadata": md}}
+}
+
 // needsManagedFields tells a live object whose up-to-date check reads its managedFields (see
 // leftToKueue).
 func needsManagedFields(desired, live *unstructured.Unstructured) bool {

@@ -81,11 +81,10 @@ func (m *Manager) PlanHolding(ctx context.Context, desired []*unstructured.Unstr
 	}
 	refuseSecondDeclarations(changes)
 	plan.desiredN = len(changes)
-	live, unlisted, err := m.listInventory(ctx, inv, changes, &plan.Stats)
+	live, err := m.listInventory(ctx, plan, changes)
 	if err != nil {
 		return nil, err
 	}
-	plan.unlisted = unlisted
 	members := inventorySize(live, changes)
 	if err := m.decide(ctx, changes, live); err != nil {
 		return nil, err
@@ -231,12 +230,14 @@ func (m *Manager) keepPrepared(bodies *render.Bodies, changes []*Change, invento
 
 // listInventory lists the members of the inventory, one list per group-kind across all
 // namespaces, keyed by object.Ref.Key. Members that are up to date with their desired object
-// are marked unchanged and left out of the map. A group-kind that may not be listed across all
-// namespaces is returned in unlisted (its members are not pruned); its desired objects are
-// looked up in their namespaces like objects outside the inventory (lookup), where a read
-// refused again fails (or, with limited credentials, leaves unchecked) that object alone. Any
-// other error fails the plan.
-func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*Change, stats *PlanStats) (map[string]*unstructured.Unstructured, map[schema.GroupKind]bool, error) {
+// are marked unchanged and left out of the map; members that no desired object names are kept
+// as their metadata, their GPUs in plan.liveGPUs (unless Options.WholePrunes). A group-kind
+// that may not be listed across all namespaces is recorded in plan.unlisted (its members are
+// not pruned); its desired objects are looked up in their namespaces like objects outside the
+// inventory (lookup), where a read refused again fails (or, with limited credentials, leaves
+// unchecked) that object alone. Any other error fails the plan.
+func (m *Manager) listInventory(ctx context.Context, plan *Plan, changes []*Change) (map[string]*unstructured.Unstructured, error) {
+	inv, stats := plan.inventory, &plan.Stats
 	desired := make(map[string]*Change, len(changes))
 	for _, c := range changes {
 		if c.Error == "" {
@@ -254,6 +255,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 	var mu sync.Mutex
 	live := map[string]*unstructured.Unstructured{}
 	unlisted := map[schema.GroupKind]bool{}
+	plan.liveGPUs = map[string]int64{}
 	progress, listed := planProgress(ctx), 0
 	list := make([]schema.GroupKind, 0, len(gks))
 	for gk := range gks {
@@ -274,9 +276,17 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 				if m.seenUpToDate(desired[key], u, nil) {
 					return
 				}
-				trimLive(u)
+				gpus, counted := int64(0), desired[key] == nil && !m.opts.WholePrunes
+				if counted { // to prune: its metadata alone (Options.WholePrunes)
+					gpus, u = object.GPUs(u), metadataOnly(u)
+				} else {
+					trimLive(u)
+				}
 				mu.Lock()
 				live[key] = u
+				if counted {
+					plan.liveGPUs[key] = gpus
+				}
 				mu.Unlock()
 			}
 			n, err := m.listWatched(ctx, w, inv, gk, rm, desired, keep)
@@ -313,30 +323,46 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 				pending = m.fetchPage(ctx, rm, opts)
 			}
 			// An up-to-date member is decided here and not kept: a no-op sync of a large
-			// inventory then holds one copy of each object, not two. Each item is its own
-			// desired change's: they are decided on every core.
-			kept := make([]string, len(p.items)) // the key of each member kept
+			// inventory then holds one copy of each object, not two. A member that no
+			// desired object names is kept as its metadata (pruneCandidate). Each item is
+			// its own desired change's: they are decided on every core.
+			keyOf := make([]string, len(p.items)) // the key of each member kept
+			kept := make([]*unstructured.Unstructured, len(p.items))
+			gpus := make([]int64, len(p.items))
 			errs := make([]error, len(p.items))
 			cores.Each(len(p.items), func(i int) {
 				key := p.key(i)
-				if c := desired[key]; c != nil && m.upToDateInPage(c, p, i) {
+				c := desired[key]
+				if c != nil && m.upToDateInPage(c, p, i) {
 					return
 				}
-				u, err := p.live(i)
+				var u *unstructured.Unstructured
+				var err error
+				if c == nil {
+					u, gpus[i], err = p.pruneCandidate(i, m.opts.WholePrunes)
+				} else {
+					u, err = p.live(i)
+				}
 				if err != nil {
 					errs[i] = err
 					return
 				}
-				trimLive(u)
-				kept[i] = key
+				if c != nil || m.opts.WholePrunes {
+					trimLive(u)
+				}
+				keyOf[i], kept[i] = key, u
 			})
 			if err := errors.Join(errs...); err != nil {
 				return err
 			}
 			mu.Lock()
-			for i, key := range kept {
-				if key != "" {
-					live[key] = p.items[i]
+			for i, key := range keyOf {
+				if key == "" {
+					continue
+				}
+				live[key] = kept[i]
+				if desired[key] == nil && !m.opts.WholePrunes {
+					plan.liveGPUs[key] = gpus[i]
 				}
 			}
 			listed += len(p.items)
@@ -347,8 +373,9 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	plan.unlisted = unlisted
 	for k, u := range live { // an incomplete list prunes nothing
 		if unlisted[object.RefOf(u).GroupKind()] {
 			delete(live, k)
@@ -361,7 +388,7 @@ func (m *Manager) listInventory(ctx context.Context, inv *inventory, changes []*
 			c.Action, c.liveSeen = "", false
 		}
 	}
-	return live, unlisted, nil
+	return live, nil
 }
 
 // seenUpToDate decides a listed member that is up to date with its desired change c (nil: not
@@ -693,6 +720,9 @@ func (m *Manager) prunes(plan *Plan, live map[string]*unstructured.Unstructured,
 			tenant: tenantOf(u)}
 		if c.tenant != "" { // pruned as the tenant that declared it, before admin objects
 			c.stage += tenantStageOffset
+		}
+		if gpus, ok := plan.liveGPUs[k]; ok { // Live is its metadata: its GPUs were counted while listing
+			c.gpus, c.pool, c.liveCounted = gpus, poolOf(u), true
 		}
 		switch {
 		case plan.holds(u):

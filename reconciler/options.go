@@ -23,6 +23,13 @@ type Options struct {
 	MaxPrune float64
 	// AllowEmpty lets a sync apply an empty desired state (which prunes everything).
 	AllowEmpty bool
+	// WholePrunes keeps the whole live object of each member to prune as its change's Live,
+	// for a diff that shows what a prune takes away (gpuctl diff). Without it a plan keeps of
+	// each member that no desired object names its kind and metadata alone (no
+	// managedFields), which is all a prune reads, and counts its GPUs while listing: a sync
+	// that prunes 10,000 Jobs then holds ~1 KB of each, not a whole Job with its
+	// managedFields (issue 32: 325 MiB at the daemon's peak).
+	WholePrunes bool
 	// Concurrency bounds the requests in flight within one stage.
 	Concurrency int
 	// RecreateTimeout bounds the wait for a deleted object to go before it is created again.

@@ -69,7 +69,9 @@ type Change struct {
 	Source string `json:"source,omitempty"`
 
 	// Desired is the object to apply (nil for deletes); Live is the object in the cluster
-	// (nil for creates); Predicted is the server's dry-run result of the apply.
+	// (nil for creates; of a member that no desired object names, a prune, its kind and
+	// metadata alone unless Options.WholePrunes); Predicted is the server's dry-run result of
+	// the apply.
 	Desired   *unstructured.Unstructured `json:"-"`
 	Live      *unstructured.Unstructured `json:"-"`
 	Predicted *unstructured.Unstructured `json:"-"`
@@ -98,6 +100,9 @@ type Change struct {
 	// its pool label, as prepare made it (a plan reads them of every object, more than once).
 	key, hash, pool string
 	gpus            int64
+	// liveCounted: gpus and pool are Live's, counted while listing (a prune whose Live is its
+	// metadata alone, see Options.WholePrunes).
+	liveCounted bool
 	// bodies hold Desired's body when a deferred render left it encoded (PlanDeferred).
 	bodies *render.Bodies
 }
@@ -201,6 +206,9 @@ type Plan struct {
 	// unlisted are the group-kinds the reconciler may not list: their members were not seen,
 	// so the inventory keeps naming them.
 	unlisted map[schema.GroupKind]bool
+	// liveGPUs are the GPUs of the listed members kept as their metadata alone (members that
+	// no desired object names, see Options.WholePrunes), by key.
+	liveGPUs map[string]int64
 
 	// limited: the inventory could not be read with these credentials (Options.LimitedCredentials);
 	// the plan has no prunes, and Apply neither prunes nor records the inventory.

@@ -28,6 +28,9 @@ type Engine struct {
 	// LimitedCredentials plans with what the credentials may read (reconciler.Options.LimitedCredentials);
 	// set by diff and sync --local, never by the daemon.
 	LimitedCredentials bool
+	// WholePrunes keeps the whole live object of each member to prune
+	// (reconciler.Options.WholePrunes); set by diff, which shows it, not a flag.
+	WholePrunes bool
 }
 
 // BindFlags adds the engine's flags.
@@ -44,7 +47,7 @@ func (o *Engine) BindFlags(fs *pflag.FlagSet) {
 func (o *Engine) ReconcilerOptions() (reconciler.Options, error) {
 	opts := reconciler.DefaultOptions()
 	opts.Force, opts.Prune, opts.AllowEmpty, opts.ImpersonateTenants = o.Force, o.Prune, o.AllowEmpty, o.ImpersonateTenants
-	opts.Scope, opts.LimitedCredentials = o.Scope, o.LimitedCredentials
+	opts.Scope, opts.LimitedCredentials, opts.WholePrunes = o.Scope, o.LimitedCredentials, o.WholePrunes
 	if o.Namespace != "" {
 		opts.Namespace = o.Namespace
 	}

@@ -94,6 +94,13 @@ func TestDiffAndSyncExamples(t *testing.T) {
 	if err := os.Remove(filepath.Join(repo, "compute", "test-nginx.yaml")); err != nil {
 		t.Fatal(err)
 	}
+	// diff shows what a prune takes away, whole (reconciler.Options.WholePrunes): a sync's
+	// plan keeps the metadata of its prunes alone.
+	out, _, code = gpuctl(t, "diff", repo, "--color", "never")
+	if code != app.ExitFailed || !strings.Contains(out, "- delete Deployment default/test-nginx") ||
+		!strings.Contains(out, "-  replicas: 2") || !strings.Contains(out, "image: nginx:latest") {
+		t.Fatalf("diff of a removed file: exit %d\n%s", code, out)
+	}
 	out, _, code = gpuctl(t, "sync", "--local", repo, "--color", "never")
 	if code != 0 || !strings.Contains(out, "delete  Deployment") || !strings.Contains(out, "test-nginx") {
 		t.Fatalf("sync after removing a file: exit %d\n%s", code, out)

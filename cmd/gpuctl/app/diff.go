@@ -35,6 +35,7 @@ that cannot be planned).`,
 			if err := outputFlag(o.output, "text", "json"); err != nil {
 				return err
 			}
+			o.engine.WholePrunes = true // printPlanDiff shows what a prune takes away
 			_, plan, err := o.plan(cmd.Context(), s, args[0])
 			if err != nil {
 				return err

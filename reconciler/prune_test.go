@@ -1,0 +1,70 @@
+package reconciler_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/reconciler"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// TestPruneKeepsMetadata: a plan keeps of each member it prunes its kind and metadata alone
+// (issue 32: pruning 10,000 Jobs held every Job whole, with its managedFields, and peaked at
+// 325 MiB), yet counts the GPUs the prunes free and decides each prune as before; with
+// Options.WholePrunes (gpuctl diff, which shows what goes) the same plan keeps them whole.
+func TestPruneKeepsMetadata(t *testing.T) {
+	opts := reconciler.DefaultOptions()
+	opts.MaxPrune = 1
+	e := newEnv(t, opts)
+	ns := "prunemeta"
+	files := teamFiles(ns, "pytorch:1", 2) // a Job of 1 GPU, a Deployment of 2 × 1 GPU
+	e.sync(renderFiles(t, files))
+	// Another training job keeps the PriorityClasses desired (shared with other inventories).
+	kept := map[string]string{"quota.yaml": files["quota.yaml"], "keep.yaml": strings.ReplaceAll(files["train.yaml"], "name: sft", "name: keep")}
+
+	opts.WholePrunes = true
+	whole, err := newEnv(t, opts).manager.Plan(e.ctx, renderFiles(t, kept))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, _ := e.sync(renderFiles(t, kept))
+
+	const wantActions = "delete Service prunemeta/svc-chat\ndelete Deployment prunemeta/chat\ncreate Job prunemeta/keep\ndelete Job prunemeta/sft"
+	for name, p := range map[string]*reconciler.Plan{"whole": whole, "metadata": plan} {
+		if got := actions(p); got != wantActions {
+			t.Errorf("%s plan:\n%s\nwant\n%s", name, got, wantActions)
+		}
+		if !strings.HasSuffix(p.Summary(), "GPUs: -2 in default") {
+			t.Errorf("%s plan's summary %q: want the 3 GPUs the prunes free, less the 1 of the new Job", name, p.Summary())
+		}
+	}
+	for _, kind := range []string{"Job", "Deployment", "Service"} {
+		c := find(plan, kind, map[string]string{"Job": "sft", "Deployment": "chat", "Service": "svc-chat"}[kind])
+		if c.Live == nil {
+			t.Fatalf("%s: no live object", c.Object)
+		}
+		for field := range c.Live.Object {
+			if field != "apiVersion" && field != "kind" && field != "metadata" {
+				t.Errorf("%s: the plan kept its %s", c.Object, field)
+			}
+		}
+		if _, found, _ := unstructured.NestedFieldNoCopy(c.Live.Object, "metadata", "managedFields"); found {
+			t.Errorf("%s: the plan kept its managedFields", c.Object)
+		}
+		if c.Live.GetLabels()[keys.ManagedBy] != keys.ManagedByValue || c.Live.GetAnnotations()[keys.Source] == "" || c.Live.GetUID() == "" {
+			t.Errorf("%s: metadata %v", c.Object, c.Live.Object["metadata"])
+		}
+		if w := find(whole, c.Object.Kind, c.Object.Name); w.Live == nil || w.Live.Object["spec"] == nil {
+			t.Errorf("%s with WholePrunes: live object %v, want it whole", c.Object, w.Live)
+		}
+	}
+	if _, err := e.kube.BatchV1().Jobs(ns).Get(e.ctx, "sft", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("job not pruned: %v", err)
+	}
+	if _, err := e.kube.AppsV1().Deployments(ns).Get(e.ctx, "chat", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("deployment not pruned: %v", err)
+	}
+}
