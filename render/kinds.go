@@ -15,8 +15,16 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// buildWorkload renders one workload into its Kubernetes objects.
+// buildWorkload renders one workload into its Kubernetes objects, its Secret references
+// recorded on those that run its pods (recordSecretRefs).
 func buildWorkload(w workloadInput) []runtime.Object {
+	objs := buildKind(w)
+	w.recordSecretRefs(objs)
+	return objs
+}
+
+// buildKind renders one workload into the objects of its kind.
+func buildKind(w workloadInput) []runtime.Object {
 	switch w.Kind {
 	case KindTraining:
 		return buildTraining(w)

@@ -73,12 +73,30 @@ type Environment struct {
 	Command         []string `gpuctl:"command"`
 	Args            []string `gpuctl:"args"`
 	Env             []EnvVar `gpuctl:"env"`
+	// EnvFrom are Secrets whose every key becomes a variable (docs/format.md §3.4). The JSON
+	// tags leave the new fields out of a training job's spec digest while they are not set.
+	EnvFrom []EnvFrom `gpuctl:"envFrom" json:",omitempty"`
 }
 
-// EnvVar is one environment variable.
+// EnvVar is one environment variable: its value, or one key of a Secret.
 type EnvVar struct {
 	Name  string `gpuctl:"name,required"`
 	Value string `gpuctl:"value"`
+	// Secret takes the value from a key of a Secret of the workload's namespace; it excludes
+	// Value.
+	Secret *SecretKey `gpuctl:"secret" json:",omitempty"`
+}
+
+// SecretKey is one key of a Secret.
+type SecretKey struct {
+	Name string `gpuctl:"name,required"`
+	Key  string `gpuctl:"key,required"`
+}
+
+// EnvFrom makes every key of a Secret a variable, named Prefix plus the key.
+type EnvFrom struct {
+	Secret string `gpuctl:"secret,required"`
+	Prefix string `gpuctl:"prefix" json:",omitempty"`
 }
 
 // Resources is what one pod asks for, and where it may run.
@@ -102,9 +120,17 @@ type Service struct {
 	PausedReplicas int `gpuctl:"pausedReplicas"`
 }
 
-// Storage lists host directories mounted into the pod.
+// Storage lists host directories and Secrets mounted into the pod.
 type Storage struct {
 	Workdirs []Workdir `gpuctl:"workdirs"`
+	// Secrets are mounted read-only, one file per key (docs/format.md §3.4).
+	Secrets []SecretMount `gpuctl:"secrets" json:",omitempty"`
+}
+
+// SecretMount mounts a Secret of the workload's namespace read-only at Path.
+type SecretMount struct {
+	Name string `gpuctl:"name,required"`
+	Path string `gpuctl:"path,required"`
 }
 
 // Workdir is a host path mounted at the same path in the container.

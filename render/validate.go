@@ -87,6 +87,7 @@ func (v *validator) workload(w *Workload) {
 	v.resources(w)
 	v.service(w)
 	v.workdirs(w.Storage.Workdirs)
+	v.secretRefs(w)
 }
 
 func (v *validator) checkKindFields(w *Workload) {
@@ -151,11 +152,7 @@ func (v *validator) environment(e *Environment) {
 	if v.doc.Has("environment.image") && (strings.TrimSpace(e.Image) == "" || strings.ContainsAny(e.Image, " \t\n")) {
 		v.errorf("environment.image", "invalid image %q", e.Image)
 	}
-	if e.ImagePullSecret != "" {
-		if errs := validation.IsDNS1123Subdomain(e.ImagePullSecret); len(errs) > 0 {
-			v.errorf("environment.imagePullSecret", "%q is not a valid Secret name: %s", e.ImagePullSecret, errs[0])
-		}
-	}
+	v.secretName("environment.imagePullSecret", e.ImagePullSecret)
 	seen := map[string]int{}
 	for i, env := range e.Env {
 		field := fmt.Sprintf("environment.env[%d].name", i)
@@ -271,11 +268,7 @@ func (v *validator) workdirs(dirs []Workdir) {
 		}
 		p := strings.TrimSuffix(wd.Path, "/")
 		switch {
-		case !path.IsAbs(wd.Path):
-			v.errorf(field, "%q must be an absolute path", wd.Path)
-			continue
-		case strings.Contains(wd.Path+"/", "/../") || strings.Contains(wd.Path+"/", "/./") || strings.Contains(wd.Path, "//"):
-			v.errorf(field, "%q must be a clean path without ., .. or //", wd.Path)
+		case !v.cleanAbsolute(field, wd.Path):
 			continue
 		case !underAny(p, prefixes):
 			v.errorf(field, "%q is outside the allowed host paths", wd.Path).Hint = "allowed: " + strings.Join(prefixes, ", ") + " (reconciler setting hostPathPrefixes)"
@@ -291,6 +284,19 @@ func (v *validator) workdirs(dirs []Workdir) {
 			v.errorf(fmt.Sprintf("storage.workdirs[%d].type", i), "unknown type %q", wd.Type).Hint = "expected file or directory (default: decided from the path)"
 		}
 	}
+}
+
+// cleanAbsolute reports an error at field unless p is an absolute path without ., .. or //.
+func (v *validator) cleanAbsolute(field, p string) bool {
+	switch {
+	case !path.IsAbs(p):
+		v.errorf(field, "%q must be an absolute path", p)
+		return false
+	case strings.Contains(p+"/", "/../") || strings.Contains(p+"/", "/./") || strings.Contains(p, "//"):
+		v.errorf(field, "%q must be a clean path without ., .. or //", p)
+		return false
+	}
+	return true
 }
 
 func underAny(p string, prefixes []string) bool {

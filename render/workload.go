@@ -94,6 +94,7 @@ func (w workloadInput) podTemplate(extraEnv []corev1.EnvVar) corev1.PodTemplateS
 		Command:   w.Environment.Command,
 		Args:      w.Environment.Args,
 		Env:       mergeEnv(extraEnv, w.Environment.Env),
+		EnvFrom:   w.envFrom(),
 		Resources: w.resourceRequirements(),
 	}
 	spec := corev1.PodSpec{
@@ -125,7 +126,7 @@ func mergeEnv(defaults []corev1.EnvVar, user []EnvVar) []corev1.EnvVar {
 		}
 	}
 	for _, e := range user {
-		out = append(out, corev1.EnvVar{Name: e.Name, Value: e.Value})
+		out = append(out, userEnv(e))
 	}
 	return out
 }
@@ -219,8 +220,9 @@ func (w workloadInput) addPort(c *corev1.Container) {
 	c.LivenessProbe = probe(20, 3)
 }
 
-// addVolumes mounts the workdirs, and a memory-backed /dev/shm for GPU work (NCCL and
-// PyTorch data loaders outgrow the container runtime's 64 MiB default).
+// addVolumes mounts the workdirs, the Secrets (addSecretVolumes), and a memory-backed
+// /dev/shm for GPU work (NCCL and PyTorch data loaders outgrow the container runtime's 64 MiB
+// default).
 func (w workloadInput) addVolumes(spec *corev1.PodSpec) {
 	c := &spec.Containers[0]
 	for i, wd := range w.Storage.Workdirs {
@@ -244,6 +246,7 @@ func (w workloadInput) addVolumes(spec *corev1.PodSpec) {
 			VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p, Type: &t}}})
 		c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: p, ReadOnly: !writable})
 	}
+	w.addSecretVolumes(spec)
 	if w.Resources.GPU > 0 && (w.Kind == KindTraining || w.Kind == KindInference) {
 		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: "dshm",
 			VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{Medium: corev1.StorageMediumMemory}}})

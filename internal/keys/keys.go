@@ -139,6 +139,10 @@ const (
 	// SpecDigest is the digest of what a training job's file declares (render), on its Job or
 	// JobSet: a Job whose file did not change keeps the spec it was created with (reconciler).
 	SpecDigest = Prefix + "spec-digest"
+	// SecretRefs is render's record, on a workload's Job, JobSet, Deployment or StatefulSet,
+	// of the Secrets its pods reference and the lines of its file that name them (JSON, see
+	// render.SecretRef); the engine takes it off, checks them and never applies it.
+	SecretRefs = Prefix + "secret-refs"
 	// KeptHash is the applied-hash of the configuration that a sync found would change an
 	// immutable field of a Job whose file did not change, and kept the Job as it is instead.
 	KeptHash = Prefix + "kept-hash"
