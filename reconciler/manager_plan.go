@@ -67,6 +67,7 @@ func (m *Manager) PlanHolding(ctx context.Context, desired []*unstructured.Unstr
 			objects = append(objects, d)
 		}
 	}
+	refs := takeSecretRefs(objects) // render's, never applied: off before anything is hashed
 	// Each object is prepared on its own (hashing it is most of the work): on every core.
 	changes := make([]*Change, len(objects))
 	errs := make([]error, len(objects))
@@ -80,6 +81,7 @@ func (m *Manager) PlanHolding(ctx context.Context, desired []*unstructured.Unstr
 		c.limited = plan.limited
 	}
 	refuseSecondDeclarations(changes)
+	m.checkSecretRefs(ctx, plan, changes, refs)
 	plan.desiredN = len(changes)
 	live, err := m.listInventory(ctx, plan, changes)
 	if err != nil {
