@@ -28,8 +28,9 @@ var serverFields = [][]string{{"status"}, {"metadata", "managedFields"}, {"metad
 	{"metadata", "uid"}, {"metadata", "generation"}, {"metadata", "creationTimestamp"}, {"metadata", "selfLink"}}
 
 // bookkeeping are gpuctl's annotations of its own bookkeeping (the applied-hash, a training
-// Job's spec digest and kept-hash), which a person does not write and diffs leave out.
-var bookkeeping = []string{keys.AppliedHash, keys.SpecDigest, keys.KeptHash}
+// Job's spec digest and kept-hash, render's record of a workload's Secret references), which a
+// person does not write and diffs leave out.
+var bookkeeping = []string{keys.AppliedHash, keys.SpecDigest, keys.KeptHash, keys.SecretRefs}
 
 // ignoredFields are the paths of serverFields and of gpuctl's bookkeeping annotations, which
 // diffs leave out.
