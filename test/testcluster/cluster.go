@@ -73,6 +73,7 @@ type Cluster struct {
 	dead      chan struct{} // closed when the first component exits
 	deadOnce  sync.Once
 	firstDead *process
+	restarts  int // components started again (restart.go), to number their earlier logs
 	stopOnce  sync.Once
 	stopErr   error
 
@@ -244,7 +245,7 @@ const kwokStarts = 3
 func (c *Cluster) startKwok(ctx context.Context, comp component, port int) error {
 	addr := net.JoinHostPort(NodeIP, strconv.Itoa(port))
 	for attempt := 1; ; attempt++ {
-		p, err := startProcess(c.Dir, comp.name, filepath.Join(c.bin, comp.name), comp.args, comp.env)
+		p, err := startProcess(c.Dir, c.bin, comp)
 		if err != nil {
 			return err
 		}
@@ -267,10 +268,14 @@ func (c *Cluster) startKwok(ctx context.Context, comp component, port int) error
 	}
 }
 
-// watch records p as the first component to die, if it is, for Wait.
+// watch records p as the first component to die, if it is, for Wait; one killed on purpose
+// (StopAPIServer) does not count.
 func (c *Cluster) watch(p *process) {
 	go func() {
 		<-p.done
+		if p.killed.Load() {
+			return
+		}
 		c.deadOnce.Do(func() { c.firstDead = p; close(c.dead) })
 	}()
 }
@@ -308,7 +313,7 @@ func (c *Cluster) startTier(comps ...component) error {
 	var tier []*process
 	defer func() { c.tiers = append(c.tiers, tier) }()
 	for _, comp := range comps {
-		p, err := startProcess(c.Dir, comp.name, filepath.Join(c.bin, comp.name), comp.args, comp.env)
+		p, err := startProcess(c.Dir, c.bin, comp)
 		if err != nil {
 			return err
 		}
@@ -378,12 +383,16 @@ func (c *Cluster) waitFor(ctx context.Context, what string, cond func(context.Co
 	}
 }
 
-// exitError reports the first component that has exited, if any.
+// exitError reports the first component that has exited, if any, but one killed on purpose
+// (StopAPIServer).
 func (c *Cluster) exitError() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, tier := range c.tiers {
 		for _, p := range tier {
+			if p.killed.Load() {
+				continue
+			}
 			if err := p.exitError(); err != nil {
 				return err
 			}

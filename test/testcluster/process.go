@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -19,15 +20,20 @@ const tailLines = 30
 // process is one running component; its stdout and stderr go to <Dir>/<name>.log.
 type process struct {
 	name    string
+	comp    component // what started it, to start it again (restart.go)
 	logPath string
 	cmd     *exec.Cmd
 	done    chan struct{} // closed once the process has exited
 	waitErr error         // valid after done is closed
+	// killed is set when a test killed it on purpose (Cluster.StopAPIServer): its exit is no
+	// component's death.
+	killed atomic.Bool
 }
 
-// startProcess starts bin with args in dir, logging to dir/<name>.log. env entries are added to
-// the inherited environment.
-func startProcess(dir, name, bin string, args, env []string) (*process, error) {
+// startProcess starts the component's binary from binDir in dir, logging to dir/<name>.log. Its
+// env entries are added to the inherited environment.
+func startProcess(dir, binDir string, comp component) (*process, error) {
+	name, bin, args, env := comp.name, filepath.Join(binDir, comp.name), comp.args, comp.env
 	logPath := filepath.Join(dir, name+".log")
 	logFile, err := os.Create(logPath)
 	if err != nil {
@@ -43,7 +49,7 @@ func startProcess(dir, name, bin string, args, env []string) (*process, error) {
 		logFile.Close()
 		return nil, fmt.Errorf("start %s: %w", name, err)
 	}
-	p := &process{name: name, logPath: logPath, cmd: cmd, done: make(chan struct{})}
+	p := &process{name: name, comp: comp, logPath: logPath, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.waitErr = cmd.Wait()
 		logFile.Close()
