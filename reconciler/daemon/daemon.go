@@ -61,6 +61,12 @@ type Options struct {
 	// ProgressEvery is how often a sync that lasts longer logs its progress (default
 	// DefaultProgressEvery).
 	ProgressEvery time.Duration
+	// ProbeAPI asks whether the Kubernetes API server answers (default ProbeReadyz of
+	// Store.Kube): a daemon whose request failed probes it, and, while it does not answer,
+	// reports it unreachable (Status.APIServer, Ready) and probes it every APIProbeEvery
+	// (default DefaultAPIProbeEvery) until it does, then syncs at once.
+	ProbeAPI      func(context.Context) error
+	APIProbeEvery time.Duration
 	// Now is the clock of the progress lines (default time.Now).
 	Now func() time.Time
 	// Writes configure the API's writes (Write).
@@ -110,11 +116,19 @@ type Daemon struct {
 	fetching atomic.Pointer[time.Time]
 	// release collects and frees the memory of large syncs when they end (release.go).
 	release *releaser
+	// api is whether the API server answers (outage.go).
+	api apiHealth
 }
 
-// Ready reports whether the replica can serve: a standby always can (status and sync
-// requests go through the ConfigMap); a leader once its first sync is done.
+// Ready reports whether the replica can serve: not while it cannot reach the API server
+// (Status.APIServer: the status it serves is then the last one recorded, and neither a sync
+// request nor a sync can be made); else a standby always can (status and sync requests go
+// through the ConfigMap), a leader once its first sync is done. Only readiness says so: the
+// liveness probe (/healthz) does not depend on the API server.
 func (d *Daemon) Ready() error {
+	if u := d.api.down.Load(); u != nil {
+		return errors.New("the API server is " + u.String())
+	}
 	if d.running.Load() && !d.synced.Load() {
 		return errors.New("first sync in progress")
 	}
@@ -158,7 +172,14 @@ func New(opts Options) *Daemon {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	d := &Daemon{opts: opts, requests: make(chan struct{}, 1), firstSync: make(chan struct{}), release: newReleaser()}
+	if opts.ProbeAPI == nil && opts.Store != nil && opts.Store.Kube != nil {
+		opts.ProbeAPI = ProbeReadyz(opts.Store.Kube)
+	}
+	if opts.APIProbeEvery <= 0 {
+		opts.APIProbeEvery = DefaultAPIProbeEvery
+	}
+	d := &Daemon{opts: opts, requests: make(chan struct{}, 1), firstSync: make(chan struct{}), release: newReleaser(),
+		api: apiHealth{suspect: make(chan struct{}, 1), back: make(chan struct{}, 1)}}
 	if opts.RenderCacheBytes >= 0 {
 		d.renderCache = render.NewCache(opts.RenderCacheBytes)
 	}
@@ -175,6 +196,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.mu.Lock()
 		d.last = st
 		d.mu.Unlock()
+	} else {
+		d.suspectAPI(err) // probed once the watch of the status runs
 	}
 	stopWatch, err := d.watchStatus(ctx)
 	if err != nil {
@@ -203,6 +226,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 			d.renderAhead(ctx) // files are changing: render them while they settle
 			continue
 		case <-d.opts.Source.Changes():
+		case <-d.api.back: // the API server answers again: no wait for the backoff
 		case <-d.requests:
 			if d.pendingRequest().ID == "" {
 				continue // answered by the sync that ended meanwhile
@@ -232,12 +256,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 }
 
 // LastStatus returns the status of the last sync this replica ran, with the fetch in progress
-// when it is slow (Status.FetchingSince).
+// when it is slow (Status.FetchingSince) and the outage of the API server, if any
+// (Status.APIServer).
 func (d *Daemon) LastStatus() Status {
 	d.mu.Lock()
 	st := d.last
 	d.mu.Unlock()
 	st.FetchingSince = d.fetchingSince()
+	st.APIServer = d.api.down.Load()
 	return st
 }
 
@@ -259,7 +285,9 @@ func (d *Daemon) syncOnce(ctx context.Context, r Request) Status {
 		LastHandledRequest: prev.LastHandledRequest, HandledThrough: prev.HandledThrough, Held: prev.Held,
 		Applying: prev.Applying} // until an apply ends: the cluster may hold part of that revision
 	syncCtx, cancel := context.WithTimeout(ctx, d.opts.SyncTimeout)
+	stopProbes := d.probeWhileSyncing()
 	d.sync(syncCtx, &st, prev, r.ID != "")
+	stopProbes()
 	cancel()
 	if r.ID != "" { // only the status of the ended sync answers the requests: no earlier write
 		st.LastHandledRequest, st.HandledThrough = r.ID, r.Version
@@ -273,6 +301,10 @@ func (d *Daemon) syncOnce(ctx context.Context, r Request) Status {
 	d.firstSyncOnce.Do(func() { close(d.firstSync) })
 	if err := d.opts.Store.Write(ctx, st); err != nil && ctx.Err() == nil {
 		d.opts.Log.Error("write status", "err", err)
+		d.suspectAPI(err)
+	}
+	if st.Result == ResultFailed && ctx.Err() == nil {
+		d.probeSoon() // a request of the plan or the apply may have found no API server
 	}
 	d.opts.Metrics.observe(st)
 	d.log(st)

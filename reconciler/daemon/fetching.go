@@ -63,8 +63,11 @@ func (d *Daemon) fetchingSince() time.Time {
 // doing (an apply begun, a slow fetch), in the status ConfigMap, as this replica's.
 func (d *Daemon) writeProgress(ctx context.Context, st *Status) error {
 	st.Source, st.Leader, st.Mode = d.opts.Source.URL(), d.opts.Identity, d.opts.DriftMode
+	st.APIServer = nil // a write that succeeds reached it
 	if st.Result == "" {
 		st.Result = ResultPending
 	}
-	return d.opts.Store.Write(ctx, *st)
+	err := d.opts.Store.Write(ctx, *st)
+	d.suspectAPI(err)
+	return err
 }

@@ -11,8 +11,9 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
-	"k8s.io/client-go/informers"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -93,10 +94,24 @@ func (d *Daemon) watchStatus(ctx context.Context) (stop func(), err error) {
 	if w.inf != nil {
 		return func() {}, nil
 	}
-	f := informers.NewSharedInformerFactoryWithOptions(d.opts.Store.Kube, 0,
-		informers.WithNamespace(d.opts.Store.Namespace),
-		informers.WithTweakListOptions(func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + d.opts.Store.Name }))
-	inf := f.Core().V1().ConfigMaps().Informer()
+	// A list or watch that fails (the watch of a stopped API server is retried at once, and
+	// refused) makes the daemon probe the API server: an outage is seen between syncs too.
+	cms := d.opts.Store.Kube.CoreV1().ConfigMaps(d.opts.Store.Namespace)
+	only := func(o *metav1.ListOptions) { o.FieldSelector = "metadata.name=" + d.opts.Store.Name }
+	inf := cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			only(&o)
+			list, err := cms.List(ctx, o)
+			d.suspectAPI(err)
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			only(&o)
+			w, err := cms.Watch(ctx, o)
+			d.suspectAPI(err)
+			return w, err
+		},
+	}, &corev1.ConfigMap{}, 0, cache.Indexers{})
 	handle := func(obj any) {
 		if cm, ok := obj.(*corev1.ConfigMap); ok && d.requested(cm) {
 			select {
@@ -112,14 +127,16 @@ func (d *Daemon) watchStatus(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 	wctx, cancel := context.WithCancel(ctx)
-	f.Start(wctx.Done())
+	var running sync.WaitGroup
+	running.Go(func() { d.watchAPI(wctx) })
+	running.Go(func() { inf.RunWithContext(wctx) })
 	syncCtx, syncCancel := context.WithTimeout(wctx, 30*time.Second)
 	defer syncCancel()
 	cache.WaitForCacheSync(syncCtx.Done(), inf.HasSynced)
 	w.inf = inf
 	return func() {
 		cancel()
-		f.Shutdown()
+		running.Wait()
 		w.mu.Lock()
 		w.inf = nil
 		w.mu.Unlock()
@@ -208,13 +225,21 @@ func (d *Daemon) RequestSync(ctx context.Context) (Request, error) {
 // Status is the daemon's status, from memory: the leader's own record once it has synced,
 // else the status ConfigMap as the informer (WatchStatus) last saw it, so that reading it makes
 // no request to the API server. A daemon whose informer does not run reads the ConfigMap.
+// Either way it carries the outage of the API server that this replica sees, if any
+// (Status.APIServer).
 func (d *Daemon) Status(ctx context.Context) (Status, error) {
 	if d.running.Load() && d.synced.Load() {
 		return d.LastStatus(), nil
 	}
+	var st Status
+	var err error
 	if s := d.watchedStatus(); s != nil {
-		return s.st, s.err
+		st, err = s.st, s.err
+	} else {
+		st, _, err = d.opts.Store.Read(ctx)
 	}
-	st, _, err := d.opts.Store.Read(ctx)
+	if err == nil {
+		st.APIServer = d.api.down.Load()
+	}
 	return st, err
 }

@@ -77,6 +77,12 @@ type Status struct {
 	// starts with it set plans and applies in full (report mode's shortcut does not trust
 	// AppliedDigest); the end of an apply clears it.
 	Applying *Applying `json:"applying,omitempty"`
+	// APIServer is set while this replica cannot reach the Kubernetes API server: since when,
+	// and the last probe's error. The status ConfigMap cannot be written meanwhile, so it is
+	// never there (`gpuctl status` shows the last status recorded before the outage): GET
+	// /api/v1/status and the page serve it from memory, and /readyz fails with it. When the API
+	// server answers again, the daemon syncs at once and it is cleared.
+	APIServer *Unreachable `json:"apiServer,omitempty"`
 	// LastHandledRequest is the id of the newest sync request (Request.ID) that the last sync
 	// that answered requests had seen when it started.
 	LastHandledRequest string `json:"lastHandledRequest,omitempty"`

@@ -2,8 +2,6 @@ package app
 
 import (
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -24,16 +22,7 @@ import (
 // p50 28 s, and the edit's status a minute late.
 func TestStatusFlood(t *testing.T) {
 	tm := newTeam("flood")
-	repo := t.TempDir()
-	write := func(p, content string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Dir(filepath.Join(repo, p)), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(repo, p), []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	repo, write := newRepo(t)
 	write("quotas/quota.yaml", tm.quota())
 	write("teams/"+tm.alice+"/a.yaml", training("a", ""))
 	var gets atomic.Int64

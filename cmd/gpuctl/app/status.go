@@ -95,6 +95,9 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 		result += ": " + st.Message
 	}
 	row("Result:", result)
+	if u := st.APIServer; u != nil { // from the daemon's memory (--server): the ConfigMap cannot be written meanwhile
+		row("API server:", p.Error(u.String())+"; nothing is synced or recorded until it answers, then a sync starts at once")
+	}
 	if since := st.FetchingSince; !since.IsZero() {
 		row("Fetching:", "for "+humanize.Age(time.Since(since))+", since "+since.UTC().Format(time.RFC3339)+": the source has not answered yet")
 	}

@@ -97,3 +97,18 @@ func TestStatusShowsASlowFetch(t *testing.T) {
 		t.Errorf("status:\n%s\nwant a line %q", buf.String(), want)
 	}
 }
+
+// TestStatusShowsAnAPIServerOutage: the status that the daemon serves (gpuctl status --server)
+// says since when it cannot reach the API server (issue 32).
+func TestStatusShowsAnAPIServerOutage(t *testing.T) {
+	since := time.Now().Add(-2 * time.Minute)
+	st := daemon.Status{Result: daemon.ResultSucceeded, APIServer: &daemon.Unreachable{Since: since, Error: "dial tcp 10.96.0.1:443: connect: connection refused"}}
+	var buf bytes.Buffer
+	if err := printStatus(&buf, st, "text", palette{}); err != nil {
+		t.Fatal(err)
+	}
+	want := regexp.MustCompile(`(?m)^API server: +unreachable since ` + regexp.QuoteMeta(since.UTC().Format(time.RFC3339)) + ` \(2m\): dial tcp 10\.96\.0\.1:443: connect: connection refused; nothing is synced`)
+	if !want.MatchString(buf.String()) {
+		t.Errorf("status:\n%s\nwant a line %q", buf.String(), want)
+	}
+}

@@ -120,6 +120,7 @@ func syncSection(now time.Time, s uiStatus) g.Node {
 		fact("Last attempt", uiWhen(now, s.St.LastAttempt), g.If(s.St.Duration != 0, g.Group{g.Text(" "),
 			muted("· took " + humanize.Duration(s.St.Duration))})),
 		fact("Last success", uiWhen(now, s.St.LastSuccess)),
+		apiServerFact(s.St.APIServer),
 		g.If(!s.St.FetchingSince.IsZero(), wideFact("Fetching", "for "+humanize.Age(now.Sub(s.St.FetchingSince))+": the source has not answered yet")),
 		applyingFact(s.St.Applying),
 		wideFact("Summary", cmp.Or(s.St.Summary, uiNone)),
@@ -143,6 +144,15 @@ func syncSection(now time.Time, s uiStatus) g.Node {
 		)
 	}
 	return section("sync", head, facts, errs, held)
+}
+
+// apiServerFact is the outage of the API server that the daemon sees (daemon.Status.APIServer);
+// nil when none.
+func apiServerFact(u *daemon.Unreachable) g.Node {
+	if u == nil {
+		return nil
+	}
+	return wideFact("API server", u.String()+"; nothing is synced or recorded until it answers, then a sync starts at once")
 }
 
 // applyingFact is the apply that has begun and not ended (daemon.Status.Applying): in

@@ -338,3 +338,20 @@ func TestUIWhen(t *testing.T) {
 		t.Errorf("uiWhen(zero) = %s", got)
 	}
 }
+
+// TestPageShowsAnAPIServerOutage: while the daemon cannot reach the API server, the sync card
+// says since when, with the error, from the daemon's memory (issue 32: the status ConfigMap
+// cannot be written meanwhile, and showed the last sync before the outage).
+func TestPageShowsAnAPIServerOutage(t *testing.T) {
+	h, b := testServer(t)
+	b.status.APIServer = &daemon.Unreachable{Since: time.Now().Add(-2 * time.Minute), Error: "dial tcp 10.96.0.1:443: connect: connection refused"}
+	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(okPage(t, h), ""))
+	want := regexp.MustCompile(`API serverunreachable since \S+Z \(2m\): dial tcp 10\.96\.0\.1:443: connect: connection refused; nothing is synced or recorded until it answers`)
+	if !want.MatchString(text) {
+		t.Errorf("the page's text lacks %s", want)
+	}
+	b.status.APIServer = nil
+	if text := okPage(t, h); strings.Contains(text, "unreachable") {
+		t.Error("the page shows an outage while the API server answers")
+	}
+}
