@@ -22,24 +22,7 @@ import (
 // first sync (the tenant's identity does not exist yet) and is applied by the next.
 func TestDeployedRBACSuffices(t *testing.T) {
 	e := newEnv(t, reconciler.DefaultOptions())
-	createNamespace(e, keys.SystemNamespace)
-	for _, f := range []string{"deploy/base/rbac.yaml", testcluster.TenantRoleFile} {
-		if err := testcluster.Current().ApplyFile(e.ctx, f); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tok, err := e.kube.CoreV1().ServiceAccounts(keys.SystemNamespace).CreateToken(e.ctx, "gpuctl-reconciler",
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := testcluster.Current().RESTConfig()
-	cfg := &rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: admin.TLSClientConfig}
-	m, err := reconciler.NewManager(cfg, e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.manager = m
+	asDeployedReconciler(e)
 
 	ns := "rbac-team"
 	objs := func() []*unstructured.Unstructured {
@@ -88,6 +71,30 @@ func TestDeployedRBACSuffices(t *testing.T) {
 	if plan.HasChanges() || len(plan.Failed()) > 0 {
 		t.Fatalf("third sync as gpuctl-reconciler is not a no-op:\n%s", actions(plan))
 	}
+}
+
+// asDeployedReconciler makes e's manager the ServiceAccount gpuctl-reconciler with exactly
+// the roles of deploy/base (its ClusterRole and the tenant ClusterRole).
+func asDeployedReconciler(e *env) {
+	e.t.Helper()
+	createNamespace(e, keys.SystemNamespace)
+	for _, f := range []string{"deploy/base/rbac.yaml", testcluster.TenantRoleFile} {
+		if err := testcluster.Current().ApplyFile(e.ctx, f); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	tok, err := e.kube.CoreV1().ServiceAccounts(keys.SystemNamespace).CreateToken(e.ctx, "gpuctl-reconciler",
+		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	admin := testcluster.Current().RESTConfig()
+	cfg := &rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: admin.TLSClientConfig}
+	m, err := reconciler.NewManager(cfg, e.opts)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.manager = m
 }
 
 // TestDeployedRBACCoversKueue: the ClusterRole of deploy/base lets gpuctl-reconciler apply and

@@ -7,12 +7,9 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
-	"github.com/gpuctl/gpuctl/test/testcluster"
-	authv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/rest"
 )
 
 // secretRefFiles is a tree with a tenant directory for namespace ns (no admission policy: it
@@ -136,21 +133,7 @@ func TestMissingSecretFailsItsWorkload(t *testing.T) {
 // is applied.
 func TestSecretCheckAsDeployedReconciler(t *testing.T) {
 	e := newEnv(t, reconciler.DefaultOptions())
-	createNamespace(e, keys.SystemNamespace)
-	if err := testcluster.Current().ApplyFile(e.ctx, "deploy/base/rbac.yaml"); err != nil {
-		t.Fatal(err)
-	}
-	tok, err := e.kube.CoreV1().ServiceAccounts(keys.SystemNamespace).CreateToken(e.ctx, "gpuctl-reconciler",
-		&authv1.TokenRequest{Spec: authv1.TokenRequestSpec{ExpirationSeconds: new(int64(3600))}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	admin := testcluster.Current().RESTConfig()
-	m, err := reconciler.NewManager(&rest.Config{Host: admin.Host, BearerToken: tok.Status.Token, TLSClientConfig: admin.TLSClientConfig}, e.opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.manager = m
+	asDeployedReconciler(e)
 	ns, adminNS := "secret-check", "secret-check-admin"
 	files := secretRefFiles(ns, adminNS)
 	for _, f := range []string{"serve.yaml", "worker.yaml", "declared.yaml"} {
