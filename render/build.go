@@ -80,6 +80,7 @@ func (st *run) build() []*unstructured.Unstructured {
 	}
 	sortObjects(objs)
 	st.checkQuotaRequests(objs, origins)
+	st.checkSecretKeys(objs, origins)
 	return objs
 }
 

@@ -3,10 +3,12 @@ package render
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/object"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -215,4 +217,65 @@ func (v *validator) secretName(field, s string) {
 		v.errorf(field, "%q is not a valid Secret name: %s", s, errs[0]).Hint =
 			"use lower-case letters, digits, '-' and '.', starting and ending with a letter or digit"
 	}
+}
+
+// checkSecretKeys reports each environment.env[].secret of a rendered workload whose Secret a
+// file of the render declares (in the workload's namespace) without that key: its pods would
+// never start (CreateContainerConfigError). Only the keys' names are read.
+func (st *run) checkSecretKeys(objs []*unstructured.Unstructured, origins map[*unstructured.Unstructured]origin) {
+	declared := map[string]*unstructured.Unstructured{}
+	for _, o := range objs {
+		if o.GetAPIVersion() == "v1" && o.GetKind() == "Secret" {
+			declared[namespaceOf(o)+"/"+o.GetName()] = o
+		}
+	}
+	if len(declared) == 0 {
+		return
+	}
+	rendered := map[*Document]bool{}
+	for _, org := range origins {
+		rendered[org.doc] = true
+	}
+	for _, s := range st.sources {
+		for _, doc := range s.docs {
+			if doc.Workload == nil || !rendered[doc] {
+				continue
+			}
+			for i, e := range doc.Workload.Environment.Env {
+				if e.Secret == nil {
+					continue
+				}
+				secret := declared[doc.Namespace+"/"+e.Secret.Name]
+				if secret == nil {
+					continue
+				}
+				have := secretKeys(secret)
+				if slices.Contains(have, e.Secret.Key) {
+					continue
+				}
+				field := fmt.Sprintf("environment.env[%d].secret.key", i)
+				d := st.ds.errorf(doc.File, doc.At(field), field, "Secret %q (%s) has no key %q: the pods would not start",
+					e.Secret.Name, object.AnnotationOf(secret, keys.Source), e.Secret.Key)
+				d.Hint = "its keys: " + strings.Join(have, ", ")
+				if len(have) == 0 {
+					d.Hint = "it has no keys"
+				}
+			}
+		}
+	}
+}
+
+// secretKeys are the names of the keys of a Secret's data and stringData, sorted.
+func secretKeys(u *unstructured.Unstructured) []string {
+	var out []string
+	for _, f := range []string{"data", "stringData"} {
+		m, _ := u.Object[f].(map[string]any)
+		for k := range m {
+			if !slices.Contains(out, k) {
+				out = append(out, k)
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
 }

@@ -198,6 +198,14 @@ func TestSecretReferenceRules(t *testing.T) {
 				`/repo/a.yaml:15:23: storage.secrets[2].path: "/datasets/x" is mounted twice (also workdirs[0])`}},
 		"mount name": {files: mounts("  secrets:\n    - {name: S3, path: /etc/s}\n"),
 			want: []string{`/repo/a.yaml:11:14: storage.secrets[0].name: "S3" is not a valid Secret name`}},
+		"a declared Secret without the key": {files: map[string]string{
+			"a.yaml":      strings.Replace(training, "  image: pytorch/pytorch:2.3.0", "  image: p\n  env:\n    - {name: A, secret: {name: s, key: tokn}}\n    - {name: B, secret: {name: s, key: extra}}", 1),
+			"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\ndata: {extra: eA==}\nstringData: {token: x}\n"},
+			want: []string{`/repo/a.yaml:8:40: environment.env[0].secret.key: Secret "s" (secret.yaml) has no key "tokn": the pods would not start, its keys: extra, token`}},
+		"a declared Secret with the key, another namespace's without": {valid: true, files: map[string]string{
+			"a.yaml": strings.Replace(training, "  image: pytorch/pytorch:2.3.0", "  image: p\n  env:\n    - {name: A, secret: {name: s, key: token}}\n    - {name: B, secret: {name: t, key: token}}", 1),
+			"secret.yaml": "apiVersion: v1\nkind: Secret\nmetadata: {name: s}\nstringData: {token: x}\n---\n" +
+				"apiVersion: v1\nkind: Secret\nmetadata: {name: t, namespace: elsewhere}\nstringData: {other: x}\n"}},
 		"misspelt secrets": {files: mounts("  secret:\n    - {name: s, path: /etc/s}\n"),
 			want: []string{`/repo/a.yaml:10:3: storage.secret: unknown field "secret", did you mean "secrets"?`}},
 	}
