@@ -120,7 +120,7 @@ func (m *Manager) Drift(ctx context.Context, desired, live *unstructured.Unstruc
 	if err != nil {
 		return nil, fmt.Errorf("%s: dry-run apply: %w", object.RefOf(desired).String(), err)
 	}
-	return object.DiffFieldsSetBy(object.ForDisplay(live).Object, object.ForDisplay(res).Object, body.Object), nil
+	return object.DiffObjects(live, res, body.Object), nil
 }
 
 func ignoreNotFound(err error) error {

@@ -614,15 +614,15 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 		return nil
 	case isImmutable(err): // recreated: created as desired
 		c.Action, c.Reason = ActionRecreate, immutableReason(err)
-		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(c.Desired).Object, c.Desired.Object)
+		c.Diff = object.DiffObjects(c.Live, c.Desired, c.Desired.Object)
 		return nil
 	case identityPending && apierrors.IsForbidden(err):
 		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: the tenant's identity is written by this sync"
-		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(body).Object, body.Object)
+		c.Diff = object.DiffObjects(c.Live, body, body.Object)
 		return nil
 	case c.limited && apierrors.IsForbidden(err):
 		c.Action, c.Reason = ActionUpdate, "planned without a dry-run: these credentials may read the object but not write it"
-		c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(body).Object, body.Object)
+		c.Diff = object.DiffObjects(c.Live, body, body.Object)
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
@@ -631,7 +631,7 @@ func (m *Manager) dryRun(ctx context.Context, c *Change, identityPending bool) e
 		return nil
 	}
 	c.Predicted = res
-	c.Diff = object.DiffFieldsSetBy(object.ForDisplay(c.Live).Object, object.ForDisplay(res).Object, body.Object)
+	c.Diff = object.DiffObjects(c.Live, res, body.Object)
 	switch {
 	case len(c.Diff) > 0 || len(c.Conflicts) > 0 || len(c.TakeBack) > 0:
 		c.Action = ActionUpdate

@@ -46,9 +46,45 @@ var ignoredFields = func() map[string]bool {
 }()
 
 // ForDisplay returns a copy of u without the fields that the API server writes and without
-// gpuctl's bookkeeping annotations: the object as a person compares it with its file, and as
-// DiffFields sees it. nil stays nil.
+// gpuctl's bookkeeping annotations, and with a Secret's values (of data, of stringData and of
+// kubectl's last-applied-configuration) shown as Masked: the object as a person compares it
+// with its file. nil stays nil. For two versions of an object shown side by side, use
+// ForDisplayPair, which says which values of a Secret change.
 func ForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured {
+	c, _ := ForDisplayPair(u, nil)
+	return c
+}
+
+// ForDisplayPair is ForDisplay of two versions of an object, before and after a change, where
+// a Secret's value that differs between them is MaskedBefore in before and MaskedAfter in
+// after (as kubectl diff shows it), so that a diff of the two still says which values change
+// and shows none. Either may be nil.
+func ForDisplayPair(before, after *unstructured.Unstructured) (*unstructured.Unstructured, *unstructured.Unstructured) {
+	b, a := withoutServerFields(before), withoutServerFields(after)
+	if (b == nil || !IsSecret(b.Object)) && (a == nil || !IsSecret(a.Object)) {
+		return b, a
+	}
+	x, y := maskPair("", objectOf(b), objectOf(a))
+	if b != nil {
+		b.Object = x.(map[string]any)
+	}
+	if a != nil {
+		a.Object = y.(map[string]any)
+	}
+	return b, a
+}
+
+// objectOf is u's content, or nil (no map) for a nil u.
+func objectOf(u *unstructured.Unstructured) any {
+	if u == nil {
+		return nil
+	}
+	return u.Object
+}
+
+// withoutServerFields returns a copy of u without the fields that the API server writes and
+// without gpuctl's bookkeeping annotations. nil stays nil.
+func withoutServerFields(u *unstructured.Unstructured) *unstructured.Unstructured {
 	if u == nil {
 		return nil
 	}
@@ -67,6 +103,20 @@ func ForDisplay(u *unstructured.Unstructured) *unstructured.Unstructured {
 		}
 	}
 	return c
+}
+
+// DiffObjects is DiffFieldsSetBy of the display forms of before and after (ForDisplayPair):
+// the fields that applying desired changes, as people are shown them. Either may be nil.
+func DiffObjects(before, after *unstructured.Unstructured, desired map[string]any) []FieldDiff {
+	b, a := ForDisplayPair(before, after)
+	var bo, ao map[string]any
+	if b != nil {
+		bo = b.Object
+	}
+	if a != nil {
+		ao = a.Object
+	}
+	return DiffFieldsSetBy(bo, ao, desired)
 }
 
 // DropAppliedHash removes gpuctl's applied-hash annotation from u, and the annotations map if
@@ -95,7 +145,10 @@ func DropAppliedHash(u *unstructured.Unstructured) {
 // DiffFields lists the leaf fields that differ between two objects (before and after), in
 // path order; a map or list present on one side only is one field. Fields the API server
 // writes (status, managedFields, resourceVersion, ...) and gpuctl's applied-hash are left out.
-// Numbers are compared by value (1 and 1.0 are equal).
+// Numbers are compared by value (1 and 1.0 are equal). The values of a Secret are never in the
+// result: a key of its data or stringData that changes has Old MaskedBefore and New
+// MaskedAfter, one added or removed has Masked on its side (see ForDisplayPair). Objects
+// masked by ForDisplay compare equal in every value: diff them with DiffObjects.
 func DiffFields(before, after map[string]any) []FieldDiff {
 	return diff(before, after, unscoped{})
 }
@@ -103,15 +156,18 @@ func DiffFields(before, after map[string]any) []FieldDiff {
 // DiffFieldsSetBy is DiffFields restricted to what applying desired changes: the fields that
 // desired sets, and fields that disappear. A field that another writer (a controller) changed
 // meanwhile is not desired's change and is left out; of a map that appears, only the keys
-// desired sets count.
+// desired sets count. A Secret's stringData sets the keys of its data.
 func DiffFieldsSetBy(before, after, desired map[string]any) []FieldDiff {
-	return diff(before, after, desired)
+	return diff(before, after, secretScope(desired))
 }
 
 func diff(before, after map[string]any, scope any) []FieldDiff {
 	var out []FieldDiff
 	walkDiff("", before, after, scope, &out)
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	if IsSecret(before) || IsSecret(after) {
+		maskDiffs(out)
+	}
 	return out
 }
 

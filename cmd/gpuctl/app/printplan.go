@@ -115,28 +115,32 @@ func changeHeader(c *reconciler.Change) string {
 }
 
 // objectDiff is the unified diff of a change's object: live before, the server's prediction
-// (or the desired object) after.
+// (or the desired object) after; a Secret's values masked, those that change marked (see
+// object.ForDisplayPair).
 func objectDiff(c *reconciler.Change) string {
-	before, after := "", ""
+	var live, next *unstructured.Unstructured
 	if c.Live != nil && c.Action != reconciler.ActionCreate {
-		before = yamlText(object.ForDisplay(c.Live))
+		live = c.Live
 	}
 	switch {
-	case c.Action == reconciler.ActionDelete || c.Action == reconciler.ActionSkipped:
-		after = before
-		if c.Action == reconciler.ActionDelete {
-			after = ""
-		}
+	case c.Action == reconciler.ActionDelete:
+	case c.Action == reconciler.ActionSkipped:
+		next = live
 	case c.Predicted != nil:
-		after = yamlText(object.ForDisplay(c.Predicted))
+		next = c.Predicted
 	case c.Desired != nil:
-		after = yamlText(object.ForDisplay(c.Desired))
+		next = c.Desired
 	}
+	before, after := object.ForDisplayPair(live, next)
 	name := strings.ReplaceAll(c.Object.String(), " ", "/")
-	return unifiedDiff("live/"+name, "desired/"+name, before, after)
+	return unifiedDiff("live/"+name, "desired/"+name, yamlText(before), yamlText(after))
 }
 
+// yamlText is u as YAML, or "" for a nil u.
 func yamlText(u *unstructured.Unstructured) string {
+	if u == nil {
+		return ""
+	}
 	b, err := render.MarshalYAML([]*unstructured.Unstructured{u})
 	if err != nil {
 		return err.Error()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/object"
 	"github.com/gpuctl/gpuctl/reconciler"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 // failedPlan is a plan with one object to create and one that could not be planned.
@@ -88,6 +89,42 @@ func TestPlanNodeDiffValues(t *testing.T) {
 		`  spec.taints: [{"effect":"NoSchedule","key":"k"}] → <none>` + "\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("diff lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+// TestPlanDiffMasksSecrets: the diff of a Secret created, changed and pruned shows its keys
+// and no value: a value that changes as '*** (before)' and '*** (after)', like kubectl diff.
+func TestPlanDiffMasksSecrets(t *testing.T) {
+	secret := func(data, stringData map[string]any) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata": map[string]any{"name": "hf", "namespace": "alice"}}}
+		if data != nil {
+			u.Object["data"] = data
+		}
+		if stringData != nil {
+			u.Object["stringData"] = stringData
+		}
+		return u
+	}
+	ref := object.Ref{APIVersion: "v1", Kind: "Secret", Namespace: "alice", Name: "hf"}
+	live := secret(map[string]any{"HF_TOKEN": "b2xkLXRva2Vu", "KEEP": "a2VlcC1tZQ=="}, nil)
+	plan := &reconciler.Plan{Changes: []*reconciler.Change{
+		{Object: ref, Action: reconciler.ActionCreate, Desired: secret(nil, map[string]any{"HF_TOKEN": "new-token"})},
+		{Object: ref, Action: reconciler.ActionUpdate, Live: live, Predicted: secret(map[string]any{"HF_TOKEN": "bmV3LXRva2Vu", "KEEP": "a2VlcC1tZQ=="}, nil)},
+		{Object: ref, Action: reconciler.ActionDelete, Live: live},
+	}}
+	var out bytes.Buffer
+	printPlanDiff(&out, plan, palette{})
+	for _, want := range []string{"  +  HF_TOKEN: '***'\n", "  -  HF_TOKEN: '*** (before)'\n", "  +  HF_TOKEN: '*** (after)'\n",
+		"     KEEP: '***'\n", "  -  KEEP: '***'\n"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("diff lacks %q:\n%s", want, out.String())
+		}
+	}
+	for _, v := range []string{"new-token", "bmV3LXRva2Vu", "b2xkLXRva2Vu", "a2VlcC1tZQ=="} {
+		if strings.Contains(out.String(), v) {
+			t.Errorf("diff shows %q:\n%s", v, out.String())
 		}
 	}
 }
