@@ -75,6 +75,10 @@ type Detector struct {
 	dirty    bool // the report changed since it was stored
 	evalAt   time.Time
 	attempts map[string][]time.Time // corrections per item key, for the loop guard
+	// flushFailed counts the writes of the report that failed in a row; the next is not
+	// before flushAfter (flushBackoff).
+	flushFailed int
+	flushAfter  time.Time
 	// correcting: items gpuctl repaired whose resolution is awaited (Corrected, ShadowDeleted)
 	correcting map[string]drift.Transition
 	// pending are the object keys a sync left possibly different, evaluated after it

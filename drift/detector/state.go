@@ -180,7 +180,8 @@ func (d *Detector) load(ctx context.Context) {
 	}
 }
 
-// flushLoop writes the report when it changed, at most four times a second.
+// flushLoop writes the report when it changed, at most four times a second; after a write
+// that failed (the API server unreachable), not before flushBackoff.
 func (d *Detector) flushLoop(ctx context.Context) {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
@@ -189,9 +190,21 @@ func (d *Detector) flushLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			d.flush(ctx)
+			d.mu.Lock()
+			wait := time.Now().Before(d.flushAfter)
+			d.mu.Unlock()
+			if !wait {
+				d.flush(ctx)
+			}
 		}
 	}
+}
+
+// flushBackoff is how long the detector waits after the n-th write of the report in a row
+// that failed: 1 s, doubling up to 30 s. An outage of the API server costs a write and a log
+// line every 30 s, not four a second.
+func flushBackoff(n int) time.Duration {
+	return min(time.Second<<min(n-1, 5), 30*time.Second)
 }
 
 func (d *Detector) flush(ctx context.Context) {
@@ -213,10 +226,22 @@ func (d *Detector) flush(ctx context.Context) {
 	if d.opts.Store == nil {
 		return
 	}
-	if err := d.opts.Store.Write(ctx, r, hist); err != nil {
-		d.opts.Log.Warn("drift: store the report", "err", err)
-		d.mu.Lock()
+	err := d.opts.Store.Write(ctx, r, hist)
+	d.mu.Lock()
+	failed := d.flushFailed
+	if err != nil {
 		d.dirty = true
-		d.mu.Unlock()
+		d.flushFailed++
+		d.flushAfter = time.Now().Add(flushBackoff(d.flushFailed))
+	} else {
+		d.flushFailed, d.flushAfter = 0, time.Time{}
+	}
+	next := time.Until(d.flushAfter)
+	d.mu.Unlock()
+	switch {
+	case err != nil:
+		d.opts.Log.Warn("drift: store the report", "err", err, "failed writes", failed+1, "next in", next.Round(time.Second))
+	case failed > 0:
+		d.opts.Log.Info("drift: the report is stored again", "failed writes", failed)
 	}
 }
