@@ -299,7 +299,9 @@ func (d *Daemon) syncOnce(ctx context.Context, r Request) Status {
 	// Ready before the status is written: whoever sees the status may find the replica ready.
 	d.synced.Store(true)
 	d.firstSyncOnce.Do(func() { close(d.firstSync) })
-	if err := d.opts.Store.Write(ctx, st); err != nil && ctx.Err() == nil {
+	if err := d.opts.Store.Write(ctx, st); err == nil {
+		d.apiAnswered()
+	} else if ctx.Err() == nil {
 		d.opts.Log.Error("write status", "err", err)
 		d.suspectAPI(err)
 	}

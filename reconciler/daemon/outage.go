@@ -46,6 +46,16 @@ type apiHealth struct {
 	suspect chan struct{}               // a request failed: probe now (capacity 1)
 	back    chan struct{}               // the API server answers again after an outage: sync now (capacity 1)
 	down    atomic.Pointer[Unreachable] // nil: the API server answers
+	// wrote is when (Unix ns) a write of the daemon last succeeded: an API server that takes
+	// writes answers, whatever its /readyz says while it recovers (etcd back, its checks not yet).
+	wrote atomic.Int64
+}
+
+// apiAnswered records that a write to the API server succeeded: an outage that a probe
+// recorded is over (the probes of waitAPI see it too).
+func (d *Daemon) apiAnswered() {
+	d.api.wrote.Store(time.Now().UnixNano())
+	d.api.down.Store(nil)
 }
 
 // suspectAPI tells the daemon that a request to the API server failed (err, nil: none): unless
@@ -139,8 +149,8 @@ func (d *Daemon) waitAPI(ctx context.Context, since time.Time) bool {
 		case <-tick.C:
 		}
 		err := d.probeAPI(ctx)
-		if err == nil {
-			return true
+		if err == nil || d.api.wrote.Load() >= since.UnixNano() {
+			return true // it answers, or a write succeeded since the outage began
 		}
 		if ctx.Err() != nil {
 			return false
