@@ -73,8 +73,9 @@ fuzz: ## fuzz the gpuctl parser for 60 s (FUZZTIME=60s)
 	$(GO) test ./render/ -run '^$$' -fuzz FuzzParseFile -fuzztime $${FUZZTIME:-60s}
 
 .PHONY: bench
-bench: ## benchmarks against their bars: render, local source, Git checkout, daemon latency and memory (a restart's prune of 10,000 too), API write to Job, drift latency and a 10-minute soak (GPUCTL_SOAK), get jobs and logs -f vs kubectl, Kueue admission after a sync, engine vs Flux and kubectl
+bench: ## benchmarks against their bars: render, SOPS decryption of 1,000 Secrets, local source, Git checkout, daemon latency and memory (a restart's prune of 10,000 too), API write to Job, drift latency and a 10-minute soak (GPUCTL_SOAK), get jobs and logs -f vs kubectl, Kueue admission after a sync, engine vs Flux and kubectl
 	$(GO) test ./render/ -run '^$$' -bench . -benchmem -count 1
+	$(GO) test ./secrets/sops/ -run '^$$' -bench . -benchmem -count 1
 	$(GO) test ./sources/local/ -run '^$$' -bench . -benchmem -count 1
 	$(GO) test ./sources/git/ -run '^$$' -bench . -benchtime 1x -count 1
 	$(GO) test ./review/ -run '^$$' -bench . -benchmem -count 1
