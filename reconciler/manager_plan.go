@@ -91,6 +91,7 @@ func (m *Manager) PlanHolding(ctx context.Context, desired []*unstructured.Unstr
 	if err := m.decide(ctx, changes, live); err != nil {
 		return nil, err
 	}
+	leaveSealed(changes)
 	m.keepDeclaredElsewhere(changes)
 	prunes := m.prunes(plan, live, changes)
 	// A new slice: sorting it must not reorder changes (they would share a backing array).
@@ -164,7 +165,23 @@ func (m *Manager) prepare(u *unstructured.Unstructured, inventoryID string, memo
 	if msg := checkTenantScope(u, namespaced); msg != "" {
 		c.fail("%s", msg)
 	}
+	c.sealed = object.AnnotationOf(u, keys.Encrypted) == keys.EncryptedSealed
 	return c, nil
+}
+
+// sealedReason is why a change of an object rendered without its SOPS key is skipped.
+const sealedReason = "encrypted with SOPS and not decrypted here (no key): left as it is in the cluster"
+
+// leaveSealed skips the changes of objects rendered from encrypted files without their key:
+// their values are unknown here, so they are neither compared nor applied, and, desired, not
+// pruned either.
+func leaveSealed(changes []*Change) {
+	for _, c := range changes {
+		if c.sealed && c.Error == "" {
+			c.Action, c.Reason = ActionSkipped, sealedReason
+			c.Conflicts, c.TakeBack, c.Diff, c.Predicted = nil, nil, nil, nil
+		}
+	}
 }
 
 // markMember labels a desired object as a member of the inventory and annotates it with the
@@ -422,8 +439,8 @@ func readRefused(err error) bool {
 func (m *Manager) decide(ctx context.Context, changes []*Change, live map[string]*unstructured.Unstructured) error {
 	var unknown, dryRun []*Change
 	for _, c := range changes {
-		if c.liveSeen || c.Error != "" {
-			continue // decided while listing, or failed
+		if c.liveSeen || c.Error != "" || c.sealed {
+			continue // decided while listing, failed, or left as it is (leaveSealed)
 		}
 		c.Live = live[c.objectKey()]
 		switch {

@@ -85,6 +85,9 @@ type Change struct {
 	// force: the apply may take fields from other managers (Options.Force, and the live
 	// object is a member of this inventory).
 	force bool
+	// sealed: Desired was rendered from a SOPS-encrypted file without its key (keys.Encrypted):
+	// it is left as it is in the cluster, with no request (leaveSealed).
+	sealed bool
 	// keep: the update records that the live object is kept as it is (keep.go), instead of
 	// applying Desired.
 	keep bool

@@ -21,6 +21,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/memfs"
 	"github.com/gpuctl/gpuctl/internal/object"
+	"github.com/gpuctl/gpuctl/secrets/sops"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	sigsjson "sigs.k8s.io/json"
@@ -53,6 +54,10 @@ type Options struct {
 	// and succeeds with the rest, listing them in Result.Held. For the daemon, whose other
 	// teams' changes must not wait for one team's typo.
 	Hold bool
+	// Decryptor decrypts the SOPS-encrypted files (Decryptor). Without one, such a file renders
+	// as what it declares without its values, marked keys.Encrypted (the engine leaves it as it
+	// is), with a warning.
+	Decryptor *Decryptor
 }
 
 // Renderer turns a tree of gpuctl files into Kubernetes objects. It is a pure function of the
@@ -148,6 +153,9 @@ type run struct {
 	bodies   *Bodies
 	// held are the tenant namespaces whose files this render leaves out (Options.Hold).
 	held map[string]bool
+	// decryptor is Options.Decryptor, and decryptRender this render's number in it.
+	decryptor     *Decryptor
+	decryptRender uint64
 	// cache is Options.Cache, and cfgDigest the hash of cfg that its keys include.
 	cache     *Cache
 	cfgDigest []byte
@@ -295,7 +303,7 @@ func (r *Renderer) RenderContext(ctx context.Context, fsys filesys.FileSystem, p
 func (r *Renderer) newRun(ctx context.Context, fsys filesys.FileSystem) *run {
 	st := &run{fsys: fsys, ds: &diagnostics{}, byAbs: map[string]*source{},
 		tenants: map[string]bool{}, ctx: ctx, busy: map[string]int{}, kinputs: map[string]bool{}, kresources: map[string]bool{},
-		cache: r.opts.Cache, digest: r.opts.Digest, deferred: r.opts.Deferred && r.opts.Cache != nil}
+		cache: r.opts.Cache, digest: r.opts.Digest, deferred: r.opts.Deferred && r.opts.Cache != nil, decryptor: r.opts.Decryptor}
 	st.base, st.disk = fsys, reflect.TypeOf(fsys) == diskFS
 	if st.digest != nil {
 		st.fsys = verifiedFS{FileSystem: fsys, st: st}
@@ -327,6 +335,10 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 		st.cfgDigest = configDigest(st.cfg)
 		st.cache.beginRender()
 		defer st.cache.endRender()
+	}
+	if st.decryptor != nil {
+		st.decryptRender = st.decryptor.beginRender()
+		defer st.decryptor.endRender(st.decryptRender)
 	}
 	st.keepHeldTenants()
 	if err := st.collect(path, abs); err != nil {
@@ -636,6 +648,10 @@ func (st *run) parseAll() {
 		sum := sha256.Sum256(data)
 		if st.digest != nil {
 			st.verify(s.abs, sum)
+		}
+		if sops.IsEncrypted(data) { // never in the cache: its plaintext is not kept there
+			s.docs = st.decryptSource(s, sum, data, &per[i])
+			return
 		}
 		if st.cache == nil {
 			s.docs = parseFile(s.display, data, &per[i])

@@ -11,6 +11,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuctl/gpuctl/render"
+	"github.com/gpuctl/gpuctl/secrets/sops"
 )
 
 // Render are the render settings of an administrator: a configuration file, or flags that
@@ -29,6 +30,10 @@ type Render struct {
 	// Queueing is how the teams' quotas hold their workloads, render.QueueingResourceQuota or
 	// render.QueueingKueue (the file's queueing:).
 	Queueing string
+	// AgeKeys is a directory of age identity files that decrypt the SOPS-encrypted files
+	// (render.Decryptor): "admin" for the admin's files, one named after each team's namespace
+	// for its files. "" (and no $GPUCTL_AGE_KEYS): none, such files render sealed.
+	AgeKeys string
 }
 
 // The names of the render flags.
@@ -38,7 +43,11 @@ const (
 	flagHostPath = "host-path-prefixes"
 	flagWritable = "writable-host-path-prefixes"
 	flagQueueing = "queueing"
+	flagAgeKeys  = "age-keys"
 )
+
+// EnvAgeKeys names the directory of age keys when --age-keys is not given.
+const EnvAgeKeys = "GPUCTL_AGE_KEYS"
 
 // BindFlags adds the render flags.
 func (o *Render) BindFlags(fs *pflag.FlagSet) {
@@ -47,6 +56,7 @@ func (o *Render) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.HostPathPrefixes, flagHostPath, nil, "host directories that workdirs may mount (default "+strings.Join(render.DefaultHostPathPrefixes(), ",")+")")
 	fs.StringSliceVar(&o.WritableHostPathPrefixes, flagWritable, nil, "host directories below which workdirs are mounted read-write; elsewhere read-only (default "+strings.Join(render.DefaultWritableHostPathPrefixes(), ",")+")")
 	fs.StringVar(&o.Queueing, flagQueueing, "", "how team quotas hold workloads: "+render.QueueingResourceQuota+" (ResourceQuotas, the default) or "+render.QueueingKueue+" (Kueue queues with borrowing between teams)")
+	fs.StringVar(&o.AgeKeys, flagAgeKeys, "", "a directory of age keys that decrypt SOPS-encrypted files: 'admin' for the admin's files, one file per team namespace for the team's (default $"+EnvAgeKeys+"; without: encrypted files are not decrypted, and left as they are in the cluster)")
 }
 
 // Given reports whether any render setting was given.
@@ -71,6 +81,16 @@ func (o *Render) Renderer() (*render.Renderer, error) {
 // daemon.Options.Render); with the other flags, the configuration they stand for (the root is
 // the rendered directory); with neither, none (the renderer looks for a .gpuctl.yaml).
 func (o *Render) Options() (render.Options, error) {
+	opts, err := o.configOptions()
+	if err != nil {
+		return render.Options{}, err
+	}
+	opts.Decryptor, err = o.decryptor()
+	return opts, err
+}
+
+// configOptions are Options without the decryptor.
+func (o *Render) configOptions() (render.Options, error) {
 	switch {
 	case o.ConfigFile != "" && o.flagsGiven():
 		return render.Options{}, fmt.Errorf("--%s cannot be combined with --%s, --%s, --%s or --%s: set them in the file",
@@ -153,4 +173,42 @@ func flagOf(field string) string {
 		return "--" + flagQueueing
 	}
 	return "flags"
+}
+
+// decryptor reads the age keys of --age-keys (or $GPUCTL_AGE_KEYS): nil without either.
+func (o *Render) decryptor() (*render.Decryptor, error) {
+	dir := o.AgeKeys
+	if dir == "" {
+		dir = os.Getenv(EnvAgeKeys)
+	}
+	if dir == "" {
+		return nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("--%s: %w", flagAgeKeys, err)
+	}
+	var admin *sops.Keyring
+	teams := map[string]*sops.Keyring{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || strings.HasPrefix(name, ".") { // a mounted Secret's ..data links
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, name))
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %w", flagAgeKeys, err)
+		}
+		ids, err := sops.ParseIdentities(data)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %s: %w", flagAgeKeys, name, err) // its errors quote no key
+		}
+		ring := sops.NewKeyring(ids)
+		if name == "admin" {
+			admin = ring
+		} else {
+			teams[name] = ring
+		}
+	}
+	return render.NewDecryptor(admin, teams), nil
 }

@@ -143,6 +143,11 @@ const (
 	// of the Secrets its pods reference and the lines of its file that name them (JSON, see
 	// render.SecretRef); the engine takes it off, checks them and never applies it.
 	SecretRefs = Prefix + "secret-refs"
+	// Encrypted marks an object rendered from a SOPS-encrypted file that was not decrypted
+	// (EncryptedSealed: no key at hand, as on a laptop): the engine leaves it as it is.
+	Encrypted = Prefix + "encrypted"
+	// EncryptedSealed is Encrypted's value.
+	EncryptedSealed = "sealed"
 	// KeptHash is the applied-hash of the configuration that a sync found would change an
 	// immutable field of a Job whose file did not change, and kept the Job as it is instead.
 	KeptHash = Prefix + "kept-hash"
