@@ -40,6 +40,9 @@ type Config struct {
 	// Teams maps people (their Git user.email) to their team, the namespace whose directory
 	// `gpuctl create` writes their files to (TeamOf, TeamDir). Rendering does not use it.
 	Teams []TeamMember `gpuctl:"teams"`
+	// Secrets are the age recipients that `gpuctl secret create` encrypts a team's Secrets
+	// for (docs/secrets.md). Rendering does not use them: it decrypts with private keys.
+	Secrets SecretRecipients `gpuctl:"secrets"`
 }
 
 // TeamMember is one entry of Config.Teams: a person's Git user.email and their team.
@@ -155,6 +158,7 @@ func ParseConfig(name string, data []byte) (*Config, []*Diagnostic) {
 		}
 		cfg.checkTenancy(name, d.pos, ds)
 		cfg.checkTeams(name, d.pos, ds)
+		cfg.checkSecrets(name, d.pos, ds)
 	}
 	return cfg, ds.sorted()
 }
