@@ -93,7 +93,7 @@ resource pools, per-user quotas) into Kubernetes objects.
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
 	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newGetCommand(s), newDescribeCommand(s), newLogsCommand(s), newEventsCommand(s),
-		newCreateCommand(s), newDeleteCommand(s), newPauseCommand(s), newResumeCommand(s), newScaleCommand(s), newVersionCommand(s))
+		newCreateCommand(s), newDeleteCommand(s), newPauseCommand(s), newResumeCommand(s), newScaleCommand(s), newSecretCommand(s), newVersionCommand(s))
 	return root
 }
 
