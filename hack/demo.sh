@@ -54,7 +54,10 @@ token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 echo "$token,demo,admin" > "$demo/tokens"
 
 bold "starting gpuctl-reconciler --source=dir:$repo (a copy of examples/$([ "$kueue" = 1 ] && echo ' with queueing: kueue'); log: $demo/reconciler.log)"
+# --age-keys: the DEMO ONLY keys of hack/demo-keys (public in Git) decrypt
+# teams/alice/hf-token.sops.yaml, the Secret whose HF_TOKEN alice's LoRA job reads.
 nohup bin/gpuctl-reconciler --source=dir:"$repo" --kubeconfig "$KUBECONFIG" \
+  --age-keys "$root/hack/demo-keys" \
   --listen 127.0.0.1:8089 --tokens-file "$demo/tokens" --interval 1m >"$demo/reconciler.log" 2>&1 &
 echo $! > "$demo/reconciler.pid"
 
