@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -145,10 +146,25 @@ func (st *run) decryptSource(s *source, sum [sha256.Size]byte, data []byte, ds *
 	}
 	plain, err := st.decryptor.decrypt(namespace, sum, data, st.decryptRender)
 	if err != nil {
-		ds.errorf(s.display, Pos{}, "", "%v", err)
+		ds.errorf(s.display, sopsLine(data), "sops", "%v", err)
 		return nil
 	}
 	return parseFile(s.display, plain, ds)
+}
+
+// sopsLine is where an encrypted file's SOPS metadata (its top-level sops: key, which names
+// the recipients) begins: what an error about its keys points at.
+func sopsLine(data []byte) Pos {
+	line := 1
+	for i := 0; i < len(data); i++ {
+		if (i == 0 || data[i-1] == '\n') && bytes.HasPrefix(data[i:], []byte("sops:")) {
+			return Pos{Line: line, Column: 1}
+		}
+		if data[i] == '\n' {
+			line++
+		}
+	}
+	return Pos{}
 }
 
 // sealedManifest is an encrypted file without its SOPS metadata and with the values of its

@@ -98,7 +98,8 @@ func TestRenderDecryptsTeamSecrets(t *testing.T) {
 	stolen := encryptedRepo(t, "teams/bob/credentials.sops.yaml")
 	res = renderFilesWith(t, stolen, render.Options{Decryptor: dec})
 	errs := res.Errors()
-	if len(errs) != 1 || !strings.HasSuffix(errs[0].File, "teams/bob/credentials.sops.yaml") || !strings.Contains(errs[0].Message, "namespace bob") {
+	if len(errs) != 1 || !strings.HasSuffix(errs[0].File, "teams/bob/credentials.sops.yaml") || errs[0].Line < 20 || errs[0].Field != "sops" ||
+		!strings.Contains(errs[0].Message, "namespace bob") {
 		t.Fatalf("alice's file in bob's directory: %v, want one error at teams/bob/credentials.sops.yaml naming bob's key", errs)
 	}
 	if strings.Contains(errs[0].Error(), value) || findSecret(res, "trainer-credentials") != nil {
