@@ -1,7 +1,9 @@
 package httpapi
 
 import (
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +79,42 @@ func TestLimiterRefills(t *testing.T) {
 	}
 	if newLimiter(-1, 0) != nil {
 		t.Error("a negative limit limits")
+	}
+}
+
+// TestLimiterKeepsNoBucketOfAnUnknownToken: a client that sends thousands of distinct made-up
+// tokens, as a bearer token or as the page's Basic password, gets 401 for each and leaves no
+// bucket behind (the limiter's map would otherwise grow with every guess); the buckets of
+// tokens that are full again (rotated away) are forgotten once there are maxIdleLimiters.
+func TestLimiterKeepsNoBucketOfAnUnknownToken(t *testing.T) {
+	s, h := newServer(Options{Backend: &fakeBackend{}, Kube: fake.NewClientset(), Tokens: testTokens, Registry: prometheus.NewRegistry(),
+		RateLimit: 1, RateBurst: 1})
+	for i := range 3000 {
+		tok := fmt.Sprintf("guess-%d", i)
+		if w := do(t, h, http.MethodGet, "/api/v1/status", tok); w.Code != http.StatusUnauthorized {
+			t.Fatalf("made-up token %d: %d, want 401", i, w.Code)
+		}
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.SetBasicAuth("x", tok)
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != http.StatusUnauthorized {
+			t.Fatalf("made-up page password %d: %d, want 401", i, w.Code)
+		}
+	}
+	if n := len(s.limiter.buckets); n != 0 {
+		t.Fatalf("after 6,000 requests with made-up tokens the limiter holds %d buckets, want 0", n)
+	}
+
+	l := newLimiter(1, 1)
+	now := time.Unix(1000, 0)
+	for i := range maxIdleLimiters {
+		l.wait(fmt.Sprintf("old-%d", i), now)
+	}
+	if d := l.wait("new", now.Add(time.Minute)); d != 0 {
+		t.Fatalf("a new token waits %s", d)
+	}
+	if n := len(l.buckets); n != 1 {
+		t.Errorf("%d buckets after %d idle ones and a new token, want 1 (the idle ones forgotten)", n, maxIdleLimiters)
 	}
 }
