@@ -112,12 +112,13 @@ func jobOfPod(name string, podLabels map[string]string) string {
 }
 
 // preemptedBy finds the preemptor's UID and the node in the scheduler's Preempted event:
-// "Preempted by pod <uid> on node <node>".
-var preemptedBy = regexp.MustCompile(`^Preempted by (\S+) (\S+) on node (\S+)`)
+// "Preempted by pod <uid> on node <node>", the node's name as a node may be named (an event
+// is any client's text).
+var preemptedBy = regexp.MustCompile(`^Preempted by (\S+) (\S+) on node ([a-z0-9][-a-z0-9.]*)`)
 
 // scheduledTo finds the node in the scheduler's Scheduled event: "Successfully assigned
-// <ns>/<pod> to <node>".
-var scheduledTo = regexp.MustCompile(`^Successfully assigned \S+ to (\S+)`)
+// <ns>/<pod> to <node>", the node's name as a node may be named.
+var scheduledTo = regexp.MustCompile(`^Successfully assigned \S+ to ([a-z0-9][-a-z0-9.]*)`)
 
 // PodRef names a pod that preempted another, as the read model found it.
 type PodRef struct {
@@ -208,7 +209,7 @@ func (h *history) preemptedWords(uid, node string) string {
 		if ref.PriorityClass != "" {
 			s += " (" + ref.PriorityClass + ")"
 		}
-		return s
+		return oneLine(s) // named by an event: any client's text
 	}
 	if node != "" {
 		return "Preempted by a higher-priority pod on node " + node

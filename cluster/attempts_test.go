@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -280,5 +281,37 @@ func TestJobPodsReadsSharedHistoryOnce(t *testing.T) {
 	// pods: the rows' own LIST, then one of gpuctl's pods everywhere for the preemptions.
 	if lists["nodes"] != 1 || lists["pods"] != 2 {
 		t.Errorf("cluster-wide LISTs %v, want nodes once and pods twice (the rows', the preemptors')", lists)
+	}
+}
+
+// An event is any client's text: a team may write events about its own pods whose messages
+// and names hold a terminal's escape sequences. Neither reaches a reason or a node unescaped.
+func TestAttemptsEscapeEventText(t *testing.T) {
+	j := fx.Job("alice", "sft", "training-pool", 8, batchv1.JobStatus{Active: 1, StartTime: fx.At(0)})
+	j.CreationTimestamp = *fx.At(0)
+	w := fromJob(j)
+	const esc = "\x1b]0;pwned\x07\x1b[2J"
+	h := &history{events: []*corev1.Event{
+		event("Pod", "sft-abcde", "uid-1", "Scheduled", "Successfully assigned alice/sft-abcde to gpu-0"+esc, time.Second),
+		event("Pod", "sft-abcde", "uid-1", "Evicted", "The node was low on memory."+esc, time.Minute),
+		event("Pod", "sft-fghij", "uid-2", "Preempted", "Preempted by pod uid-evil on node "+esc, 2*time.Minute),
+		event("Pod", "evil"+esc+"-abcde", "uid-evil", "Scheduled", "x", 2*time.Minute),
+	}}
+	atts := h.attempts(w, nil)
+	if len(atts) != 2 {
+		t.Fatalf("attempts %+v, want 2", atts)
+	}
+	for _, a := range atts {
+		for _, s := range []string{a.Reason, a.Node, a.Pod} {
+			if strings.ContainsAny(s, "\x1b\x07") {
+				t.Errorf("attempt %q holds a control character: %q", a.Pod, s)
+			}
+		}
+	}
+	if got, want := atts[0].Reason, `Evicted: The node was low on memory.\x1b]0;pwned\x07\x1b[2J`; got != want {
+		t.Errorf("reason %q, want %q", got, want)
+	}
+	if atts[0].Node != "gpu-0" {
+		t.Errorf("node %q, want gpu-0", atts[0].Node)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/markdown"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -159,7 +160,10 @@ func join(parts ...string) string {
 	return strings.Join(out, "; ")
 }
 
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine keeps text from the cluster (a message, an event) on one line of a terminal: its
+// white space collapsed, other control characters (a terminal's escape sequences) written as
+// \xNN or \uNNNN.
+func oneLine(s string) string { return markdown.OneLine(strings.Join(strings.Fields(s), " ")) }
 
 func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
 	c := podConditionOf(p, t)
