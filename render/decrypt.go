@@ -135,6 +135,7 @@ func (st *run) decryptSource(s *source, sum [sha256.Size]byte, data []byte, ds *
 			return nil
 		}
 		docs := parseFile(s.display, sealed, ds)
+		s.sealed = true
 		for _, doc := range docs {
 			if doc.Manifest != nil {
 				u := &unstructured.Unstructured{Object: doc.Manifest}

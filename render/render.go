@@ -117,6 +117,9 @@ type source struct {
 	// key in Options.Cache by its digest (Options.Digest), when checkSizes made it.
 	size int64
 	key  *cacheKey
+	// sealed: an encrypted file rendered without its key, whose objects render marks
+	// keys.Encrypted (decryptSource).
+	sealed bool
 }
 
 // run is the state of one Render call.

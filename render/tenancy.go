@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -192,10 +193,23 @@ func tenancyProblem(rule, format string, args ...any) string {
 	return "tenancy " + rule + ": " + fmt.Sprintf(format, args...)
 }
 
+// bookkeeping are the annotations that gpuctl writes itself, with what each records: one
+// written by a team's file would make the engine skip its object (keys.Encrypted), steer the
+// plan's Secret checks (keys.SecretRefs), or keep a live Job that a sync should update
+// (keys.SpecDigest, keys.KeptHash).
+var bookkeeping = []struct{ key, records string }{
+	{keys.Encrypted, "a file rendered without its SOPS key"},
+	{keys.SecretRefs, "a workload's Secret references"},
+	{keys.SpecDigest, "a training job's spec digest"},
+	{keys.KeptHash, "an object a sync kept as it is"},
+}
+
 // reservedUse says how a tenant object takes what gpuctl reserves: the name of the tenant
-// identity, a token Secret of it, or the admin's adopt annotation. It returns the rule, the
-// field and the problem, or "" when the object takes nothing.
-func reservedUse(u *unstructured.Unstructured, key, ns string) (rule, field, problem string) {
+// identity, a token Secret of it, the admin's adopt annotation, or an annotation of gpuctl's
+// bookkeeping other than rendered, those that render itself may have written on it (on the
+// objects of a sealed file, or of kustomize output, which holds rendered workloads). It
+// returns the rule, the field and the problem, or "" when the object takes nothing.
+func reservedUse(u *unstructured.Unstructured, key, ns string, rendered ...string) (rule, field, problem string) {
 	ann := u.GetAnnotations()
 	switch {
 	case u.GetName() == keys.TenantServiceAccount && (key == "ServiceAccount" || key == "RoleBinding."+rbacv1.GroupName):
@@ -208,7 +222,21 @@ func reservedUse(u *unstructured.Unstructured, key, ns string) (rule, field, pro
 	if _, ok := ann[keys.Adopt]; ok {
 		return ruleReservedAnnotation, "metadata.annotations[" + keys.Adopt + "]", "only an admin marks a live object adoptable, never a tenant's file"
 	}
+	for _, b := range bookkeeping {
+		if _, ok := ann[b.key]; ok && !slices.Contains(rendered, b.key) {
+			return ruleReservedAnnotation, "metadata.annotations[" + b.key + "]", "gpuctl's own record (" + b.records + "), never a tenant's file"
+		}
+	}
 	return "", "", ""
+}
+
+// sealedKeys are the bookkeeping annotations that render writes on the objects of s: keys.Encrypted on a
+// sealed file's.
+func sealedKeys(s *source) []string {
+	if s.sealed {
+		return []string{keys.Encrypted}
+	}
+	return nil
 }
 
 // tenancyCheck holds what the checks of tenant directories need during one validation: the
@@ -289,7 +317,7 @@ func (tc *tenancyCheck) tenantManifest(doc *Document, s *source, ns string) {
 			"an admin may allow a namespaced kind in tenancy.kinds of " + keys.ConfigFile
 		return
 	}
-	if rule, field, problem := reservedUse(u, key, ns); problem != "" {
+	if rule, field, problem := reservedUse(u, key, ns, sealedKeys(s)...); problem != "" {
 		tc.st.ds.errorf(doc.File, tc.fieldPos(s, doc, field), field, "%s", tenancyProblem(rule, "%s", problem))
 		return
 	}
@@ -330,7 +358,7 @@ func (st *run) checkKustomizeOutput(file, relDir, ns string, objs []map[string]a
 		}
 		u := &unstructured.Unstructured{Object: o}
 		key := kindKey(u.GetAPIVersion(), u.GetKind())
-		rule, field, problem := reservedUse(u, key, ns)
+		rule, field, problem := reservedUse(u, key, ns, keys.Encrypted, keys.SecretRefs, keys.SpecDigest)
 		switch ons := u.GetNamespace(); {
 		case !kinds[key]:
 			st.ds.errorf(file, Pos{}, "kind", "kustomize output %s %s: %s", u.GetKind(), u.GetName(),

@@ -153,6 +153,17 @@ func tenantAttacks() map[string]tenancyCase {
 			want: []string{evil + ":7:41: metadata.annotations[kubernetes.io/service-account.name]: tenancy reserved-name: a token Secret of the tenant identity gpuctl-tenant would hand its credentials to the namespace"}},
 		"the adopt annotation": {admin: true, files: one("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: limits\n  annotations: {g8s.host/adopt: \"true\"}\n"),
 			want: []string{evil + ":5:33: metadata.annotations[g8s.host/adopt]: tenancy reserved-annotation: only an admin marks a live object adoptable, never a tenant's file"}},
+		// gpuctl's own bookkeeping, forged by a team: sealed would make the engine skip the
+		// object (never applied), secret-refs would steer the plan's Secret checks, and
+		// spec-digest and kept-hash would make a sync keep a live Job it should update.
+		"the encrypted annotation": {admin: true, files: one("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: limits\n  annotations: {g8s.host/encrypted: sealed}\n"),
+			want: []string{evil + ":5:37: metadata.annotations[g8s.host/encrypted]: tenancy reserved-annotation: gpuctl's own record (a file rendered without its SOPS key), never a tenant's file"}},
+		"the secret-refs annotation": {admin: true, files: one("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: limits\n  annotations: {g8s.host/secret-refs: '[]'}\n"),
+			want: []string{evil + ":5:39: metadata.annotations[g8s.host/secret-refs]: tenancy reserved-annotation: gpuctl's own record (a workload's Secret references), never a tenant's file"}},
+		"the spec-digest annotation": {admin: true, files: one("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: limits\n  annotations: {g8s.host/spec-digest: abc}\n"),
+			want: []string{evil + ":5:39: metadata.annotations[g8s.host/spec-digest]: tenancy reserved-annotation: gpuctl's own record (a training job's spec digest), never a tenant's file"}},
+		"the kept-hash annotation": {admin: true, files: one("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: limits\n  annotations: {g8s.host/kept-hash: abc}\n"),
+			want: []string{evil + ":5:37: metadata.annotations[g8s.host/kept-hash]: tenancy reserved-annotation: gpuctl's own record (an object a sync kept as it is), never a tenant's file"}},
 		"the tenant identity built by kustomize": {files: map[string]string{
 			"teams/alice/kustomization.yaml": "resources: [sa.yaml]\nnameSuffix: -tenant\n",
 			"teams/alice/sa.yaml":            "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: gpuctl}\n"},
