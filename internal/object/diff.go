@@ -109,13 +109,8 @@ func withoutServerFields(u *unstructured.Unstructured) *unstructured.Unstructure
 // the fields that applying desired changes, as people are shown them. Either may be nil.
 func DiffObjects(before, after *unstructured.Unstructured, desired map[string]any) []FieldDiff {
 	b, a := ForDisplayPair(before, after)
-	var bo, ao map[string]any
-	if b != nil {
-		bo = b.Object
-	}
-	if a != nil {
-		ao = a.Object
-	}
+	bo, _ := objectOf(b).(map[string]any)
+	ao, _ := objectOf(a).(map[string]any)
 	return DiffFieldsSetBy(bo, ao, desired)
 }
 
