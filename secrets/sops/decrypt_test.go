@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -325,5 +326,40 @@ func TestRecipients(t *testing.T) {
 	}
 	if _, err := sops.Recipients(readFile(t, "secret.yaml")); !errors.Is(err, sops.ErrNotSOPS) {
 		t.Errorf("a plain file: err = %v, want ErrNotSOPS", err)
+	}
+}
+
+// TestDecryptManyRecipients: a file whose sops.age lists more entries than any file needs
+// (a team's file crafted to cost an X25519 exchange per entry at every render) is refused at
+// sops.age before any entry is tried, and Encrypt does not write one.
+func TestDecryptManyRecipients(t *testing.T) {
+	var rs []string
+	for range 65 {
+		id, err := age.GenerateX25519Identity()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, id.Recipient().String())
+	}
+	if _, err := sops.Encrypt(readFile(t, "secret.yaml"), rs); err == nil || !strings.Contains(err.Error(), "more than 64") {
+		t.Errorf("Encrypt for 65 recipients: %v, want an error", err)
+	}
+	enc, err := sops.Encrypt(readFile(t, "secret.yaml"), rs[:1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The one entry, 65 times: the MAC does not cover sops.age.
+	one := regexp.MustCompile(`(?s)\n    age:\n(        - enc: .*?\n          recipient: \S+\n)`).FindStringSubmatch(string(enc))
+	if one == nil {
+		t.Fatalf("no sops.age entry found in\n%s", enc)
+	}
+	crafted := strings.Replace(string(enc), one[1], strings.Repeat(one[1], 65), 1)
+	_, err = sops.Decrypt([]byte(crafted), identities(t, "bob"))
+	var fe *sops.FormatError
+	if !errors.As(err, &fe) || fe.Path != "sops.age" || !strings.Contains(fe.Msg, "65 entries, more than 64") {
+		t.Fatalf("Decrypt of a file with 65 sops.age entries: %v, want a FormatError at sops.age", err)
+	}
+	if _, err := sops.Decrypt([]byte(strings.Replace(string(enc), one[1], strings.Repeat(one[1], 64), 1)), identities(t, "bob")); !errors.As(err, new(*sops.NoKeyError)) {
+		t.Errorf("Decrypt of a file with 64 entries for another key: %v, want a NoKeyError", err)
 	}
 }

@@ -32,6 +32,9 @@ func Encrypt(plaintext []byte, recipients []string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if len(rs) > maxAgeKeys {
+		return nil, fmt.Errorf("%d age recipients, more than %d: a file that Decrypt refuses", len(rs), maxAgeKeys)
+	}
 	docs, err := loadDocuments(plaintext)
 	if err != nil {
 		return nil, err

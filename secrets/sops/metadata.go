@@ -204,11 +204,19 @@ func parseMetadata(v any, line int) (*metadata, error) {
 	return md, nil
 }
 
+// maxAgeKeys is the most sops.age entries a file may have: a file is encrypted for a team and
+// its admin, a handful of keys. Each entry costs an X25519 exchange when no key opens the file
+// (again at every render), and a file of 1 MiB holds ~1,800: a team could slow every render.
+const maxAgeKeys = 64
+
 // parseAgeKeys reads sops.age: a sequence of {recipient, enc}.
 func parseAgeKeys(v any, line int) ([]ageKey, error) {
 	s, ok := v.(sequence)
 	if !ok {
 		return nil, formatErr(line, []string{metadataKey, "age"}, "not a sequence")
+	}
+	if len(s) > maxAgeKeys {
+		return nil, formatErr(line, []string{metadataKey, "age"}, "%d entries, more than %d: encrypt the file for fewer age recipients", len(s), maxAgeKeys)
 	}
 	var keys []ageKey
 	for _, el := range s {
