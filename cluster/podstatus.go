@@ -163,7 +163,7 @@ func join(parts ...string) string {
 // oneLine keeps text from the cluster (a message, an event) on one line of a terminal: its
 // white space collapsed, other control characters (a terminal's escape sequences) written as
 // \xNN or \uNNNN.
-func oneLine(s string) string { return markdown.OneLine(strings.Join(strings.Fields(s), " ")) }
+func oneLine(s string) string { return markdown.Words(s) }
 
 func podCondition(p *corev1.Pod, t corev1.PodConditionType) bool {
 	c := podConditionOf(p, t)

@@ -11,6 +11,11 @@ import (
 // Each writer leaves out what does not fit and counts it in a note.
 const MaxChars = 65000
 
+// Words is s with its runs of white space (line breaks included) as one space, and what
+// control characters remain escaped as OneLine does: a message written by someone else (an
+// event's, a condition's) as one row of a table or a terminal.
+func Words(s string) string { return OneLine(strings.Join(strings.Fields(s), " ")) }
+
 // OneLine keeps s on one line: line breaks and tabs are written as \n, \r and \t, other
 // control characters (and the Unicode line and paragraph separators) as \xNN or \uNNNN.
 func OneLine(s string) string {

@@ -2,13 +2,13 @@ package app
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/markdown"
 )
 
 // eventsOptions are the flags of gpuctl events.
@@ -111,5 +111,6 @@ func lastSeen(now time.Time, e cluster.Event) string {
 	return s
 }
 
-// oneLine joins the lines of a message, so that a row stays one line.
-func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+// oneLine is a message of someone else's as one row (markdown.Words): an event's message is
+// written by whoever may create events in the namespace, and must not reach the terminal raw.
+func oneLine(s string) string { return markdown.Words(s) }
