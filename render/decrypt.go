@@ -67,13 +67,13 @@ func (d *Decryptor) beginRender() uint64 {
 }
 
 // endRender forgets the plaintext of the files that the renders since before render did not
-// read (removed or changed files, their old content).
+// read (removed or changed files, their old content). It drops the entries without wiping
+// them: an older render that runs at once may still be parsing that plaintext.
 func (d *Decryptor) endRender(render uint64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	for k, v := range d.memo {
 		if v.used+1 < render {
-			clear(v.plain)
 			delete(d.memo, k)
 		}
 	}
