@@ -25,14 +25,16 @@ import (
 const keptReason = "kept as it is: its file did not change, and gpuctl would change an immutable field of it (%s); a change of its file recreates it"
 
 // keepable reports whether live may be kept as it is where desired would change an immutable
-// field of it: desired carries a spec digest, and live the same one or none.
+// field of it: desired carries a spec digest, and live the same one, or none but an
+// applied-hash (a gpuctl that recorded no digest applied it). A Job that a team deleted and made
+// again by hand, without gpuctl's annotations, is recreated from its file as before.
 func keepable(desired, live *unstructured.Unstructured) bool {
 	d := object.AnnotationOf(desired, keys.SpecDigest)
 	if d == "" || live == nil || live.GetDeletionTimestamp() != nil {
 		return false
 	}
 	l, has := live.GetAnnotations()[keys.SpecDigest]
-	return !has || l == d
+	return l == d || !has && object.AnnotationOf(live, keys.AppliedHash) != ""
 }
 
 // kept reports whether an earlier sync kept live as it is for desired's configuration (its
