@@ -245,12 +245,18 @@ func (w *treeWriter) writeSymlink(dst string, h plumbing.Hash) error {
 		return err
 	}
 	defer r.Close()
-	target, err := io.ReadAll(r)
+	target, err := io.ReadAll(io.LimitReader(r, maxLinkTarget+1))
 	if err != nil {
 		return err
 	}
+	if len(target) > maxLinkTarget { // not read whole: a blob marked as a link may be huge
+		return fmt.Errorf("%s: a symbolic link whose target is longer than %d bytes", dst, maxLinkTarget)
+	}
 	return os.Symlink(string(target), dst)
 }
+
+// maxLinkTarget is the longest symbolic link target a checkout writes (Linux's PATH_MAX).
+const maxLinkTarget = 4096
 
 // blob opens the content of the blob h.
 func (w *treeWriter) blob(h plumbing.Hash) (io.ReadCloser, error) {

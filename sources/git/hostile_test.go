@@ -137,3 +137,24 @@ func TestCheckoutNamesOfTheWorkingDirectory(t *testing.T) {
 		files["tree/a.yaml"] = "a: 2\n"
 	}
 }
+
+// TestCheckoutHugeLinkTarget: a blob marked as a symbolic link is read up to the longest target
+// a link may have, not whole: a longer one fails the checkout, naming the file, and the last good
+// revision stays.
+func TestCheckoutHugeLinkTarget(t *testing.T) {
+	r := gittest.New(t, nil)
+	good := r.Commit("good", map[string]string{"teams/alice/a.yaml": "a: 1\n"})
+	s := newSourceT(t, Options{URL: r.URL, Ref: "main"})
+	ctx := context.Background()
+	if _, err := s.Fetch(ctx); err != nil {
+		t.Fatal(err)
+	}
+	r.CommitLinks("huge link", map[string]string{"teams/alice/link": strings.Repeat("x", 1<<20)})
+	rev, err := s.Fetch(ctx)
+	if err == nil || !strings.Contains(err.Error(), "longer than 4096 bytes") || !strings.Contains(err.Error(), "link") {
+		t.Fatalf("Fetch = %v, want the link refused for its length", err)
+	}
+	if rev.ID != good || readFile(t, rev.Dir, "teams/alice/a.yaml") != "a: 1\n" {
+		t.Errorf("Fetch returned %s, want the last good %s and its tree", rev.ID, good)
+	}
+}

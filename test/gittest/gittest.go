@@ -135,6 +135,19 @@ func (r *Remote) Write(files map[string]string) {
 // its index and files stay: the next Commit is made from them, without the paths of files.
 func (r *Remote) CommitTree(msg string, files map[string]string) string {
 	r.t.Helper()
+	return r.commitTree(msg, files, "100644")
+}
+
+// CommitLinks is CommitTree of symbolic links (path → target), which the plumbing takes
+// whatever their target (one longer than a file system allows).
+func (r *Remote) CommitLinks(msg string, links map[string]string) string {
+	r.t.Helper()
+	return r.commitTree(msg, links, "120000")
+}
+
+// commitTree is CommitTree of files of mode (100644 a file, 120000 a symbolic link).
+func (r *Remote) commitTree(msg string, files map[string]string, mode string) string {
+	r.t.Helper()
 	type dir map[string]any // name → dir, or "mode type hash" of a file
 	top := dir{}
 	add := func(name, entry string) {
@@ -156,7 +169,7 @@ func (r *Remote) CommitTree(msg string, files map[string]string) string {
 		}
 	}
 	for name, content := range files {
-		add(name, "100644 blob "+r.input(content, "hash-object", "-w", "--stdin"))
+		add(name, mode+" blob "+r.input(content, "hash-object", "-w", "--stdin"))
 	}
 	var write func(d dir) string
 	write = func(d dir) string {
