@@ -1,0 +1,128 @@
+package usage
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
+// dcgm-exporter's metric names (its etc/default-counters.csv).
+const (
+	MetricGPUUtil      = "DCGM_FI_DEV_GPU_UTIL"          // gauge, %
+	MetricEngineActive = "DCGM_FI_PROF_GR_ENGINE_ACTIVE" // gauge, ratio 0–1; also on MIG
+	MetricFBUsed       = "DCGM_FI_DEV_FB_USED"           // gauge, MiB
+	MetricFBFree       = "DCGM_FI_DEV_FB_FREE"           // gauge, MiB
+	MetricPower        = "DCGM_FI_DEV_POWER_USAGE"       // gauge, W
+	MetricXID          = "DCGM_FI_DEV_XID_ERRORS"        // gauge, last XID
+)
+
+// podLabels are the labels that name a GPU's pod, in both forms; gpuLabels also name the GPU.
+const (
+	podLabels = "namespace, pod, exported_namespace, exported_pod"
+	gpuLabels = podLabels + ", container, exported_container, Hostname, hostname, gpu, UUID, GPU_I_ID, modelName"
+)
+
+// Scope selects the series a query reads: those of pods in Namespaces (all when empty), and
+// of these Pods (namespace/name) when set. A team's token reads its namespaces only.
+type Scope struct {
+	Namespaces []string
+	// Pods are namespace/name of pods; when set, only their series are read.
+	Pods []string
+}
+
+// matchers returns the label matchers of the scope, one list per label form (plain and
+// exported_); nil when the scope selects everything.
+func (s Scope) matchers() []string {
+	var nsPlain, nsExported, podPlain, podExported []string
+	namespaces := s.Namespaces
+	var pods []string
+	if len(s.Pods) > 0 {
+		namespaces = nil
+		for _, p := range s.Pods {
+			ns, name, _ := strings.Cut(p, "/")
+			namespaces = append(namespaces, ns)
+			pods = append(pods, name)
+		}
+	}
+	if len(namespaces) > 0 {
+		re := alternation(namespaces)
+		nsPlain = append(nsPlain, "namespace=~"+re)
+		nsExported = append(nsExported, "exported_namespace=~"+re)
+	}
+	if len(pods) > 0 {
+		re := alternation(pods)
+		podPlain = append(podPlain, "pod=~"+re)
+		podExported = append(podExported, "exported_pod=~"+re)
+	}
+	if len(nsPlain)+len(podPlain) == 0 {
+		return nil
+	}
+	return []string{strings.Join(append(nsPlain, podPlain...), ","), strings.Join(append(nsExported, podExported...), ",")}
+}
+
+// alternation is a PromQL string holding a regular expression that matches exactly the
+// given values: quoted, so no value can widen it.
+func alternation(values []string) string {
+	vs := append([]string(nil), values...)
+	sort.Strings(vs)
+	vs = uniq(vs)
+	for i, v := range vs {
+		vs[i] = regexp.QuoteMeta(v)
+	}
+	return strconv.Quote(strings.Join(vs, "|"))
+}
+
+func uniq(vs []string) []string {
+	out := vs[:0]
+	for i, v := range vs {
+		if i == 0 || v != vs[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// series is the PromQL of a metric in the scope: fn(metric{...}[rng]) for each label form,
+// joined with or. fn and rng may be "" for the bare selector.
+func (s Scope) series(metric, fn string, rng time.Duration) string {
+	one := func(m string) string {
+		sel := metric
+		if m != "" {
+			sel += "{" + m + "}"
+		}
+		if rng > 0 {
+			sel += "[" + promDuration(rng) + "]"
+		}
+		if fn != "" {
+			sel = fn + "(" + sel + ")"
+		}
+		return sel
+	}
+	ms := s.matchers()
+	if ms == nil {
+		return one("")
+	}
+	return "(" + one(ms[0]) + " or " + one(ms[1]) + ")"
+}
+
+// util is the PromQL of GPU utilization in percent: DCGM_FI_DEV_GPU_UTIL, or the engine's
+// active ratio × 100 for a GPU (a MIG instance) that has no such series.
+func (s Scope) util(fn string, rng time.Duration) string {
+	return "(" + s.series(MetricGPUUtil, fn, rng) + " or (" + s.series(MetricEngineActive, fn, rng) + " * 100))"
+}
+
+// promDuration writes a duration as PromQL does (whole seconds at least).
+func promDuration(d time.Duration) string {
+	if d < time.Second {
+		d = time.Second
+	}
+	return model.Duration(d.Truncate(time.Second)).String()
+}
+
+// by aggregates an expression by labels.
+func by(agg, labels, expr string) string { return fmt.Sprintf("%s by (%s) (%s)", agg, labels, expr) }
