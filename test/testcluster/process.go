@@ -58,6 +58,12 @@ func startProcess(dir, binDir string, comp component) (*process, error) {
 	return p, nil
 }
 
+// ChildProcAttr returns the process attributes testcluster starts its components with: on Linux
+// the child dies with SIGKILL when the thread that started it exits, so that no process a test
+// starts outlives the test binary, even after a crash (nil elsewhere). Other test rigs that
+// start servers (test/promtest) set it as their exec.Cmd's SysProcAttr.
+func ChildProcAttr() *syscall.SysProcAttr { return sysProcAttr() }
+
 // exitError describes an exited process, quoting the tail of its log; nil while it runs.
 func (p *process) exitError() error {
 	select {
