@@ -107,7 +107,7 @@ func schedulerArgs(kubeconfig string) []string {
 
 // newPorts picks free ports for every component.
 func newPorts() (ports, error) {
-	free, err := freePorts(4)
+	free, err := FreePorts(4)
 	if err != nil {
 		return ports{}, err
 	}

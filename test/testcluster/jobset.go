@@ -46,7 +46,7 @@ func (c *Cluster) startJobSet(ctx context.Context) error {
 	if err := c.checkComponent(jobsetBinary); err != nil {
 		return err
 	}
-	free, err := freePorts(2)
+	free, err := FreePorts(2)
 	if err != nil {
 		return err
 	}

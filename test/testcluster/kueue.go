@@ -82,7 +82,7 @@ func (c *Cluster) startKueue(ctx context.Context) error {
 	if err := c.checkComponent(kueueBinary); err != nil {
 		return err
 	}
-	free, err := freePorts(2)
+	free, err := FreePorts(2)
 	if err != nil {
 		return err
 	}

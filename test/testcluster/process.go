@@ -122,9 +122,9 @@ func tail(path string, n int) string {
 	return "    " + strings.Join(lines, "\n    ")
 }
 
-// freePorts returns n distinct TCP ports that are free on 127.0.0.1 right now. They are held
+// FreePorts returns n distinct TCP ports that are free on 127.0.0.1 right now. They are held
 // open together so that no two are the same, then released for the components to bind.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
