@@ -75,7 +75,7 @@ func (p *process) exitError() error {
 	if p.waitErr != nil {
 		status = "exited: " + p.waitErr.Error()
 	}
-	return fmt.Errorf("%s %s; last lines of %s:\n%s", p.name, status, p.logPath, tail(p.logPath, tailLines))
+	return fmt.Errorf("%s %s; last lines of %s:\n%s", p.name, status, p.logPath, Tail(p.logPath, tailLines))
 }
 
 // stop sends SIGTERM, then SIGKILL if the process has not exited after grace.
@@ -109,8 +109,8 @@ func stopAll(procs []*process, grace time.Duration) error {
 	return errors.Join(errs...)
 }
 
-// tail returns the last n lines of the file at path.
-func tail(path string, n int) string {
+// Tail returns the last n lines of the file at path, indented, for an error that quotes a log.
+func Tail(path string, n int) string {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Sprintf("(cannot read %s: %v)", path, err)
