@@ -8,7 +8,7 @@
 //		return err // errors.Is(err, usage.ErrNoPrometheus) when URL is ""
 //	}
 //	gpus, err := c.GPUs(ctx, usage.Scope{Namespaces: []string{"alice"}}, 5*time.Minute)
-//	jobs := usage.TopJobs(pods, gpus) // pods from cluster.Reader.JobPods
+//	jobs := usage.TopJobs(rows.UsagePods(), gpus, usage.DefaultIdleThreshold) // rows: cluster.Reader.JobPods
 //
 // # Series and labels
 //

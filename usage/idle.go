@@ -8,8 +8,6 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/gpuctl/gpuctl/cluster"
 )
 
 // IdleOptions configure the idle audit.
@@ -82,10 +80,10 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	return err
 }
 
-// Idle audits the running GPU pods of pods (from cluster.Reader.JobPods) over the window
+// Idle audits the running GPU pods of pods over the window
 // that ends now: each job whose longest idle run is at least o.For, or whose GPUs have no
 // series, sorted by the idle run going on now, then the longest, longest first.
-func (c *Client) Idle(ctx context.Context, s Scope, pods []cluster.JobPod, o IdleOptions) ([]IdleJob, error) {
+func (c *Client) Idle(ctx context.Context, s Scope, pods []Pod, o IdleOptions) ([]IdleJob, error) {
 	o = o.withDefaults()
 	end := c.now().Truncate(o.Step)
 	start := end.Add(-o.Window)
@@ -114,7 +112,7 @@ func (c *Client) Idle(ctx context.Context, s Scope, pods []cluster.JobPod, o Idl
 }
 
 // idleJobs is Idle's arithmetic on the answers.
-func idleJobs(pods []cluster.JobPod, runs model.Matrix, avg, mem model.Vector, o IdleOptions, end time.Time) []IdleJob {
+func idleJobs(pods []Pod, runs model.Matrix, avg, mem model.Vector, o IdleOptions, end time.Time) []IdleJob {
 	podRuns := map[string][]model.SamplePair{}
 	for _, ss := range runs {
 		if k := podKey(ss.Metric); k != "" {
@@ -137,7 +135,7 @@ func idleJobs(pods []cluster.JobPod, runs model.Matrix, avg, mem model.Vector, o
 	jobs := map[string]*job{}
 	var order []string
 	for _, p := range pods {
-		if p.Pod == "" || p.GPU <= 0 || p.Phase != "Running" {
+		if !p.holdsGPUs() {
 			continue
 		}
 		j := jobs[p.JobID]

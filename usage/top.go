@@ -3,8 +3,6 @@ package usage
 import (
 	"slices"
 	"sort"
-
-	"github.com/gpuctl/gpuctl/cluster"
 )
 
 // DefaultIdleThreshold is the utilization (percent) below which a GPU counts as idle, and at
@@ -46,6 +44,35 @@ func (u *Usage) add(g GPU, threshold float64) {
 	u.PowerW += g.PowerW
 }
 
+// Pod is a pod of a job, as the read model lists it (cluster.JobPodList.UsagePods).
+type Pod struct {
+	JobID     string
+	Namespace string
+	Name      string // the job's
+	Kind      string
+	Pool      string
+	GPUType   string
+	Pod       string
+	Phase     string
+	// GPU is what the pod requests of nvidia.com/gpu.
+	GPU int64
+	// Rank is the pod's completion index in an indexed Job, -1 for none.
+	Rank int
+}
+
+// holdsGPUs reports whether the pod runs and requests GPUs.
+func (p Pod) holdsGPUs() bool { return p.Pod != "" && p.GPU > 0 && p.Phase == "Running" }
+
+// Node is a node with GPUs, as the read model lists it (cluster.NodeList.UsageNodes).
+type Node struct {
+	Name    string
+	Pool    string
+	GPUType string
+	// GPUs is its nvidia.com/gpu capacity, Allocated what pods request of it.
+	GPUs      int64
+	Allocated int64
+}
+
 // JobTop is a row of gpuctl top jobs.
 type JobTop struct {
 	JobID     string `json:"jobId"`
@@ -66,7 +93,7 @@ type JobTop struct {
 // TopJobs joins the GPUs to the running pods that hold them, one row per job with a running
 // pod that requests GPUs, sorted by namespace and name. A job whose GPUs have no series has
 // Reporting 0.
-func TopJobs(pods []cluster.JobPod, gpus []GPU, threshold float64) []JobTop {
+func TopJobs(pods []Pod, gpus []GPU, threshold float64) []JobTop {
 	byPod := map[string][]GPU{}
 	for _, g := range gpus {
 		if k := g.PodKey(); k != "" {
@@ -75,7 +102,7 @@ func TopJobs(pods []cluster.JobPod, gpus []GPU, threshold float64) []JobTop {
 	}
 	rows := map[string]*JobTop{}
 	for _, p := range pods {
-		if p.Pod == "" || p.GPU <= 0 || p.Phase != "Running" {
+		if !p.holdsGPUs() {
 			continue
 		}
 		row := rows[p.JobID]
@@ -120,11 +147,11 @@ type NodeTop struct {
 
 // TopNodes joins the GPUs to the nodes by name, one row per node that has GPUs or series,
 // sorted by name.
-func TopNodes(nodes []cluster.NodeSummary, gpus []GPU, threshold float64) []NodeTop {
+func TopNodes(nodes []Node, gpus []GPU, threshold float64) []NodeTop {
 	rows := map[string]*NodeTop{}
 	for _, n := range nodes {
-		if n.GPUTotal > 0 {
-			rows[n.NodeName] = &NodeTop{Node: n.NodeName, Pool: n.Pool, GPUType: n.GPUType, GPUs: n.GPUTotal, Allocated: n.GPUUsed}
+		if n.GPUs > 0 {
+			rows[n.Name] = &NodeTop{Node: n.Name, Pool: n.Pool, GPUType: n.GPUType, GPUs: n.GPUs, Allocated: n.Allocated}
 		}
 	}
 	for _, g := range gpus {

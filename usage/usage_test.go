@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/prometheus/common/model"
-
-	"github.com/gpuctl/gpuctl/cluster"
 )
 
 func TestScopeQuotesEveryValue(t *testing.T) {
@@ -71,7 +69,7 @@ func TestLongestRun(t *testing.T) {
 func TestIdleJobs(t *testing.T) {
 	step, end := time.Minute, time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
 	o := IdleOptions{Window: time.Hour, Step: step, For: 30 * time.Minute}.withDefaults()
-	pods := []cluster.JobPod{
+	pods := []Pod{
 		{Pod: "nb-0", JobID: "alice.nb", Name: "nb", Namespace: "alice", Kind: "notebook", Phase: "Running", GPU: 4},
 		{Pod: "sft-0", JobID: "alice.sft", Name: "sft", Namespace: "alice", Kind: "training", Phase: "Running", GPU: 8},
 		{Pod: "sft-1", JobID: "alice.sft", Name: "sft", Namespace: "alice", Kind: "training", Phase: "Running", GPU: 8},
@@ -110,12 +108,12 @@ func TestTopJoinsPodsNodesPools(t *testing.T) {
 		{Node: "n1", Index: "1", UUID: "b", Namespace: "alice", Pod: "sft-0", Util: 2, HasUtil: true, MemUsedMiB: 1000, MemTotalMiB: 81559, PowerW: 80},
 		{Node: "n2", Index: "0", UUID: "c", Util: 0, HasUtil: true, MemTotalMiB: 81559},
 	}
-	pods := []cluster.JobPod{{Pod: "sft-0", JobID: "alice.sft", Name: "sft", Namespace: "alice", Phase: "Running", GPU: 2, Pool: "train"}}
+	pods := []Pod{{Pod: "sft-0", JobID: "alice.sft", Name: "sft", Namespace: "alice", Phase: "Running", GPU: 2, Pool: "train"}}
 	jobs := TopJobs(pods, gpus, DefaultIdleThreshold)
 	if len(jobs) != 1 || jobs[0].Util != 46 || jobs[0].MemUsedMiB != 71000 || jobs[0].Busy != 1 || jobs[0].Idle != 1 || jobs[0].PowerW != 680 {
 		t.Fatalf("jobs %+v", jobs)
 	}
-	nodes := TopNodes([]cluster.NodeSummary{{NodeName: "n1", Pool: "train", GPUTotal: 8, GPUUsed: 2}, {NodeName: "n2", Pool: "train", GPUTotal: 8}}, gpus, DefaultIdleThreshold)
+	nodes := TopNodes([]Node{{Name: "n1", Pool: "train", GPUs: 8, Allocated: 2}, {Name: "n2", Pool: "train", GPUs: 8}}, gpus, DefaultIdleThreshold)
 	if len(nodes) != 2 || nodes[0].BusyAllocated != 1 || nodes[0].BusyShare != 0.5 || nodes[1].Reporting != 1 {
 		t.Fatalf("nodes %+v", nodes)
 	}

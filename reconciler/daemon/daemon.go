@@ -17,6 +17,7 @@ import (
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
+	"github.com/gpuctl/gpuctl/usage"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -71,6 +72,9 @@ type Options struct {
 	Now func() time.Time
 	// Writes configure the API's writes (Write).
 	Writes WriteOptions
+	// Usage reads GPU utilization from Prometheus for the idle policy and gpuctl_team_gpus;
+	// nil without --prometheus-url.
+	Usage *usage.Client
 	// Metrics may be nil.
 	Metrics *Metrics
 	Log     *slog.Logger

@@ -25,6 +25,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/version"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources"
+	"github.com/gpuctl/gpuctl/usage"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -46,6 +47,9 @@ type Options struct {
 	Kube   kube.Options
 	Engine options.Engine
 	Rates  RateOptions
+	// Prometheus is where GPU utilization is read (the API's metrics, the page's charts, the
+	// idle policy); without a URL there is none.
+	Prometheus options.Prometheus
 
 	Namespace     string
 	Interval      time.Duration
@@ -83,6 +87,7 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	o.Kube.BindFlags(fs)
 	o.Engine.BindFlags(fs)
 	o.Rates.BindFlags(fs)
+	o.Prometheus.BindFlags(fs)
 	fs.StringVar(&o.Namespace, "namespace", keys.SystemNamespace, "the daemon's namespace: status, inventory, lease, pool registry")
 	fs.DurationVar(&o.Interval, "interval", 5*time.Minute, "sync at least this often, even when no change is signalled")
 	fs.StringVar(&o.Listen, "listen", ":8080", "address of the HTTP server (/healthz, /readyz, /metrics, /api/v1, /hooks/*)")
@@ -211,6 +216,10 @@ func run(ctx context.Context, o *Options) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := daemon.NewMetrics(reg)
+	gpus, err := o.prometheus()
+	if err != nil {
+		return err
+	}
 	driftStore := drift.NewStore(kube, o.Namespace)
 	events := record.NewBroadcaster()
 	defer events.Shutdown()
@@ -225,7 +234,7 @@ func run(ctx context.Context, o *Options) error {
 	engine.SetWatched(det) // a plan reads the members from the detector's watches, not by listing
 	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
 		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
-		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, RenderCacheBytes: renderCacheBytes, Writes: o.Source.Writes, Metrics: metrics, Log: log.With("component", "sync")})
+		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, RenderCacheBytes: renderCacheBytes, Writes: o.Source.Writes, Usage: gpus, Metrics: metrics, Log: log.With("component", "sync")})
 	if o.ProfilingListen != "" {
 		go serveProfiles(ctx, o.ProfilingListen, log)
 	}
@@ -242,7 +251,7 @@ func run(ctx context.Context, o *Options) error {
 		case <-ctx.Done():
 		}
 	}()
-	srv, err := o.serve(ctx, log, kube, dyn, reg, d, src, readModel)
+	srv, err := o.serve(ctx, log, kube, dyn, reg, d, src, readModel, gpus)
 	if err != nil {
 		return err
 	}
@@ -272,7 +281,7 @@ func run(ctx context.Context, o *Options) error {
 // serve starts the HTTP server: health, metrics, API and webhooks, with timeouts
 // (defaultHTTPTimeouts), over TLS with --tls-cert-file and --tls-key-file.
 func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.Interface, dyn dynamic.Interface, reg *prometheus.Registry,
-	d *daemon.Daemon, src sources.Source, readModel <-chan struct{}) (*http.Server, error) {
+	d *daemon.Daemon, src sources.Source, readModel <-chan struct{}, gpus *usage.Client) (*http.Server, error) {
 	var tokens httpapi.TokenSource
 	if o.TokensFile != "" {
 		t, err := httpapi.LoadStaticTokens(o.TokensFile, log)
@@ -299,7 +308,7 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 		objects = cluster.StartInformersAfter(ctx, readModel, kube, dyn, o.Namespace)
 	}
 	handler := httpapi.New(httpapi.Options{Backend: d, Writer: d, Kube: kube, Dynamic: dyn, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
-		Registry: reg, Webhooks: hooks, Ready: d.Ready, RateLimit: o.Rates.APIQPS, RateBurst: o.Rates.APIBurst, Log: log.With("component", "http")})
+		Registry: reg, Webhooks: hooks, Ready: d.Ready, Usage: gpus, RateLimit: o.Rates.APIQPS, RateBurst: o.Rates.APIBurst, Log: log.With("component", "http")})
 	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {
 		return nil, err
@@ -308,6 +317,15 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 		return nil, err
 	}
 	return srv, nil
+}
+
+// prometheus is the client of --prometheus-url, nil without one.
+func (o *Options) prometheus() (*usage.Client, error) {
+	c, err := o.Prometheus.Client()
+	if errors.Is(err, usage.ErrNoPrometheus) {
+		return nil, nil
+	}
+	return c, err
 }
 
 // setMemoryLimit sets the Go runtime's soft memory limit, unless GOMEMLIMIT is set.

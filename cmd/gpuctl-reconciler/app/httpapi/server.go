@@ -14,6 +14,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/usage"
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -67,6 +68,9 @@ type Options struct {
 	// DefaultRateLimit (DefaultRateBurst); a negative RateLimit is no limit.
 	RateLimit float64
 	RateBurst int
+	// Usage reads GPU utilization from Prometheus: GET /api/v1/jobs/{jobId}/metrics and the
+	// page's charts. Without it they say there is no Prometheus.
+	Usage *usage.Client
 	// Log receives access and error logs; nil discards them.
 	Log *slog.Logger
 }
