@@ -66,6 +66,9 @@ type Policy struct {
 	HighPriorityTeams []string `yaml:"highPriorityTeams" json:"highPriorityTeams,omitempty"`
 	// Severity overrides the severity of rules: error, warning or off.
 	Severity map[Rule]render.Severity `yaml:"severity" json:"severity,omitempty"`
+	// Idle are the rules of the idle policy that the daemon applies to the running jobs' GPUs
+	// (policy_idle.go, docs/metrics.md): the first rule that matches a job is its rule.
+	Idle []IdleRule `yaml:"idle" json:"idle,omitempty"`
 
 	// File is where the policy was read from; empty for the default policy.
 	File string `yaml:"-" json:"file,omitempty"`
@@ -139,6 +142,7 @@ func ParsePolicy(file string, data []byte) (*Policy, error) {
 			bad("severity."+string(r), "severity.%s: %q is not error, warning or off", r, s)
 		}
 	}
+	errs = append(errs, checkIdle(file, p.Idle, pos)...)
 	if len(errs) > 0 {
 		sort.SliceStable(errs, func(i, j int) bool { return errs[i].(*PolicyError).Line < errs[j].(*PolicyError).Line })
 		return nil, errors.Join(errs...)
@@ -167,7 +171,8 @@ func yamlErrors(file string, err error) error {
 	return errors.Join(errs...)
 }
 
-// keyLines maps the top-level keys and the keys of severity to their lines; "" is line 1.
+// keyLines maps the top-level keys, the keys of severity and those of each idle rule
+// (idle[i], idle[i].for) to their lines; "" is line 1.
 func keyLines(root *yaml.Node) map[string]int {
 	pos := map[string]int{"": 1}
 	if len(root.Content) == 0 || root.Content[0].Kind != yaml.MappingNode {
@@ -181,6 +186,9 @@ func keyLines(root *yaml.Node) map[string]int {
 			for j := 0; j+1 < len(v.Content); j += 2 {
 				pos["severity."+v.Content[j].Value] = v.Content[j].Line
 			}
+		}
+		if k.Value == "idle" && v.Kind == yaml.SequenceNode {
+			idleLines(pos, v)
 		}
 	}
 	return pos
