@@ -57,12 +57,7 @@ func (c *Client) GPUs(ctx context.Context, s Scope, window time.Duration) ([]GPU
 		window = DefaultWindow
 	}
 	now := c.now()
-	queries := []string{
-		by("max", gpuLabels, s.util("avg_over_time", window)),
-		by("max", gpuLabels, s.series(MetricFBUsed, "last_over_time", window)),
-		by("max", gpuLabels, s.series(MetricFBFree, "last_over_time", window)),
-		by("max", gpuLabels, s.series(MetricPower, "avg_over_time", window)),
-	}
+	queries := GPUQueries(s, window)
 	results := make([]model.Vector, len(queries))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, q := range queries {
@@ -114,6 +109,20 @@ func (c *Client) GPUs(ctx context.Context, s Scope, window time.Duration) ([]GPU
 		return out[i].MIG < out[j].MIG
 	})
 	return out, nil
+}
+
+// GPUQueries are the PromQL queries of GPUs (a benchmark sends them bare, as its floor):
+// utilization, memory used, memory free and power of each GPU of the scope.
+func GPUQueries(s Scope, window time.Duration) []string {
+	if window <= 0 {
+		window = DefaultWindow
+	}
+	return []string{
+		by("max", gpuLabels, s.util("avg_over_time", window)),
+		by("max", gpuLabels, s.series(MetricFBUsed, "last_over_time", window)),
+		by("max", gpuLabels, s.series(MetricFBFree, "last_over_time", window)),
+		by("max", gpuLabels, s.series(MetricPower, "avg_over_time", window)),
+	}
 }
 
 // finite turns NaN and ±Inf into 0.
