@@ -73,7 +73,7 @@ fuzz: ## fuzz the gpuctl parser for 60 s (FUZZTIME=60s)
 	$(GO) test ./render/ -run '^$$' -fuzz FuzzParseFile -fuzztime $${FUZZTIME:-60s}
 
 .PHONY: bench
-bench: ## benchmarks against their bars: render, SOPS decryption of 1,000 Secrets, local source, Git checkout, daemon latency and memory (a restart's prune of 10,000 too), API write to Job, drift latency and a 10-minute soak (GPUCTL_SOAK), get jobs and logs -f vs kubectl, Kueue admission after a sync, engine vs Flux and kubectl
+bench: ## benchmarks against their bars: render, SOPS decryption of 1,000 Secrets, local source, Git checkout, daemon latency and memory (a restart's prune of 10,000 too), API write to Job, drift latency and a 10-minute soak (GPUCTL_SOAK), get jobs and logs -f vs kubectl, gpuctl top over 1,000 GPU pods vs its bare PromQL, Kueue admission after a sync, engine vs Flux and kubectl
 	$(GO) test ./render/ -run '^$$' -bench . -benchmem -count 1
 	$(GO) test ./secrets/sops/ -run '^$$' -bench . -benchmem -count 1
 	$(GO) test ./sources/local/ -run '^$$' -bench . -benchmem -count 1
@@ -94,6 +94,7 @@ demo: ## build, start the local cluster, run gpuctl-reconciler against examples/
 .PHONY: demo-down
 demo-down: ## stop the demo's reconciler and the local cluster
 	-@[ -f .cache/demo/reconciler.pid ] && kill $$(cat .cache/demo/reconciler.pid) 2>/dev/null; rm -f .cache/demo/reconciler.pid
+	-@[ -f .cache/demo/gpu-metrics.pid ] && kill $$(cat .cache/demo/gpu-metrics.pid) 2>/dev/null; rm -f .cache/demo/gpu-metrics.pid
 	@$(MAKE) --no-print-directory cluster-helper
 	$(CLUSTER_HELPER) down --dir .cache/cluster
 

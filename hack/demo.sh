@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make demo: build gpuctl, start the local cluster with fake GPU nodes and Kueue, run
-# gpuctl-reconciler against a copy of examples/ with queueing: kueue, show what it did, then
-# commit a burst of jobs to one team and show its queue draining. Re-runnable: it reuses the
+# gpuctl-reconciler against a copy of examples/ with queueing: kueue, show what it did and the
+# GPU use of its jobs (made-up dcgm-exporter metrics in a real Prometheus), then commit a burst
+# of jobs to one team and show its queue draining. Re-runnable: it reuses the
 # cluster, refreshes the copy and restarts the reconciler. `make demo-down` stops both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,6 +51,13 @@ if [ -f "$demo/reconciler.pid" ] && kill -0 "$(cat "$demo/reconciler.pid")" 2>/d
   bold "stopping the previous demo reconciler"
   kill "$(cat "$demo/reconciler.pid")"; sleep 1
 fi
+if [ -f "$demo/gpu-metrics.pid" ] && kill -0 "$(cat "$demo/gpu-metrics.pid")" 2>/dev/null; then
+  kill "$(cat "$demo/gpu-metrics.pid")"; sleep 1
+fi
+# GPU metrics: a real Prometheus (Debian's, unpacked by hack/prometheus.sh) at this address,
+# scraping made-up dcgm-exporter metrics of the demo's GPU pods (hack/cluster gpu-metrics,
+# started below once the pods run). The reconciler is told the address now.
+prometheus=127.0.0.1:9099
 token=$(head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \n')
 echo "$token,demo,admin" > "$demo/tokens"
 
@@ -58,7 +66,8 @@ bold "starting gpuctl-reconciler --source=dir:$repo (a copy of examples/$([ "$ku
 # teams/alice/hf-token.sops.yaml, the Secret whose HF_TOKEN alice's LoRA job reads.
 nohup bin/gpuctl-reconciler --source=dir:"$repo" --kubeconfig "$KUBECONFIG" \
   --age-keys "$root/hack/demo-keys" \
-  --listen 127.0.0.1:8089 --tokens-file "$demo/tokens" --interval 1m >"$demo/reconciler.log" 2>&1 &
+  --listen 127.0.0.1:8089 --tokens-file "$demo/tokens" --interval 1m \
+  --prometheus-url "http://$prometheus" >"$demo/reconciler.log" 2>&1 &
 echo $! > "$demo/reconciler.pid"
 
 for _ in $(seq 1 120); do # until this reconciler has finished its first sync
@@ -78,6 +87,21 @@ bin/gpuctl diff "$repo" || true
 bold "gpuctl drift (where the cluster differs from Git; nothing yet)"
 sleep 1 # the first report is written within a quarter of a second of the first sync
 bin/gpuctl drift || true
+
+bold "GPU utilization: made-up dcgm-exporter metrics of the running GPU pods in a real Prometheus (log: $demo/gpu-metrics.log)"
+nohup "$cluster" gpu-metrics --dir .cache/cluster --listen "$prometheus" --history 3h >"$demo/gpu-metrics.log" 2>&1 &
+echo $! > "$demo/gpu-metrics.pid"
+for _ in $(seq 1 120); do # Prometheus has scraped once (about 6 s; the first time unpacks Debian's package)
+  if grep -q 'scraped by Prometheus' "$demo/gpu-metrics.log"; then break; fi
+  sleep 0.5
+done
+export GPUCTL_PROMETHEUS_URL=http://$prometheus
+echo "$ gpuctl top jobs -A"
+bin/gpuctl top jobs -A || true
+echo; echo "$ gpuctl top pools"
+bin/gpuctl top pools || true
+echo; echo "$ gpuctl idle -A   # the notebook holds its GPU at 0% (3 h of made-up history)"
+bin/gpuctl idle -A || true
 
 if [ "$kueue" = 1 ]; then
   bold "a queue draining: 6 jobs of 4 A100s committed at once to team alice (8 GPUs of her own, bob's idle 4 to borrow)"
@@ -131,6 +155,8 @@ Try next:
   bin/gpuctl get jobs -A -o wide         # every job, its queue place (Kueue) and why it waits
   bin/gpuctl sync                        # ask the daemon to sync now, wait for the result
   bin/gpuctl drift                       # after a hand edit (kubectl edit/scale/label): who changed what
+  GPUCTL_PROMETHEUS_URL=http://$prometheus bin/gpuctl top nodes    # GPU use per node (made-up metrics)
+  GPUCTL_PROMETHEUS_URL=http://$prometheus bin/gpuctl describe job default.llama3-8b-inference   # with usage curves
   open http://demo:$token@127.0.0.1:8089/   # the web page: status, drift, GPUs vs quota (Basic auth: the token)
   curl -H "Authorization: Bearer $token" http://127.0.0.1:8089/api/v1/pools
   make demo-down                         # stop the reconciler and the cluster

@@ -4,6 +4,7 @@
 //	go run ./hack/cluster up [--dir .cache/cluster] [--nodes FILE] [--kueue]   start it in the background
 //	go run ./hack/cluster status [--dir DIR]                                   is it up; list its nodes
 //	go run ./hack/cluster down [--dir DIR]                                     stop it (idempotent)
+//	go run ./hack/cluster gpu-metrics [--dir DIR] [--listen ADDR] [--history D] made-up GPU metrics in a real Prometheus (the demo's)
 //
 // up builds the binaries if needed, starts a detached "serve" process that owns the cluster,
 // waits until the cluster is ready and prints the export KUBECONFIG=... line; its own exit
@@ -54,6 +55,8 @@ func main() {
 	nodes := fs.String("nodes", "", "YAML list of fake nodes (default: testcluster.DefaultNodes)")
 	bin := fs.String("bin", "", "directory of the binaries (serve only)")
 	kueue := fs.Bool("kueue", false, "also start the Kueue controller, with its CRDs and webhooks")
+	listen := fs.String("listen", "127.0.0.1:9099", "address of the Prometheus of gpu-metrics")
+	history := fs.Duration("history", 3*time.Hour, "made-up history that gpu-metrics backfills")
 	_ = fs.Parse(os.Args[2:])
 	abs, err := filepath.Abs(*dir)
 	if err != nil {
@@ -68,6 +71,8 @@ func main() {
 		err = status(abs)
 	case "serve":
 		err = serve(abs, *nodes, *bin, *kueue)
+	case "gpu-metrics":
+		err = gpuMetrics(abs, *listen, *history)
 	default:
 		usage()
 	}
@@ -77,7 +82,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go run ./hack/cluster up|down|status [--dir DIR] [--nodes FILE] [--kueue]")
+	fmt.Fprintln(os.Stderr, "usage: go run ./hack/cluster up|down|status|gpu-metrics [--dir DIR] [--nodes FILE] [--kueue] [--listen ADDR] [--history D]")
 	os.Exit(2)
 }
 

@@ -37,6 +37,9 @@ type Options struct {
 	// Dir is the data directory (it holds the TSDB, the configuration and prometheus.log); a
 	// new temporary directory, removed by Stop, when empty.
 	Dir string
+	// Listen is the address to serve on; a free port of 127.0.0.1 when empty (the demo
+	// names a fixed one, so that the reconciler can be told it before Prometheus starts).
+	Listen string
 	// Log receives the progress of hack/prometheus.sh; nil discards it.
 	Log io.Writer
 }
@@ -101,11 +104,14 @@ func Start(ctx context.Context, opts Options) (_ *Prometheus, err error) {
 	if err := os.WriteFile(config, configYAML(opts.Targets, opts.ScrapeInterval), 0o644); err != nil {
 		return nil, err
 	}
-	ports, err := testcluster.FreePorts(1)
-	if err != nil {
-		return nil, err
+	addr := opts.Listen
+	if addr == "" {
+		ports, err := testcluster.FreePorts(1)
+		if err != nil {
+			return nil, err
+		}
+		addr = "127.0.0.1:" + strconv.Itoa(ports[0])
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
 	p.URL = "http://" + addr
 	if err := p.start(bin, config, data, addr); err != nil {
 		return nil, err
