@@ -57,6 +57,9 @@ type IdleJob struct {
 	LongestFrom time.Time `json:"longestIdleFrom,omitzero"`
 	LongestTo   time.Time `json:"longestIdleTo,omitzero"`
 	Now         Duration  `json:"idleNow"`
+	// NowPeak is the highest utilization of its GPUs during the run going on now (0 without
+	// one): what "idle 0 % for 2h" says.
+	NowPeak float64 `json:"idleNowPeak,omitempty"`
 	// AvgUtil is the utilization averaged over the window and the job's GPUs.
 	AvgUtil float64 `json:"avgUtil"`
 	// MemUsedMiB is the GPU memory its GPUs hold now: a loaded model holds memory at 0 %.
@@ -86,7 +89,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 func (c *Client) Idle(ctx context.Context, s Scope, pods []Pod, o IdleOptions) ([]IdleJob, error) {
 	o = o.withDefaults()
 	end := c.now().Truncate(o.Step)
-	start := end.Add(-o.Window)
+	// each point covers the step that ends at it: the first ends one step into the window,
+	// so that an idle window is a run of Window, not one step more
+	start := end.Add(-o.Window).Add(o.Step)
 	if err := CheckRange(start, end, o.Step); err != nil {
 		return nil, err
 	}
@@ -171,7 +176,7 @@ func idleJobs(pods []Pod, runs model.Matrix, avg, mem model.Vector, o IdleOption
 			j.row.AvgUtil = j.avgSum / float64(j.avgN)
 		}
 		r := longestRun(j.busiest, o.Threshold, o.Step, end)
-		j.row.Longest, j.row.Now = Duration(r.longest), Duration(r.now)
+		j.row.Longest, j.row.Now, j.row.NowPeak = Duration(r.longest), Duration(r.now), r.nowPeak
 		if r.longest > 0 {
 			j.row.LongestFrom, j.row.LongestTo = r.from, r.to
 		}
@@ -196,6 +201,7 @@ type run struct {
 	longest  time.Duration
 	from, to time.Time
 	now      time.Duration
+	nowPeak  float64 // the highest value during the run now
 }
 
 // longestRun finds the longest run of consecutive steps below threshold. Each point covers
@@ -209,6 +215,7 @@ func longestRun(values map[int64]float64, threshold float64, step time.Duration,
 	var r run
 	var curFrom int64
 	var cur time.Duration
+	var peak float64
 	prev := int64(-1)
 	for _, t := range ts {
 		idle := values[t] < threshold
@@ -218,8 +225,9 @@ func longestRun(values map[int64]float64, threshold float64, step time.Duration,
 			cur = 0
 		case cur > 0 && contiguous:
 			cur += step
+			peak = max(peak, values[t])
 		default:
-			cur, curFrom = step, t-step.Milliseconds()
+			cur, curFrom, peak = step, t-step.Milliseconds(), values[t]
 		}
 		if cur > r.longest {
 			r.longest, r.from, r.to = cur, time.UnixMilli(curFrom).UTC(), time.UnixMilli(t).UTC()
@@ -228,6 +236,9 @@ func longestRun(values map[int64]float64, threshold float64, step time.Duration,
 	}
 	if len(ts) > 0 && ts[len(ts)-1] == end.UnixMilli() {
 		r.now = cur
+		if cur > 0 {
+			r.nowPeak = peak
+		}
 	}
 	return r
 }

@@ -59,6 +59,11 @@ func TestLongestRun(t *testing.T) {
 	if r := longestRun(vals, 5, step, end); r.longest != 55*time.Minute || r.now != 30*time.Minute {
 		t.Fatalf("with a gap: longest %s, now %s", r.longest, r.now)
 	}
+	// The run now peaks at its highest value below the threshold.
+	vals[end.Add(-10*time.Minute).UnixMilli()] = 3.5
+	if r := longestRun(vals, 5, step, end); r.now != 30*time.Minute || r.nowPeak != 3.5 {
+		t.Fatalf("peak of the run now %v (run %s), want 3.5", r.nowPeak, r.now)
+	}
 	// Busy at the end: no run now.
 	vals[end.UnixMilli()] = 50
 	if r := longestRun(vals, 5, step, end); r.now != 0 {
