@@ -88,7 +88,8 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // series, sorted by the idle run going on now, then the longest, longest first.
 func (c *Client) Idle(ctx context.Context, s Scope, pods []Pod, o IdleOptions) ([]IdleJob, error) {
 	o = o.withDefaults()
-	end := c.now().Truncate(o.Step)
+	// Not truncated: the last point is now, where a pod that started a moment ago has one.
+	end := c.now()
 	// each point covers the step that ends at it: the first ends one step into the window,
 	// so that an idle window is a run of Window, not one step more
 	start := end.Add(-o.Window).Add(o.Step)
@@ -103,11 +104,11 @@ func (c *Client) Idle(ctx context.Context, s Scope, pods []Pod, o IdleOptions) (
 		return err
 	})
 	g.Go(func() (err error) {
-		avg, err = c.query(gctx, by("avg", podLabels, s.util("avg_over_time", o.Window)), end)
+		avg, err = c.query(gctx, by("avg", podLabels, perGPU(s.util("avg_over_time", o.Window))), end)
 		return err
 	})
 	g.Go(func() (err error) {
-		mem, err = c.query(gctx, by("sum", podLabels, s.series(MetricFBUsed, "last_over_time", DefaultWindow)), end)
+		mem, err = c.query(gctx, by("sum", podLabels, perGPU(s.series(MetricFBUsed, "last_over_time", DefaultWindow))), end)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -234,7 +235,7 @@ func longestRun(values map[int64]float64, threshold float64, step time.Duration,
 		}
 		prev = t
 	}
-	if len(ts) > 0 && ts[len(ts)-1] == end.UnixMilli() {
+	if len(ts) > 0 && time.Duration(end.UnixMilli()-ts[len(ts)-1])*time.Millisecond < step/2 { // the point at the end
 		r.now = cur
 		if cur > 0 {
 			r.nowPeak = peak

@@ -23,8 +23,9 @@ const (
 
 // podLabels are the labels that name a GPU's pod, in both forms; gpuLabels also name the GPU.
 const (
-	podLabels = "namespace, pod, exported_namespace, exported_pod"
-	gpuLabels = podLabels + ", container, exported_container, Hostname, hostname, gpu, UUID, GPU_I_ID, modelName"
+	podLabels    = "namespace, pod, exported_namespace, exported_pod"
+	gpuKeyLabels = podLabels + ", Hostname, hostname, gpu, UUID, GPU_I_ID"
+	gpuLabels    = gpuKeyLabels + ", container, exported_container, modelName"
 )
 
 // Scope selects the series a query reads: those of pods in Namespaces (all when empty), and
@@ -123,6 +124,10 @@ func promDuration(d time.Duration) string {
 	}
 	return model.Duration(d.Truncate(time.Second)).String()
 }
+
+// perGPU keeps one series per GPU: the same GPU scraped twice (two scrape jobs, Prometheus
+// pairs, a target's old instance label) is not counted twice.
+func perGPU(expr string) string { return by("max", gpuKeyLabels, expr) }
 
 // by aggregates an expression by labels.
 func by(agg, labels, expr string) string { return fmt.Sprintf("%s by (%s) (%s)", agg, labels, expr) }

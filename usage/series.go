@@ -74,10 +74,10 @@ func (c *Client) JobSeries(ctx context.Context, pods []string, start, end time.T
 	}
 	s := Scope{Pods: pods}
 	queries := []string{
-		by("sum", podLabels, s.util("", 0)),
-		by("count", podLabels, s.util("", 0)),
-		by("sum", podLabels, s.series(MetricFBUsed, "", 0)),
-		by("sum", podLabels, s.series(MetricPower, "", 0)),
+		by("sum", podLabels, perGPU(s.util("", 0))),
+		by("count", podLabels, perGPU(s.util("", 0))),
+		by("sum", podLabels, perGPU(s.series(MetricFBUsed, "", 0))),
+		by("sum", podLabels, perGPU(s.series(MetricPower, "", 0))),
 	}
 	r := promv1.Range{Start: start, End: end, Step: step}
 	results := make([]model.Matrix, len(queries))
