@@ -89,7 +89,9 @@
 // lifted for that request. With "Accept: application/x-ndjson" each line is a cluster.LogLine
 // in JSON instead (gpuctl --server asks for that). GET /api/v1/jobs/{jobId}/events answers the
 // events of the job's objects and pods, oldest first; GET /api/v1/events those of every job
-// (of ?namespace).
+// (of ?namespace). GET /api/v1/jobs/{jobId}/metrics answers the job's GPU utilization, GPU
+// memory and power over a range (usage.Series, from Prometheus: Options.Usage): ?range or
+// ?startTime, ?endTime, ?step, ?metric; 503 without Prometheus, 502 when it fails.
 //
 // GET /api/v1/drift answers the daemon's drift report (drift.Report: where the cluster differs
 // from Git, who changed it, shadow GPU workloads) with its summary line and, in "history", the
@@ -101,9 +103,11 @@
 // GET / is a read-only page for people: the sync status, the jobs (the first 200, by
 // namespace and name, each linked to its page), the drift report with the last 24 h of its
 // history, and bar charts of the GPUs requested against each team's quota and of the GPUs used
-// in each pool (read through package cluster, as the API reads them). GET /jobs/{jobId} is a
+// in each pool (read through package cluster, as the API reads them); with Options.Usage, a
+// chart per pool of its GPUs' utilization over 6 h, read once per 30 s for every reader. GET /jobs/{jobId} is a
 // job's page: its status and facts (the Git file that declares it, GPUs, pool), its pods with
-// why each is in its state (a waiting container's reason, the scheduler's message), its last 50
+// why each is in its state (a waiting container's reason, the scheduler's message), its GPU
+// utilization and memory over its life as SVG charts (with Options.Usage), its last 50
 // events and the last 200 lines of its log (shared among its pods, read for at most 5 s); an
 // unknown job is a 404 page, an ambiguous name a 400 page. The pages are rendered on the
 // server (ui_html.go, with gomponents rather than html/template, whose executor would make the

@@ -38,11 +38,6 @@ func listJobs(rd cluster.Model, r *http.Request) (cluster.JobList, error) {
 		Status: q.Get("status"), Page: page})
 }
 
-// getJob answers GET /api/v1/jobs/{jobId}.
-func getJob(rd cluster.Model, r *http.Request) (cluster.JobDetail, error) {
-	return rd.Job(r.Context(), r.PathValue("jobId"))
-}
-
 // listPools answers GET /api/v1/pools.
 func listPools(rd cluster.Model, r *http.Request) (cluster.PoolList, error) {
 	return rd.Pools(r.Context())

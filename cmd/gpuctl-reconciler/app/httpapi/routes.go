@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/usage"
 )
 
 // The route table: every route of the server, with what GET /api/v1/openapi.json says of it.
@@ -110,7 +111,15 @@ func (s *server) table() []route {
 			{"status", "string", "Pending, Running, Partially Running, Succeeded or Failed, in any case"}}, pageQuery...),
 		ok(cluster.JobList{}), fromModel(s, listJobs))
 	get("/api/v1/jobs/{jobId}", bearer, "one job: jobId is <namespace>.<name>, or a name one namespace has", nil,
-		ok(cluster.JobDetail{}), fromModel(s, getJob))
+		ok(cluster.JobDetail{}), fromModel(s, s.getJob))
+	get("/api/v1/jobs/{jobId}/metrics", bearer, "a job's GPU utilization (%), GPU memory (GiB) and power (W) over a range, "+
+		"per job and per pod, read from Prometheus (dcgm-exporter's series); 400 a bad parameter or more than 11,000 points, "+
+		"404 unknown job, 502 Prometheus failed, 503 no Prometheus (--prometheus-url)",
+		[]param{{"range", "string", "a Go duration back from endTime (default: the job's life, its last 24h at most)"},
+			{"startTime", "string", "an RFC 3339 time, instead of range"}, {"endTime", "string", "an RFC 3339 time (default now)"},
+			{"step", "string", "a Go duration between points (default: the range / 120, 15s at least)"},
+			{"metric", "string", "only gpuUtilization, memoryUsage or power (default all)"}},
+		ok(usage.Series{}), s.getJobMetrics)
 	get("/api/v1/jobs/{jobId}/logs", bearer, "the log lines of a job's pods: text, or JSON lines with Accept: application/x-ndjson",
 		[]param{{"tail", "integer", "the last lines of each container (default 100, -1 for all)"},
 			{"since", "string", "only lines newer than this Go duration"}, {"grep", "string", "only lines that contain this"},

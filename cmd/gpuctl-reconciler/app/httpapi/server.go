@@ -85,6 +85,8 @@ type server struct {
 	openapi []byte
 	// patterns are the ServeMux patterns registered, in order.
 	patterns []string
+	// poolUsage holds the web page's pool charts for every reader (ui_chart.go).
+	poolUsage usageCache
 }
 
 // New returns the HTTP handler of gpuctl-reconciler (see the package documentation for the

@@ -76,6 +76,8 @@ type uiPage struct {
 	Drift  uiDrift
 	Quotas uiChart
 	Pools  uiChart
+	// PoolUsage is the GPU utilization of each pool (ui_chart.go).
+	PoolUsage uiUsage
 }
 
 // uiJobs is the overview's list of jobs, each linked to its page.
@@ -206,6 +208,7 @@ func (s *server) getPage(w http.ResponseWriter, r *http.Request) {
 	wg.Go(func() { page.Drift = s.uiDrift(ctx, now) })
 	wg.Go(func() { page.Quotas = s.uiQuotas(ctx) })
 	wg.Go(func() { page.Pools = s.uiPools(ctx) })
+	wg.Go(func() { page.PoolUsage = s.uiPoolUsage(ctx) })
 	wg.Wait()
 	if page.Drift.Err == "" {
 		page.Frame.Title += " · " + page.Drift.Summary

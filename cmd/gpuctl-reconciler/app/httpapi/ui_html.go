@@ -37,6 +37,7 @@ func overviewDoc(p uiPage) g.Node {
 			section("pools", g.Group{h.H2(g.Text("GPUs per pool"))},
 				chart(p.Pools, "pool-chart", "GPUs used vs allocatable per pool", "allocatable")),
 		),
+		usageSection("pool-usage", "GPU utilization per pool", p.PoolUsage),
 	}, "Change jobs, pools and quotas by committing to Git. ",
 		"/api/v1/status", "/api/v1/jobs", "/api/v1/drift", "/api/v1/quotas", "/api/v1/pools")
 }
@@ -49,11 +50,12 @@ func jobDoc(p uiJobPage) g.Node {
 			errorBox("Job unavailable:", p.Err)))
 	} else {
 		content = append(content, jobSection(p.Frame.Now, p.Job), podsSection(p.Pods),
+			usageSection("usage", "GPU usage", p.Usage),
 			attemptsSection(p.Frame.Now, p.Job.Attempts),
 			eventsSection(p.Frame.Now, p.ID, p.Events), logsSection(p.ID, p.Logs))
 	}
 	api := "/api/v1/jobs/" + p.ID
-	return document(p.Frame, content, "", api, api+"/events", api+"/logs")
+	return document(p.Frame, content, "", api, api+"/events", api+"/logs", api+"/metrics")
 }
 
 // document is a whole page: its head and top bar, its content as the main element, and a

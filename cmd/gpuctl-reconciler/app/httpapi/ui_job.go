@@ -36,6 +36,7 @@ type uiJobPage struct {
 	Pods   uiPods
 	Events uiEvents
 	Logs   uiLogs
+	Usage  uiUsage // its GPU usage charts (ui_chart.go)
 }
 
 type uiPods struct {
@@ -82,6 +83,7 @@ func (s *server) getJobPage(w http.ResponseWriter, r *http.Request) {
 	wg.Go(func() { page.Pods = s.uiPods(ctx, rd, page.Job) })
 	wg.Go(func() { page.Events = s.uiEvents(ctx, rd, page.Job.JobID) })
 	wg.Go(func() { page.Logs = s.uiLogs(ctx, rd, page.Job) })
+	wg.Go(func() { page.Usage = s.uiJobUsage(ctx, page.Job, now) })
 	wg.Wait()
 	s.writePage(w, http.StatusOK, jobDoc(page))
 }
