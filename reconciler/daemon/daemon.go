@@ -75,6 +75,9 @@ type Options struct {
 	// Usage reads GPU utilization from Prometheus for the idle policy and gpuctl_team_gpus;
 	// nil without --prometheus-url.
 	Usage *usage.Client
+	// IdleEvery is how often the leader evaluates the idle policy and gpuctl_team_gpus when
+	// Usage is set (default DefaultIdleEvery; idle.go).
+	IdleEvery time.Duration
 	// Metrics may be nil.
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -122,6 +125,8 @@ type Daemon struct {
 	release *releaser
 	// api is whether the API server answers (outage.go).
 	api apiHealth
+	// idle is what the idle policy remembers between its rounds (idle.go).
+	idle idleState
 }
 
 // Ready reports whether the replica can serve: not while it cannot reach the API server
@@ -182,6 +187,9 @@ func New(opts Options) *Daemon {
 	if opts.APIProbeEvery <= 0 {
 		opts.APIProbeEvery = DefaultAPIProbeEvery
 	}
+	if opts.IdleEvery <= 0 {
+		opts.IdleEvery = DefaultIdleEvery
+	}
 	d := &Daemon{opts: opts, requests: make(chan struct{}, 1), firstSync: make(chan struct{}), release: newReleaser(),
 		api: apiHealth{suspect: make(chan struct{}, 1), back: make(chan struct{}, 1)}}
 	if opts.RenderCacheBytes >= 0 {
@@ -216,6 +224,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 			if err := d.opts.Drift.Run(ctx); err != nil {
 				d.opts.Log.Error("drift detection stopped", "err", err)
 			}
+		}()
+	}
+	if d.opts.Usage != nil { // the idle policy and gpuctl_team_gpus, while this replica leads
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			d.runIdle(ctx)
 		}()
 	}
 	timer := time.NewTimer(0) // the first sync starts at once

@@ -14,6 +14,9 @@ type Metrics struct {
 	Drift       *prometheus.GaugeVec
 	// Held is 1 for each tenant namespace held at its last good revision (Status.Held).
 	Held *prometheus.GaugeVec
+	// TeamGPUs are the GPUs of each team (namespace) and pool: requested by its running pods,
+	// and of those GPUs the busy and the idle ones (idle.go), set each round of the idle policy.
+	TeamGPUs *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -35,8 +38,12 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpuctl_drift_objects", Help: "Objects that differ from Git, by kind and category."}, []string{"kind", "category"}),
 		Held: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "gpuctl_held_namespace", Help: "Tenant namespaces held at their last good revision because their files have errors (value 1)."}, []string{"namespace"}),
+		TeamGPUs: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpuctl_team_gpus", Help: "GPUs of each team (namespace) and pool: requested by its running pods, and of those the busy and the idle ones " +
+				"(utilization from dcgm-exporter's series in Prometheus, below the idle policy's threshold; GPUs without series are neither)."},
+			[]string{"team", "pool", "state"}),
 	}
-	reg.MustRegister(m.Duration, m.Syncs, m.Objects, m.LastSuccess, m.Revision, m.Drift, m.Held)
+	reg.MustRegister(m.Duration, m.Syncs, m.Objects, m.LastSuccess, m.Revision, m.Drift, m.Held, m.TeamGPUs)
 	return m
 }
 
@@ -60,5 +67,18 @@ func (m *Metrics) observe(st Status) {
 		m.LastSuccess.Set(float64(st.LastSuccess.UnixNano()) / 1e9)
 		m.Revision.Reset()
 		m.Revision.WithLabelValues(st.Source, st.AppliedRevision).Set(1)
+	}
+}
+
+// setTeamGPUs sets gpuctl_team_gpus to the rows of a round: only theirs.
+func (m *Metrics) setTeamGPUs(rows []teamGPU) {
+	if m == nil {
+		return
+	}
+	m.TeamGPUs.Reset()
+	for _, r := range rows {
+		m.TeamGPUs.WithLabelValues(r.team, r.pool, "requested").Set(r.requested)
+		m.TeamGPUs.WithLabelValues(r.team, r.pool, "busy").Set(r.busy)
+		m.TeamGPUs.WithLabelValues(r.team, r.pool, "idle").Set(r.idleGPU)
 	}
 }

@@ -86,6 +86,10 @@ type WriteRequest struct {
 	// Kind is the kind a scale expects ("": any service); Replicas its count.
 	Kind     string
 	Replicas int
+	// Message, when set, is the commit's subject line instead of edit's ("gpuctl: pause
+	// notebook nb (alice-bot)"): the idle policy's pause gives its reason. The body still
+	// names the changed workloads and files.
+	Message string
 }
 
 // WriteResult is a write that landed.
@@ -176,7 +180,7 @@ func (d *Daemon) commit(ctx context.Context, c sources.Committer, req WriteReque
 		if res, err = d.edit(fsys, dir, req); err != nil {
 			return nil, err
 		}
-		e := &sources.Edit{Message: res.CommitMessage(req.By.Name)}
+		e := &sources.Edit{Message: commitMessage(res, req)}
 		for _, ch := range res.Changes {
 			e.Files = append(e.Files, sources.FileChange{Path: ch.Path, Data: ch.New, Delete: ch.Action == edit.Deleted})
 		}
@@ -193,6 +197,17 @@ func (d *Daemon) commit(ctx context.Context, c sources.Committer, req WriteReque
 		d.afterWrite(ctx)
 	}
 	return out, nil
+}
+
+// commitMessage is the commit message of a write: edit's, with the request's subject line
+// when it gives one.
+func commitMessage(res *edit.Result, req WriteRequest) string {
+	msg := res.CommitMessage(req.By.Name)
+	if req.Message == "" {
+		return msg
+	}
+	_, body, _ := strings.Cut(msg, "\n")
+	return strings.Join(strings.Fields(req.Message), " ") + "\n" + body
 }
 
 // writeDir makes the write in the directory of a directory source, while no sync reads it.
