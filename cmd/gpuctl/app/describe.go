@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/cluster"
+	"github.com/gpuctl/gpuctl/cmd/options"
 	"github.com/gpuctl/gpuctl/internal/humanize"
 )
 
@@ -19,6 +20,8 @@ type describeOptions struct {
 	read      readOptions
 	namespace string
 	output    string
+	// prom is describe job's Prometheus, for its Usage section.
+	prom options.Prometheus
 }
 
 func newDescribeCommand(s Streams) *cobra.Command {
@@ -29,7 +32,9 @@ func newDescribeCommand(s Streams) *cobra.Command {
 
   gpuctl describe job JOB       its status and why, the Git file and revision that declared it,
                                 its GPUs, pool and priority, its place in Kueue's queue, its
-                                pods with their reasons, its last events and its drift
+                                pods with their reasons, its GPU usage over its life as
+                                sparklines (with --prometheus-url, or the daemon's with
+                                --server), its last events and its drift
   gpuctl describe pool POOL     its nodes with their free GPUs, and its unfinished jobs
   gpuctl describe node NODE     its GPUs and the pods that use them
   gpuctl describe quota TEAM    the team's limits and use (with Kueue: by pool, with what it
@@ -45,7 +50,10 @@ func newDescribeCommand(s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printDescribed(w, o.output, d, func() error { return describeJob(w, d, now) })
+			return printDescribed(w, o.output, d, func() error {
+				u := readJobUsage(ctx, &o.prom, m, d, now)
+				return describeJob(w, d, now, &u)
+			})
 		}),
 		describeSub(s, "pool POOL", "pool", "Describe a pool: its nodes and their free GPUs, its jobs",
 			func(ctx context.Context, m cluster.Model, o *describeOptions, name string, w io.Writer, _ time.Time) error {
@@ -106,6 +114,7 @@ func describeSub(s Streams, use, what, short string, run describeFunc) *cobra.Co
 		cmd.ValidArgsFunction = completeJobs(&o.read)
 		cmd.Example = "  gpuctl describe job alice.qwen2-sft\n  gpuctl describe job qwen2-sft -n alice -o json"
 		cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the job's namespace (else JOB is <namespace>.<name> or a name one namespace has)")
+		o.prom.BindFlags(cmd.Flags())
 	}
 	return cmd
 }
@@ -147,8 +156,8 @@ func at(t *time.Time, now time.Time) string {
 	return t.UTC().Format(time.RFC3339) + " (" + ago(t, now) + ")"
 }
 
-// describeJob writes a job description as text.
-func describeJob(w io.Writer, d cluster.JobDescription, now time.Time) error {
+// describeJob writes a job description as text, with its Usage section when u is not nil.
+func describeJob(w io.Writer, d cluster.JobDescription, now time.Time, u *jobUsage) error {
 	j := d.Job
 	res := j.Resources
 	perPod := []string{humanize.Plural(res.GPU, "GPU")}
@@ -192,6 +201,11 @@ func describeJob(w io.Writer, d cluster.JobDescription, now time.Time) error {
 	}
 	if err := describeAttempts(w, j.Attempts, d.LastLog, now); err != nil {
 		return err
+	}
+	if u != nil {
+		if err := describeUsage(w, *u); err != nil {
+			return err
+		}
 	}
 	events := [][]string{eventHead}
 	for _, e := range d.Events {
@@ -375,9 +389,9 @@ func describeQuota(w io.Writer, q cluster.Quota) error {
 		workloads = fmt.Sprintf("%d pending, %d admitted", qq.Pending, qq.Admitted)
 	}
 	if err := fields(w, "", "Team", q.User, "Quota", name,
-		"GPU", usage(q.Used.GPU, q.Hard.GPU, q.Usage.GPU),
-		"CPU", usage(q.Used.CPU, q.Hard.CPU, q.Usage.CPU),
-		"Memory", usage(q.Used.Memory, q.Hard.Memory, q.Usage.Memory),
+		"GPU", quotaUse(q.Used.GPU, q.Hard.GPU, q.Usage.GPU),
+		"CPU", quotaUse(q.Used.CPU, q.Hard.CPU, q.Usage.CPU),
+		"Memory", quotaUse(q.Used.Memory, q.Hard.Memory, q.Usage.Memory),
 		"Workloads", workloads); err != nil {
 		return err
 	}
@@ -403,8 +417,8 @@ func describeQuota(w io.Writer, q cluster.Quota) error {
 	return section(w, "Use by job", rows)
 }
 
-// usage is "<used>/<hard> <bar>", or <none> without a limit.
-func usage[T any](used, hard *T, percent *float64) string {
+// quotaUse is "<used>/<hard> <bar>", or <none> without a limit.
+func quotaUse[T any](used, hard *T, percent *float64) string {
 	if hard == nil {
 		return orNone("")
 	}

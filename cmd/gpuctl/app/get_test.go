@@ -165,7 +165,7 @@ func TestDescribeJob(t *testing.T) {
 		Revision: "4f9c2a71d0e8b3c5a6f70000",
 	}
 	var out bytes.Buffer
-	if err := describeJob(&out, d, now); err != nil {
+	if err := describeJob(&out, d, now, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{

@@ -85,6 +85,8 @@ resource pools, per-user quotas) into Kubernetes objects.
   gpuctl render examples/          print the Kubernetes objects, ready for kubectl apply -f -
   gpuctl get jobs                  what runs: one row per pod, with its status in words
   gpuctl describe job JOB          why a job is where it is: pods, events, Git source, drift
+  gpuctl top jobs                  are the GPUs working: utilization, memory, power (Prometheus)
+  gpuctl idle                      jobs whose GPUs stayed idle, by the longest idle run
   gpuctl create -f job.yaml        add a job to the repository as a Git commit (also delete,
                                    pause, resume, scale)`,
 		SilenceUsage:  true,
@@ -92,7 +94,7 @@ resource pools, per-user quotas) into Kubernetes objects.
 	}
 	root.SetOut(s.Out)
 	root.SetErr(s.Err)
-	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newGetCommand(s), newDescribeCommand(s), newLogsCommand(s), newEventsCommand(s),
+	root.AddCommand(newValidateCommand(s), newRenderCommand(s), newDiffCommand(s), newSyncCommand(s), newStatusCommand(s), newDriftCommand(s), newGetCommand(s), newDescribeCommand(s), newTopCommand(s), newIdleCommand(s), newLogsCommand(s), newEventsCommand(s),
 		newCreateCommand(s), newDeleteCommand(s), newPauseCommand(s), newResumeCommand(s), newScaleCommand(s), newSecretCommand(s), newVersionCommand(s))
 	return root
 }
