@@ -74,14 +74,22 @@ func (b *fakeBackend) RequestSync(context.Context) (daemon.Request, error) {
 // there are any), a fake backend and a fresh registry.
 func testServer(t *testing.T, objs ...runtime.Object) (http.Handler, *fakeBackend) {
 	t.Helper()
+	return testServerWith(t, nil, objs...)
+}
+
+// testServerWith is testServer with the options that edit sets (when not nil).
+func testServerWith(t *testing.T, edit func(*Options), objs ...runtime.Object) (http.Handler, *fakeBackend) {
+	t.Helper()
 	if objs == nil {
 		objs = clusterfixture.Objects()
 	}
 	b := &fakeBackend{status: daemon.Status{Source: "git https://example.com/gpus.git", Result: daemon.ResultSucceeded,
 		Revision: "main@abc123", Summary: "no changes"}}
-	h := New(Options{Backend: b, Kube: fake.NewClientset(objs...), Tokens: testTokens,
-		Registry: prometheus.NewRegistry()})
-	return h, b
+	opts := Options{Backend: b, Kube: fake.NewClientset(objs...), Tokens: testTokens, Registry: prometheus.NewRegistry()}
+	if edit != nil {
+		edit(&opts)
+	}
+	return New(opts), b
 }
 
 // do sends a request with a bearer token ("" for none).

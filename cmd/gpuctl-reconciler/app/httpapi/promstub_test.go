@@ -11,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	"github.com/gpuctl/gpuctl/usage"
-	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes/fake"
 )
 
 // promStub answers Prometheus' /api/v1/query and /api/v1/query_range as Prometheus does, with
@@ -197,9 +194,6 @@ func (p *promStub) record(q string) {
 // no rate limit (a test sends a flood of page reads).
 func usageServer(t *testing.T, c *usage.Client, objs ...runtime.Object) http.Handler {
 	t.Helper()
-	if objs == nil {
-		objs = clusterfixture.Objects()
-	}
-	return New(Options{Backend: &fakeBackend{}, Kube: fake.NewClientset(objs...), Tokens: testTokens,
-		Registry: prometheus.NewRegistry(), Usage: c, RateLimit: -1})
+	h, _ := testServerWith(t, func(o *Options) { o.Usage, o.RateLimit = c, -1 }, objs...)
+	return h
 }

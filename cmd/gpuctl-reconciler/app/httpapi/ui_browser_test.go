@@ -47,7 +47,12 @@ func TestPageInBrowser(t *testing.T) {
 	hostilePod.Spec.NodeName = ""
 	hostilePod.Status.ContainerStatuses[0].State = corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	hostileMsg := `<script>document.title="pwned"</script></td><b>bold</b>`
-	h, b := testServer(t, append(clusterfixture.Objects(), startedPod("sft-run"), hostilePod,
+	// Prometheus serves 5 points of sft-run and 2 of the hostile pod, and 6 h of gpu-1.
+	prom := newPromStub(t)
+	prom.util["sft-run"], prom.memMiB["sft-run"] = []float64{0, 25, 50, 75, 100}, []float64{1024, 2048, 4096, 8192, 16384}
+	prom.util[hostilePod.Name], prom.memMiB[hostilePod.Name] = []float64{10, 20}, []float64{512, 512}
+	prom.nodeUtil["gpu-1"] = []float64{80, 40}
+	h, b := testServerWith(t, func(o *Options) { o.Usage = prom.client(t) }, append(clusterfixture.Objects(), startedPod("sft-run"), hostilePod,
 		podEvent("e1", hostilePod.Name, "BackOff", hostileMsg, now.Add(-time.Minute)))...)
 	b.drift, b.hist = testDrift(now)
 	b.status.AppliedRevision = "main@4f9c2a71d0e8b3c5a6f7e8d9c0b1a2f3e4d5c6b7"
@@ -197,6 +202,20 @@ func TestPageInBrowser(t *testing.T) {
 	if err != nil || strings.Join(pools, ",") != "default,training-pool" {
 		t.Errorf("pool chart rows: %v, %v; want default and training-pool", pools, err)
 	}
+	// The pools' utilization charts: default's GPUs report nothing, training-pool's 6 h of 60 %.
+	type lineChart struct {
+		Title  string
+		Points []int
+		Width  float64
+	}
+	poolLines, err := chromedp.Run(ctx, chromedp.Evaluate[[]lineChart](`[...document.querySelectorAll("#pool-usage svg")].map(svg => ({
+		Title: svg.querySelector("title").textContent, Width: svg.getBoundingClientRect().width,
+		Points: [...svg.querySelectorAll("polyline")].map(p => p.points.numberOfItems),
+	}))`))
+	if err != nil || len(poolLines) != 2 || poolLines[1].Title != "GPU utilization of pool training-pool, last 6 h, %" ||
+		len(poolLines[1].Points) != 1 || poolLines[1].Points[0] != 121 || poolLines[0].Points[0] != 0 || poolLines[1].Width <= 0 {
+		t.Errorf("pool usage charts %+v, %v: want default's empty and training-pool's 121 points (6 h at 3 m)", poolLines, err)
+	}
 
 	// What a person reads: rounded durations, ages as kubectl prints them, short revisions,
 	// plurals.
@@ -292,6 +311,10 @@ func checkJobPageInBrowser(t *testing.T, ctx context.Context, hostilePod, hostil
 		URL, Title, Name, Status, Log string
 		Scripts, Images, Bold         int
 		Pods, Messages                []string
+		ChartTitle                    string
+		ChartLines                    []string
+		MemoryLines                   int
+		ChartHeight                   float64
 	}
 	p, err := chromedp.Run(ctx, chromedp.Evaluate[jobPage](`({
 		URL: location.pathname, Title: document.title,
@@ -302,6 +325,10 @@ func checkJobPageInBrowser(t *testing.T, ctx context.Context, hostilePod, hostil
 		Bold: document.querySelectorAll("#event-list b").length,
 		Pods: [...document.querySelectorAll("#pod-list tbody tr td:first-child")].map(td => td.textContent),
 		Messages: [...document.querySelectorAll("#event-list tbody tr td:last-child")].map(td => td.textContent),
+		ChartTitle: document.querySelector("#usage-util title").textContent,
+		ChartLines: [...document.querySelectorAll("#usage-util g.series")].map(g => g.dataset.name + ":" + g.querySelector("polyline").points.numberOfItems),
+		MemoryLines: document.querySelectorAll("#usage-memory polyline").length,
+		ChartHeight: document.querySelector("#usage-util").getBoundingClientRect().height,
 	})`))
 	if err != nil {
 		t.Fatalf("read the job page: %v", err)
@@ -311,6 +338,13 @@ func checkJobPageInBrowser(t *testing.T, ctx context.Context, hostilePod, hostil
 	if p.URL != want.URL || p.Title != want.Title || p.Name != want.Name || p.Status != want.Status || p.Log != want.Log ||
 		strings.Join(p.Pods, "|") != strings.Join(want.Pods, "|") || strings.Join(p.Messages, "|") != hostileMsg {
 		t.Errorf("job page as built:\n got %+v\nwant %+v", p, want)
+	}
+	// The GPU usage charts: a line per pod with series, of the points Prometheus served, the
+	// hostile name as text.
+	if p.ChartTitle != "GPU utilization of alice.sft, %" || strings.Join(p.ChartLines, "|") != hostilePod+":2|sft-run:5" ||
+		p.MemoryLines != 2 || p.ChartHeight < 100 {
+		t.Errorf("usage chart as built: %q, lines %q, %d memory lines, %.0f px high; want a line of 2 points for %s and of 5 for sft-run",
+			p.ChartTitle, p.ChartLines, p.MemoryLines, p.ChartHeight, hostilePod)
 	}
 	if p.Scripts != 0 || p.Images != 0 || p.Bold != 0 {
 		t.Errorf("the job page's markup came from the cluster: %d scripts, %d images, %d bold", p.Scripts, p.Images, p.Bold)

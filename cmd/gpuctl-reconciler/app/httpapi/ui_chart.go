@@ -37,7 +37,7 @@ const (
 type chartBox struct{ width, height, left, right, top, bottom float64 }
 
 var (
-	jobChartBox  = chartBox{width: 560, height: 200, left: 52, right: 14, top: 12, bottom: 26}
+	jobChartBox  = chartBox{width: 540, height: 200, left: 52, right: 14, top: 12, bottom: 26}
 	poolChartBox = chartBox{width: 280, height: 96, left: 40, right: 8, top: 8, bottom: 22}
 )
 
@@ -158,7 +158,7 @@ func lineChart(c uiLineChart) g.Node {
 // stats are a line's min, average, max and last value in words.
 func (c uiLineChart) stats(ps []usage.Point) string {
 	if len(ps) == 0 {
-		return "no points"
+		return "no series"
 	}
 	st := usage.StatsOf(ps)
 	return fmt.Sprintf("min %s%s · avg %s%s · max %s%s · now %s%s", number(st.Min), c.Unit, number(st.Avg), c.Unit,
