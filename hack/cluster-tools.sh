@@ -11,6 +11,9 @@
 #   GPUCTL_WITHOUT_KUEUE=1 hack/...  the control plane only (make demo builds Kueue and JobSet
 #                                    afterwards, in the background)
 #
+# Runs one at a time on a machine: it waits for the lock that testcluster.Binaries takes,
+# ${TMPDIR:-/tmp}/gpuctl-cluster-tools.lock (see below).
+#
 # The first build of the control plane takes about 7 minutes on 2 cores with empty Go caches
 # (423 s, downloads included; as five binaries from two modules it took 525 s: etcd's and kwok's
 # packages compiled apart from Kubernetes' and the union of the code linked five times; the one
@@ -36,6 +39,21 @@ BUILD_REV=r3
 root=$(cd "$(dirname "$0")/.." && pwd)
 cache=${GPUCTL_CACHE:-$HOME/.cache/gpuctl}
 dir="$cache/cluster/k8s-$K8S_VERSION-etcd-$ETCD_VERSION-kwok-$KWOK_VERSION-kueue-$KUEUE_VERSION-$BUILD_REV"
+
+# One run at a time on this machine: make demo's background Kueue build and a test's
+# testcluster.Binaries would otherwise build into the same directory (`mv: cannot stat
+# .../.build-kueue/...`). The lock is the one testcluster.Binaries takes, flock(2) on
+# os.TempDir()/gpuctl-cluster-tools.lock; Binaries holds it while it runs this script and says
+# so with GPUCTL_TOOLS_LOCKED=1, so the script does not wait for its own caller. Without
+# flock(1) (macOS) runs are not serialized, as testcluster does not lock there either.
+lock=${TMPDIR:-/tmp}/gpuctl-cluster-tools.lock
+if [ "${GPUCTL_TOOLS_LOCKED:-}" != 1 ] && command -v flock >/dev/null; then
+  exec 9>>"$lock"
+  if ! flock -n 9; then
+    echo ">> waiting for another hack/cluster-tools.sh to finish (lock $lock)" >&2
+    flock 9
+  fi
+fi
 mkdir -p "$dir"
 
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0

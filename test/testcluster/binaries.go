@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -22,6 +23,14 @@ const EnvBinDir = "GPUCTL_CLUSTER_BIN"
 // toolsScript is the build script, relative to the repository root.
 const toolsScript = "hack/cluster-tools.sh"
 
+// toolsLockName is the lock file, in [os.TempDir], that serializes runs of [toolsScript] on
+// one machine; the script takes it itself unless envToolsLocked says its caller holds it.
+const toolsLockName = "gpuctl-cluster-tools.lock"
+
+// envToolsLocked names the environment variable by which [Binaries], holding the lock, tells
+// the script not to wait for it.
+const envToolsLocked = "GPUCTL_TOOLS_LOCKED"
+
 // binaryNames lists the executables a cluster needs, in start order.
 var binaryNames = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
 
@@ -30,7 +39,8 @@ var binaryNames = []string{"etcd", "kube-apiserver", "kube-controller-manager", 
 // Options.Kueue needs). It honours GPUCTL_CLUSTER_BIN; otherwise it runs hack/cluster-tools.sh
 // from the repository root (found by walking up from the current directory), which builds
 // whatever is missing and prints the directory last. The script's
-// progress goes to log (which may be nil). Concurrent callers on one machine build one at a time.
+// progress goes to log (which may be nil). Concurrent callers on one machine, and the
+// script run by hand or by make demo, build one at a time.
 func Binaries(ctx context.Context, log io.Writer) (dir string, err error) {
 	if log == nil {
 		log = io.Discard
@@ -42,7 +52,7 @@ func Binaries(ctx context.Context, log io.Writer) (dir string, err error) {
 	if err != nil {
 		return "", err
 	}
-	unlock, err := lockFile(filepath.Join(os.TempDir(), "gpuctl-cluster-tools.lock"))
+	unlock, err := lockFile(filepath.Join(os.TempDir(), toolsLockName))
 	if err != nil {
 		return "", err
 	}
@@ -50,6 +60,9 @@ func Binaries(ctx context.Context, log io.Writer) (dir string, err error) {
 	var stdout bytes.Buffer
 	cmd := exec.CommandContext(ctx, "bash", filepath.Join(root, toolsScript))
 	cmd.Dir = root
+	if runtime.GOOS == "linux" { // where lockFile locks (sys_linux.go)
+		cmd.Env = append(os.Environ(), envToolsLocked+"=1")
+	}
 	cmd.Stdout = &stdout
 	cmd.Stderr = log
 	if err := cmd.Run(); err != nil {
