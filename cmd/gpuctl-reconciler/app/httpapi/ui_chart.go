@@ -323,15 +323,15 @@ func (s *server) readPoolUsage(ctx context.Context, now time.Time) uiUsage {
 	if more := countPoolsWithNodes(pools.Items, byPool) - len(names); more > 0 {
 		out.Note = humanize.Plural(more, "more pool") + " not charted."
 	}
-	end := now.Truncate(time.Second)
-	start, step := end.Add(-uiPoolRange), usage.DefaultStep(uiPoolRange)
-	series, err := s.opts.Usage.PoolSeries(ctx, charted, start, end, step)
+	// up to now, not a rounded end: a series that begins now still shows
+	start, step := now.Add(-uiPoolRange), usage.DefaultStep(uiPoolRange)
+	series, err := s.opts.Usage.PoolSeries(ctx, charted, start, now, step)
 	if err != nil {
 		return uiUsage{Err: s.sectionError("pool usage", err)}
 	}
 	for i, name := range names {
 		out.Charts = append(out.Charts, uiLineChart{ID: "pool-usage-" + strconv.Itoa(i), Title: "GPU utilization of pool " + name + ", last 6 h, %",
-			Unit: "%", Start: start, End: end, Now: now, Step: step, YMax: 100, Box: poolChartBox,
+			Unit: "%", Start: start, End: now, Now: now, Step: step, YMax: 100, Box: poolChartBox,
 			Lines: []uiLine{{Name: name, Points: series[name]}}})
 	}
 	return out
