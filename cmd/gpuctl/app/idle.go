@@ -48,10 +48,11 @@ The exit code is 0 whether or not a job is listed; without a Prometheus it is 2.
   gpuctl idle -n alice --threshold 10 --window 24h --for 2h -o wide`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for flag, d := range map[string]time.Duration{"window": o.idle.Window, "for": o.idle.For} {
-				if err := checkWindow(flag, d); err != nil {
-					return err
-				}
+			if err := checkWindow("window", o.idle.Window); err != nil {
+				return err
+			}
+			if err := checkWindow("for", o.idle.For); err != nil {
+				return err
 			}
 			if o.idle.Step < 0 {
 				return checkWindow("step", o.idle.Step)

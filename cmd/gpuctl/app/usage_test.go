@@ -355,9 +355,21 @@ func TestTopWithoutPrometheusExitsTwo(t *testing.T) {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
-	_, errOut, code := runCLI(t, "top", "jobs", "--sort-by", "cpu", "--prometheus-url", "http://127.0.0.1:1")
-	if code != ExitTrouble || !strings.Contains(errOut, `--sort-by "cpu": want one of util, memory, power, gpus, name`) {
-		t.Errorf("--sort-by cpu: exit %d, %s", code, errOut)
+	for args, want := range map[string]string{
+		"top jobs --sort-by cpu":   `--sort-by "cpu": want one of util, memory, power, gpus, name`,
+		"top nodes --window 0s":    "--window 0s: want a positive duration",
+		"idle --for 0s":            "--for 0s: want a positive duration",
+		"idle --threshold 0":       "--threshold 0: want a utilization in percent",
+		"top jobs -o name":         `unsupported output format "name"`,
+		"idle --prometheus-url x:": `--prometheus-url "x:": want http(s)://host[:port][/prefix]`,
+	} {
+		_, errOut, code := runCLI(t, append(strings.Fields(args), "--prometheus-url", "http://127.0.0.1:1")...)
+		if strings.Contains(args, "x:") {
+			_, errOut, code = runCLI(t, strings.Fields(args)...)
+		}
+		if code != ExitTrouble || !strings.Contains(errOut, want) {
+			t.Errorf("%s: exit %d, %s", args, code, errOut)
+		}
 	}
 }
 
