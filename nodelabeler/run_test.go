@@ -3,10 +3,12 @@ package nodelabeler_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +23,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/nodelabeler"
+	"github.com/gpuctl/gpuctl/nodelabeler/nvmlinfo"
 )
 
 // fakeNodes is a one-node API that does what server-side apply does to labels: the applied
@@ -183,5 +186,65 @@ func TestOptionsValidate(t *testing.T) {
 	o.Oneshot = true
 	if err := o.Validate(); err != nil {
 		t.Error(err)
+	}
+	dry := nodelabeler.Options{DryRun: true}
+	if err := dry.Validate(); err != nil {
+		t.Errorf("--dry-run without a node name: %v", err)
+	}
+}
+
+// dryRunLines are the labels of go-nvml's mocks, as --dry-run prints them.
+var dryRunLines = map[string]string{
+	"mock:dgxa100": `g8s.host/cuda-version=12.4
+g8s.host/driver-version=550.54.15
+g8s.host/gpu-count=8
+g8s.host/gpu-family=ampere
+g8s.host/gpu-memory=40960
+g8s.host/gpu-product=Mock-NVIDIA-A100-SXM4-40GB
+g8s.host/gpu-type=a100-40g
+`,
+	"mock:dgxh100": `g8s.host/cuda-version=12.4
+g8s.host/driver-version=550.54.15
+g8s.host/gpu-count=8
+g8s.host/gpu-family=hopper
+g8s.host/gpu-memory=81920
+g8s.host/gpu-product=NVIDIA-H100-80GB-HBM3
+g8s.host/gpu-type=h100-80g
+`,
+}
+
+// TestDryRun: --dry-run prints exactly the labels a pass publishes, sorted key=value lines,
+// and an NVML that cannot start is an error that says so, with nothing printed.
+func TestDryRun(t *testing.T) {
+	for source, want := range dryRunLines {
+		lib, err := nvmlinfo.Open(source)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out strings.Builder
+		if err := nodelabeler.DryRun(lib, &out, quietLog()); err != nil {
+			t.Fatalf("%s: %v", source, err)
+		}
+		if out.String() != want {
+			t.Errorf("%s: printed\n%s\nwant\n%s", source, out.String(), want)
+		}
+	}
+	mig := dgxh100.New()
+	mig.Devices[0].SetMigMode(nvml.DEVICE_MIG_ENABLE)
+	var out strings.Builder
+	if err := nodelabeler.DryRun(mig, &out, quietLog()); err != nil {
+		t.Fatal(err)
+	}
+	if want := dryRunLines["mock:dgxh100"] + nodelabeler.MIGEnabled + "=true\n"; out.String() != want {
+		t.Errorf("MIG on: printed\n%s\nwant\n%s", out.String(), want)
+	}
+	s := dgxh100.New()
+	s.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
+	out.Reset()
+	err := nodelabeler.DryRun(s, &out, quietLog())
+	var unavailable *nvmlinfo.UnavailableError
+	if !errors.As(err, &unavailable) || !strings.Contains(err.Error(), "libnvidia-ml.so.1 not found") ||
+		!strings.Contains(err.Error(), keys.GPUCount+"=0") || strings.Contains(err.Error(), "\n") || out.Len() != 0 {
+		t.Errorf("no driver: err %v, printed %q", err, out.String())
 	}
 }

@@ -4,9 +4,12 @@ import (
 	"context"
 	"debug/elf"
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -117,6 +120,60 @@ func TestBinaryStartsWithoutDriver(t *testing.T) {
 	})
 }
 
+// mockLabels are the labels the labeler publishes for go-nvml's mocks.
+var mockLabels = map[string]map[string]string{
+	"mock:dgxa100": {keys.GPUType: "a100-40g", keys.GPUProduct: "Mock-NVIDIA-A100-SXM4-40GB",
+		keys.GPUCount: "8", keys.GPUMemory: "40960", keys.GPUFamily: "ampere", keys.DriverVersion: "550.54.15", keys.CUDAVersion: "12.4"},
+	"mock:dgxh100": {keys.GPUType: "h100-80g", keys.GPUProduct: "NVIDIA-H100-80GB-HBM3",
+		keys.GPUCount: "8", keys.GPUMemory: "81920", keys.GPUFamily: "hopper", keys.DriverVersion: "550.54.15", keys.CUDAVersion: "12.4"},
+}
+
+// TestBinaryDryRun: --dry-run prints each mock's labels as sorted key=value lines on stdout
+// and exits 0 without any cluster (no --kubeconfig, no $KUBECONFIG, a $HOME without ~/.kube,
+// no node name). Without a driver, --nvml real --dry-run exits non-zero with NVML's error
+// in one line and prints no label.
+func TestBinaryDryRun(t *testing.T) {
+	home := t.TempDir()
+	dryRun := func(t *testing.T, nvml string) (stdout, stderr string, err error) {
+		t.Helper()
+		cmd, _ := labeler.Command(t, "--nvml", nvml, "--dry-run")
+		cmd.Env = append(cmd.Env, "HOME="+home, "KUBERNETES_SERVICE_HOST=", "KUBERNETES_SERVICE_PORT=")
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		err = cmd.Run()
+		return o.String(), e.String(), err
+	}
+	for nvml, labels := range mockLabels {
+		t.Run(nvml, func(t *testing.T) {
+			var want strings.Builder
+			for _, k := range slices.Sorted(maps.Keys(labels)) {
+				want.WriteString(k + "=" + labels[k] + "\n")
+			}
+			stdout, stderr, err := dryRun(t, nvml)
+			if err != nil || stdout != want.String() || stderr != "" {
+				t.Errorf("--nvml %s --dry-run: %v\nstdout:\n%s\nwant:\n%s\nstderr:\n%s", nvml, err, stdout, want.String(), stderr)
+			}
+		})
+	}
+	t.Run("real", func(t *testing.T) {
+		stdout, stderr, err := dryRun(t, "real")
+		if !nvmlMissing(t) {
+			t.Logf("this machine has an NVIDIA driver: %v\n%s%s", err, stdout, stderr)
+			if err != nil || !strings.Contains(stdout, keys.GPUCount+"=") {
+				t.Errorf("--nvml real --dry-run with a driver: %v\nstdout:\n%s\nstderr:\n%s", err, stdout, stderr)
+			}
+			return
+		}
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+			t.Fatalf("--nvml real --dry-run without a driver: %v, want a non-zero exit\n%s%s", err, stdout, stderr)
+		}
+		if stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "libnvidia-ml.so.1 not found") {
+			t.Errorf("without a driver: stdout %q, stderr %q; want no label and one line naming libnvidia-ml.so.1", stdout, stderr)
+		}
+	})
+}
+
 // TestBinaryMocksAgainstCluster runs the binary over go-nvml's DGX A100 then DGX H100 mock,
 // then without a driver, on one fake node: each run's labels replace the last run's, and
 // labels that others set stay.
@@ -143,13 +200,10 @@ func TestBinaryMocksAgainstCluster(t *testing.T) {
 		nvml string
 		want map[string]string
 	}{
-		{"mock:dgxa100", map[string]string{keys.GPUType: "a100-40g", keys.GPUProduct: "Mock-NVIDIA-A100-SXM4-40GB",
-			keys.GPUCount: "8", keys.GPUMemory: "40960", keys.GPUFamily: "ampere", keys.DriverVersion: "550.54.15", keys.CUDAVersion: "12.4"}},
-		{"mock:dgxh100", map[string]string{keys.GPUType: "h100-80g", keys.GPUProduct: "NVIDIA-H100-80GB-HBM3",
-			keys.GPUCount: "8", keys.GPUMemory: "81920", keys.GPUFamily: "hopper", keys.DriverVersion: "550.54.15", keys.CUDAVersion: "12.4"}},
+		{"mock:dgxa100", mockLabels["mock:dgxa100"]},
+		{"mock:dgxh100", mockLabels["mock:dgxh100"]},
 		// Unchanged: a second run writes nothing.
-		{"mock:dgxh100", map[string]string{keys.GPUType: "h100-80g", keys.GPUProduct: "NVIDIA-H100-80GB-HBM3",
-			keys.GPUCount: "8", keys.GPUMemory: "81920", keys.GPUFamily: "hopper", keys.DriverVersion: "550.54.15", keys.CUDAVersion: "12.4"}},
+		{"mock:dgxh100", mockLabels["mock:dgxh100"]},
 	}
 	if !nvmlMissing(t) {
 		t.Log("this machine has an NVIDIA driver; the no-driver step is left out")

@@ -24,9 +24,14 @@ func NewCommand() *cobra.Command {
 with server-side apply (field manager gpuctl-node-labeler): g8s.host/gpu-type, gpu-product,
 gpu-count, gpu-memory, gpu-family, driver-version, cuda-version, and gpu-types-mixed and
 mig-enabled when they apply. Without a usable NVIDIA driver it publishes gpu-count=0 alone and
-keeps running; NVML is initialised afresh on every pass.`,
+keeps running; NVML is initialised afresh on every pass.
+
+With --dry-run it prints the labels it would publish, as sorted key=value lines, and exits: no
+cluster, kubeconfig or node name is needed (without a usable driver it exits non-zero, saying
+why).`,
 		Example: `  NODE_NAME=gpu-0 gpuctl-node-labeler
-  gpuctl-node-labeler --node-name gpu-0 --nvml mock:dgxh100 --oneshot --kubeconfig ~/.kube/config`,
+  gpuctl-node-labeler --node-name gpu-0 --nvml mock:dgxh100 --oneshot --kubeconfig ~/.kube/config
+  gpuctl-node-labeler --nvml real --dry-run`,
 		Version:       version.Get().String(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -42,6 +47,9 @@ keeps running; NVML is initialised afresh on every pass.`,
 			lib, err := nvmlinfo.Open(opts.NVML)
 			if err != nil {
 				return fmt.Errorf("--nvml: %w", err)
+			}
+			if opts.DryRun {
+				return nodelabeler.DryRun(lib, cmd.OutOrStdout(), log)
 			}
 			client, err := ko.Clientset(kube.UserAgent("gpuctl-node-labeler"))
 			if err != nil {
