@@ -314,7 +314,8 @@ func (d *Daemon) workloadRef(ctx context.Context, ns, name, kind string) corev1.
 	return ref
 }
 
-// gpuPods lists the running pods of gpuctl's jobs that request GPUs: one LIST.
+// gpuPods lists the running pods of gpuctl's jobs that request GPUs, but those being deleted
+// (a paused job's): one LIST.
 func (d *Daemon) gpuPods(ctx context.Context) ([]usage.Pod, error) {
 	list, err := d.opts.Store.Kube.CoreV1().Pods("").List(ctx, metav1.ListOptions{
 		LabelSelector: labels.SelectorFromSet(labels.Set{keys.ManagedBy: keys.ManagedByValue}).String(),
@@ -327,7 +328,7 @@ func (d *Daemon) gpuPods(ctx context.Context) ([]usage.Pod, error) {
 		p := &list.Items[i]
 		gpu := object.PodRequests(&p.Spec)[keys.ResourceGPU]
 		name := p.Labels[keys.App]
-		if gpu.Value() <= 0 || name == "" || p.Status.Phase != corev1.PodRunning {
+		if gpu.Value() <= 0 || name == "" || p.Status.Phase != corev1.PodRunning || p.DeletionTimestamp != nil {
 			continue
 		}
 		pool := p.Labels[keys.Pool]
