@@ -105,6 +105,7 @@ func (d *Daemon) idleRound(ctx context.Context) ([]IdleAction, error) {
 	}
 	gpus, err := d.opts.Usage.GPUs(ctx, usage.Scope{}, usage.DefaultWindow)
 	if err != nil {
+		d.opts.Metrics.setTeamGPUs(nil) // no value rather than a stale one
 		return nil, err
 	}
 	policy := d.idlePolicy()

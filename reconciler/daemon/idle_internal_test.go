@@ -34,6 +34,7 @@ type promStub struct {
 	gpus  map[string]int
 	idle  map[string]time.Duration
 	calls int
+	down  bool // answers 503
 }
 
 func (s *promStub) util(pod string, at, now time.Time) float64 {
@@ -47,6 +48,10 @@ func (s *promStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
+	if s.down {
+		http.Error(w, "down", http.StatusServiceUnavailable)
+		return
+	}
 	_ = r.ParseForm()
 	q := r.Form.Get("query")
 	now := time.Now()
@@ -327,6 +332,16 @@ func TestTeamGPUs(t *testing.T) {
 	delete(want, "bob/gpu-pool/idle")
 	if got := teamGauge(t, h.reg); !maps.Equal(got, want) {
 		t.Fatalf("after bob's pod ended gpuctl_team_gpus %v, want %v", got, want)
+	}
+	// Prometheus does not answer: no value rather than a stale one.
+	h.prom.mu.Lock()
+	h.prom.down = true
+	h.prom.mu.Unlock()
+	if _, err := h.d.idleRound(t.Context()); err == nil {
+		t.Fatal("a round without Prometheus did not fail")
+	}
+	if got := teamGauge(t, h.reg); len(got) != 0 {
+		t.Fatalf("without Prometheus gpuctl_team_gpus %v, want none", got)
 	}
 }
 
