@@ -25,8 +25,8 @@ import (
 	"github.com/gpuctl/gpuctl/internal/version"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/sources"
-	"github.com/gpuctl/gpuctl/usage"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"
+	"github.com/gpuctl/gpuctl/usage"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/spf13/cobra"
@@ -50,6 +50,8 @@ type Options struct {
 	// Prometheus is where GPU utilization is read (the API's metrics, the page's charts, the
 	// idle policy); without a URL there is none.
 	Prometheus options.Prometheus
+	// IdleEvery is how often the leader applies the idle policy (daemon.Options.IdleEvery).
+	IdleEvery time.Duration
 
 	Namespace     string
 	Interval      time.Duration
@@ -88,6 +90,7 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	o.Engine.BindFlags(fs)
 	o.Rates.BindFlags(fs)
 	o.Prometheus.BindFlags(fs)
+	fs.DurationVar(&o.IdleEvery, "idle-every", daemon.DefaultIdleEvery, "how often the leader, with --prometheus-url, applies gpuctl-policy.yaml's idle rules and sets gpuctl_team_gpus")
 	fs.StringVar(&o.Namespace, "namespace", keys.SystemNamespace, "the daemon's namespace: status, inventory, lease, pool registry")
 	fs.DurationVar(&o.Interval, "interval", 5*time.Minute, "sync at least this often, even when no change is signalled")
 	fs.StringVar(&o.Listen, "listen", ":8080", "address of the HTTP server (/healthz, /readyz, /metrics, /api/v1, /hooks/*)")
@@ -234,7 +237,7 @@ func run(ctx context.Context, o *Options) error {
 	engine.SetWatched(det) // a plan reads the members from the detector's watches, not by listing
 	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
 		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
-		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, RenderCacheBytes: renderCacheBytes, Writes: o.Source.Writes, Usage: gpus, Metrics: metrics, Log: log.With("component", "sync")})
+		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, RenderCacheBytes: renderCacheBytes, Writes: o.Source.Writes, Usage: gpus, IdleEvery: o.IdleEvery, Metrics: metrics, Log: log.With("component", "sync")})
 	if o.ProfilingListen != "" {
 		go serveProfiles(ctx, o.ProfilingListen, log)
 	}
