@@ -50,8 +50,8 @@ func (g GPU) PodKey() string {
 // Idle reports whether the GPU's utilization is below threshold (percent).
 func (g GPU) Idle(threshold float64) bool { return g.HasUtil && g.Util < threshold }
 
-// GPUs reads every GPU of the scope: utilization and power averaged over window
-// (DefaultWindow when 0), memory as last seen. Four queries run at once.
+// GPUs reads every GPU of the scope that the exporter serves now: utilization and power
+// averaged over window (DefaultWindow when 0), memory now. Four queries run at once.
 func (c *Client) GPUs(ctx context.Context, s Scope, window time.Duration) ([]GPU, error) {
 	if window <= 0 {
 		window = DefaultWindow
@@ -85,18 +85,18 @@ func (c *Client) GPUs(ctx context.Context, s Scope, window time.Duration) ([]GPU
 		g.Util, g.HasUtil = finite(smp.Value), true
 	}
 	for _, smp := range results[1] {
-		g := at(smp.Metric)
-		g.MemUsedMiB = finite(smp.Value)
-		g.MemTotalMiB += g.MemUsedMiB
+		at(smp.Metric).MemUsedMiB = finite(smp.Value)
 	}
+	free := map[*GPU]float64{}
 	for _, smp := range results[2] {
-		at(smp.Metric).MemTotalMiB += finite(smp.Value)
+		free[at(smp.Metric)] = finite(smp.Value)
 	}
 	for _, smp := range results[3] {
 		at(smp.Metric).PowerW = finite(smp.Value)
 	}
 	out := make([]GPU, 0, len(byKey))
 	for _, g := range byKey {
+		g.MemTotalMiB = g.MemUsedMiB + free[g]
 		out = append(out, *g)
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -112,16 +112,21 @@ func (c *Client) GPUs(ctx context.Context, s Scope, window time.Duration) ([]GPU
 }
 
 // GPUQueries are the PromQL queries of GPUs (a benchmark sends them bare, as its floor):
-// utilization, memory used, memory free and power of each GPU of the scope.
+// utilization, memory used, memory free and power of each GPU of the scope, of the series
+// the exporter serves now: a GPU's series of a pod that ended within the window (the GPU
+// is now another pod's, or no pod's) is not counted beside its current one.
 func GPUQueries(s Scope, window time.Duration) []string {
 	if window <= 0 {
 		window = DefaultWindow
 	}
+	current := func(metric, fn string) string {
+		return "(" + s.series(metric, fn, window) + " and " + s.series(metric, "", 0) + ")"
+	}
 	return []string{
-		by("max", gpuLabels, s.util("avg_over_time", window)),
-		by("max", gpuLabels, s.series(MetricFBUsed, "last_over_time", window)),
-		by("max", gpuLabels, s.series(MetricFBFree, "last_over_time", window)),
-		by("max", gpuLabels, s.series(MetricPower, "avg_over_time", window)),
+		by("max", gpuLabels, "("+current(MetricGPUUtil, "avg_over_time")+" or ("+current(MetricEngineActive, "avg_over_time")+" * 100))"),
+		by("max", gpuLabels, s.series(MetricFBUsed, "", 0)),
+		by("max", gpuLabels, s.series(MetricFBFree, "", 0)),
+		by("max", gpuLabels, current(MetricPower, "avg_over_time")),
 	}
 }
 

@@ -40,6 +40,7 @@ func TestAgainstPrometheus(t *testing.T) {
 		return g
 	})
 	var targets []string
+	exporters := map[dcgmtest.LabelStyle]*dcgmtest.Exporter{}
 	for style, gpus := range map[dcgmtest.LabelStyle][]dcgmtest.GPU{dcgmtest.Plain: plain, dcgmtest.Exported: exported, dcgmtest.Lowercase: lower} {
 		e, err := dcgmtest.Start(style, gpus)
 		if err != nil {
@@ -47,6 +48,7 @@ func TestAgainstPrometheus(t *testing.T) {
 		}
 		t.Cleanup(e.Close)
 		targets = append(targets, e.Addr)
+		exporters[style] = e
 	}
 	p := promtest.StartT(t, promtest.Options{Targets: targets, Backfill: history})
 	c, err := usage.New(usage.Options{URL: p.URL})
@@ -141,6 +143,33 @@ func TestAgainstPrometheus(t *testing.T) {
 			t.Errorf("alice.dark: %+v, want no series", got["alice.dark"])
 		}
 	})
+
+	t.Run("GPUChangedPods", func(t *testing.T) { testGPUChangedPods(ctx, t, c, p, exporters[dcgmtest.Plain], plain) })
+}
+
+// A GPU that another pod holds now: only its current series counts, not the ended pod's
+// beside it (which stays in the window's range for minutes).
+func testGPUChangedPods(ctx context.Context, t *testing.T, c *usage.Client, p *promtest.Prometheus, e *dcgmtest.Exporter, gpus []dcgmtest.GPU) {
+	moved := append([]dcgmtest.GPU(nil), gpus...)
+	moved[0].Pod, moved[0].Util, moved[0].MemUsedMiB = "next-0", 10, 5000
+	e.Set(moved)
+	if err := p.WaitScraped(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, err := c.GPUs(ctx, usage.Scope{Namespaces: []string{"alice"}}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range got {
+		if g.UUID != moved[0].UUID {
+			continue
+		}
+		if g.Pod != "next-0" || g.MemUsedMiB != 5000 || g.MemTotalMiB != moved[0].MemTotalMiB {
+			t.Errorf("GPU %s: %s, memory %.0f/%.0f; want next-0's, %.0f/%.0f", g.UUID, g.Pod, g.MemUsedMiB, g.MemTotalMiB, 5000.0, moved[0].MemTotalMiB)
+		}
+		return
+	}
+	t.Errorf("GPU %s missing from %+v", moved[0].UUID, got)
 }
 
 func TestNoPrometheus(t *testing.T) {
