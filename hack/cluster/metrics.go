@@ -96,6 +96,22 @@ func demoGPUs(ctx context.Context, client kubernetes.Interface, kinds map[string
 		}
 	}
 	gpus := dcgmtest.ForPods(running)
+	// The GPUs that no pod holds, as the exporter serves them: without pod labels, idle.
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]int{}
+	for _, g := range gpus {
+		held[g.Node]++
+	}
+	for _, n := range nodes.Items {
+		q := n.Status.Capacity[keys.ResourceGPU]
+		for i := held[n.Name]; i < int(q.Value()); i++ {
+			gpus = append(gpus, dcgmtest.GPU{Node: n.Name, Index: i, UUID: dcgmtest.UUID(n.Name, i), Model: dcgmtest.DefaultModel,
+				MemTotalMiB: dcgmtest.DefaultMemTotalMiB})
+		}
+	}
 	for i, g := range gpus {
 		gpus[i] = demoValues(g, kinds[g.Namespace+"/"+g.Pod], t)
 	}
@@ -110,6 +126,8 @@ func demoValues(g dcgmtest.GPU, kind string, t time.Time) dcgmtest.GPU {
 	seed := float64(h.Sum32()%1000) / 1000
 	wave := math.Sin(float64(t.Unix())/600 + seed*6)
 	switch kind {
+	case "": // no pod holds it
+		g.Util, g.MemUsedMiB, g.PowerW = 0, 0, 60
 	case "notebook": // idle, a model loaded
 		g.Util, g.MemUsedMiB, g.PowerW = 0, 0.4*g.MemTotalMiB, 72
 	case "inference":
