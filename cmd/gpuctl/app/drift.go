@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,23 +9,19 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
-	"github.com/gpuctl/gpuctl/internal/keys"
-	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/spf13/cobra"
-	"k8s.io/client-go/kubernetes"
 	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // driftOptions are the flags of gpuctl drift.
 type driftOptions struct {
-	namespace string
-	output    string
-	since     string
-	exitCode  bool
+	output   string
+	since    string
+	exitCode bool
 }
 
 func newDriftCommand(s Streams) *cobra.Command {
-	var ko kube.Options
+	var ro readOptions
 	var o driftOptions
 	cmd := &cobra.Command{
 		Use:   "drift",
@@ -44,7 +39,8 @@ manager: kubectl-edit, helm, ...) and when. Items are of six categories:
 
 The current drift is always listed, however old; the changes of the last --since (detected,
 changed, resolved, corrected, shadow-deleted) follow it. Needs only a kubeconfig that can
-read ConfigMaps in that namespace.
+read ConfigMaps in that namespace, or the daemon's API (--server, $GPUCTL_SERVER) and a
+token: a team's token sees the drift of its namespaces.
 
 Exit status: 0, or 1 with --exit-code when the report lists drift (like git diff
 --exit-code, for a cron job or a CI step that alerts); 2 when the report cannot be read.`,
@@ -52,22 +48,22 @@ Exit status: 0, or 1 with --exit-code when the report lists drift (like git diff
   gpuctl drift --since 7d
   gpuctl drift --since 0 -o markdown > drift.md
   gpuctl drift -o json | jq '.items[] | select(.category == "shadow")'
-  gpuctl drift --exit-code >/dev/null || echo "the cluster has drifted from Git"`,
+  gpuctl drift --exit-code >/dev/null || echo "the cluster has drifted from Git"
+  gpuctl drift --server https://gpuctl.example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			since, err := o.validate()
 			if err != nil {
 				return err
 			}
-			kube, err := kubeClient(&ko)
+			rec, err := ro.Records(s.Err)
 			if err != nil {
 				return err
 			}
-			return runDrift(cmd.Context(), s.Out, kube, o, since, time.Now())
+			return runDrift(cmd.Context(), s.Out, rec, o, since, time.Now())
 		},
 	}
-	ko.BindFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.namespace, "namespace", "n", keys.SystemNamespace, "the namespace of gpuctl-reconciler")
+	ro.BindRecordFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "text", "output format: text, json, yaml or markdown")
 	cmd.Flags().StringVar(&o.since, "since", "24h", "show the changes of this last period (30m, 24h, 7d); 0 for all that are kept")
 	cmd.Flags().BoolVar(&o.exitCode, "exit-code", false, "exit 1 when the report lists drift")
@@ -107,27 +103,21 @@ func parseSince(s string) (time.Duration, error) {
 	return d, nil
 }
 
-// runDrift reads the report and history from the drift ConfigMap, prints them and maps the
+// runDrift reads the report with the history of the last since, prints it and maps the
 // report to the exit code.
-func runDrift(ctx context.Context, w io.Writer, kube kubernetes.Interface, o driftOptions, since time.Duration, now time.Time) error {
-	r, hist, err := drift.NewStore(kube, o.namespace).Read(ctx)
-	if errors.Is(err, drift.ErrNoReport) {
-		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("no drift report in namespace %s yet (no ConfigMap %s): gpuctl-reconciler writes it "+
-			"once it has applied a revision and drift detection runs; is it running in %s? see gpuctl status -n %s",
-			o.namespace, keys.DriftName, o.namespace, o.namespace)}
-	}
+func runDrift(ctx context.Context, w io.Writer, rec records, o driftOptions, since time.Duration, now time.Time) error {
+	r, err := rec.Drift(ctx, since, now)
 	if err != nil {
-		return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("read drift report: %w", err)}
+		return &ExitError{Code: ExitTrouble, Err: err}
 	}
-	if err := printDrift(w, r, hist, o.output, since, now); err != nil {
+	if err := printDrift(w, r, o.output, now); err != nil {
 		return &ExitError{Code: ExitTrouble, Err: err}
 	}
 	return driftExit(r, o.exitCode)
 }
 
-// printDrift prints the report with the history of the last since (all of it for 0) attached.
-func printDrift(w io.Writer, r drift.Report, hist []drift.Entry, output string, since time.Duration, now time.Time) error {
-	rep := r.Since(hist, since, now)
+// printDrift prints the report, with the history that Since attached to it.
+func printDrift(w io.Writer, rep drift.Report, output string, now time.Time) error {
 	switch output {
 	case "json":
 		return drift.WriteJSON(w, rep)

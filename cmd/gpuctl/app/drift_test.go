@@ -47,10 +47,10 @@ func TestPrintDriftOutputs(t *testing.T) {
 	for _, output := range []string{"text", "json", "yaml", "markdown"} {
 		t.Run(output, func(t *testing.T) {
 			var day, all bytes.Buffer
-			if err := printDrift(&day, r, hist, output, 24*time.Hour, driftNow); err != nil {
+			if err := printDrift(&day, r.Since(hist, 24*time.Hour, driftNow), output, driftNow); err != nil {
 				t.Fatal(err)
 			}
-			if err := printDrift(&all, r, hist, output, 0, driftNow); err != nil {
+			if err := printDrift(&all, r.Since(hist, 0, driftNow), output, driftNow); err != nil {
 				t.Fatal(err)
 			}
 			// Both list the current drift, however old; only --since 0 has the resolved entry
@@ -97,11 +97,11 @@ func TestPrintDriftOutputs(t *testing.T) {
 
 func TestPrintDriftEmpty(t *testing.T) {
 	var buf bytes.Buffer
-	if err := printDrift(&buf, drift.Report{}, nil, "text", 24*time.Hour, driftNow); err != nil || buf.String() != "no drift\n" {
+	if err := printDrift(&buf, drift.Report{}, "text", driftNow); err != nil || buf.String() != "no drift\n" {
 		t.Fatalf("%v %q", err, buf.String())
 	}
 	buf.Reset()
-	if err := printDrift(&buf, drift.Report{}, nil, "yaml", 24*time.Hour, driftNow); err != nil || !strings.Contains(buf.String(), "items: []") {
+	if err := printDrift(&buf, drift.Report{}, "yaml", driftNow); err != nil || !strings.Contains(buf.String(), "items: []") {
 		t.Fatalf("%v %q", err, buf.String())
 	}
 }
@@ -186,10 +186,11 @@ func TestDriftFlags(t *testing.T) {
 func TestRunDriftStore(t *testing.T) {
 	ctx := context.Background()
 	kube := fake.NewClientset()
-	o := driftOptions{namespace: keys.SystemNamespace, output: "text", exitCode: true}
+	o := driftOptions{output: "text", exitCode: true}
+	rec := kubeRecords{client: kube, namespace: keys.SystemNamespace}
 
 	var out bytes.Buffer
-	err := runDrift(ctx, &out, kube, o, 24*time.Hour, driftNow)
+	err := runDrift(ctx, &out, rec, o, 24*time.Hour, driftNow)
 	if Code(err) != ExitTrouble || out.Len() != 0 {
 		t.Fatalf("without ConfigMap: exit %d, output %q", Code(err), out.String())
 	}
@@ -203,7 +204,7 @@ func TestRunDriftStore(t *testing.T) {
 	if err := drift.NewStore(kube, keys.SystemNamespace).Write(ctx, r, hist); err != nil {
 		t.Fatal(err)
 	}
-	err = runDrift(ctx, &out, kube, o, 24*time.Hour, driftNow)
+	err = runDrift(ctx, &out, rec, o, 24*time.Hour, driftNow)
 	if Code(err) != ExitFailed || err.Error() != "" {
 		t.Fatalf("with drift and --exit-code: exit %d, error %v", Code(err), err)
 	}
@@ -211,8 +212,8 @@ func TestRunDriftStore(t *testing.T) {
 		t.Errorf("output:\n%s", out.String())
 	}
 
-	o.exitCode, o.namespace = false, "elsewhere"
-	if err := runDrift(ctx, &out, kube, o, 0, driftNow); Code(err) != ExitTrouble || !strings.Contains(err.Error(), "namespace elsewhere") {
+	o.exitCode, rec.namespace = false, "elsewhere"
+	if err := runDrift(ctx, &out, rec, o, 0, driftNow); Code(err) != ExitTrouble || !strings.Contains(err.Error(), "namespace elsewhere") {
 		t.Errorf("other namespace: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -37,14 +38,37 @@ type readOptions struct {
 	// system is the namespace of gpuctl-reconciler that the kubeconfig's reader reads (the
 	// daemon's API reads its own).
 	system string
-	flags  *pflag.FlagSet
+	// systemFlag is the flag of system: reconciler-namespace, or namespace for the verbs of
+	// the daemon's records (BindRecordFlags); with the kubeconfig's flags, it chooses the
+	// kubeconfig.
+	systemFlag string
+	flags      *pflag.FlagSet
 }
 
 // BindFlags adds --kubeconfig, --context, --reconciler-namespace, --server and --token.
 func (o *readOptions) BindFlags(fs *pflag.FlagSet) {
-	o.flags = fs
 	o.kube.BindFlags(fs)
-	fs.StringVar(&o.system, "reconciler-namespace", keys.SystemNamespace, "with the kubeconfig: the namespace of gpuctl-reconciler, which holds the pool registry, the applied revision and the drift report")
+	o.bindServerFlags(fs, "reconciler-namespace", "", "with the kubeconfig: the namespace of gpuctl-reconciler, which holds the pool registry, the applied revision and the drift report")
+}
+
+// BindRecordFlags adds the flags of the verbs that read the daemon's own records (status,
+// drift): --kubeconfig, --context, -n/--namespace (of gpuctl-reconciler), --server and --token.
+func (o *readOptions) BindRecordFlags(fs *pflag.FlagSet) {
+	o.kube.BindFlags(fs)
+	o.bindRecordFlags(fs)
+}
+
+// bindRecordFlags is BindRecordFlags for a command that binds the kubeconfig's flags itself
+// (sync) and copies them into kube before Records.
+func (o *readOptions) bindRecordFlags(fs *pflag.FlagSet) {
+	o.bindServerFlags(fs, "namespace", "n", "with the kubeconfig: the namespace of gpuctl-reconciler")
+}
+
+// bindServerFlags adds --server, --token and the flag of gpuctl-reconciler's namespace (name,
+// shorthand, usage).
+func (o *readOptions) bindServerFlags(fs *pflag.FlagSet, name, short, usage string) {
+	o.flags, o.systemFlag = fs, name
+	fs.StringVarP(&o.system, name, short, keys.SystemNamespace, usage)
 	fs.StringVar(&o.server, "server", "", "ask gpuctl-reconciler's API at this URL instead of the cluster (default: $"+envServer+", else the config file's server)")
 	fs.StringVar(&o.token, "token", "", "the API token for --server (default: $"+envToken+", else the config file's token; a flag shows in the process list)")
 }
@@ -66,21 +90,76 @@ type clientConfig struct {
 func (o *readOptions) Model(warn io.Writer) (cluster.Model, error) {
 	m, err := o.model(warn)
 	if err != nil {
-		var ee *ExitError
-		if !errors.As(err, &ee) {
-			err = &ExitError{Code: ExitTrouble, Err: err}
-		}
-		return nil, err
+		return nil, trouble(err)
 	}
 	return m, nil
 }
 
-func (o *readOptions) model(warn io.Writer) (cluster.Model, error) {
-	kubeFlags := o.flags != nil && (o.flags.Changed("kubeconfig") || o.flags.Changed("context") || o.flags.Changed("reconciler-namespace"))
-	if o.server != "" && kubeFlags {
-		return nil, errors.New("give --server or --kubeconfig/--context/--reconciler-namespace, not both")
+// Records is where status, sync and drift read the daemon's records, chosen as Model chooses:
+// the API of a named server, else the ConfigMaps in the namespace of -n through the
+// kubeconfig. Errors exit 2.
+func (o *readOptions) Records(warn io.Writer) (records, error) {
+	server, token, err := o.source(warn)
+	if err != nil {
+		return nil, trouble(err)
 	}
-	server, token := o.server, o.token
+	if server != "" {
+		m, err := newRemoteModel(server, token)
+		if err != nil {
+			return nil, trouble(err)
+		}
+		return m, nil
+	}
+	client, err := kubeClient(&o.kube)
+	if err != nil {
+		return nil, orServer(err)
+	}
+	return kubeRecords{client: client, namespace: o.system}, nil
+}
+
+// trouble is err with exit code 2, unless it carries its own.
+func trouble(err error) error {
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		err = &ExitError{Code: ExitTrouble, Err: err}
+	}
+	return err
+}
+
+// orServer adds to a missing kubeconfig (kube.ErrNoConfiguration) the other way of a verb
+// that takes --server: the daemon's API.
+func orServer(err error) error {
+	if errors.Is(err, kube.ErrNoConfiguration) {
+		return fmt.Errorf("%w; or ask gpuctl-reconciler's API instead: --server URL --token TOKEN, $%s and $%s, or server: and token: in %s",
+			err, envServer, envToken, configHint)
+	}
+	return err
+}
+
+func (o *readOptions) model(warn io.Writer) (cluster.Model, error) {
+	server, token, err := o.source(warn)
+	if err != nil {
+		return nil, err
+	}
+	if server == "" {
+		client, dyn, err := kubeClients(&o.kube)
+		if err != nil {
+			return nil, orServer(err)
+		}
+		return &cluster.Reader{Client: client, Dynamic: dyn, Namespace: o.system}, nil
+	}
+	return newRemoteModel(server, token)
+}
+
+// source is the server and token that the flags, the environment and the config file name
+// (see Model), or no server for the kubeconfig.
+func (o *readOptions) source(warn io.Writer) (server, token string, err error) {
+	systemFlag := cmp.Or(o.systemFlag, "reconciler-namespace")
+	kubeFlags := o.flags != nil && (o.flags.Changed("kubeconfig") || o.flags.Changed("context") || o.flags.Changed(systemFlag))
+	if o.server != "" && kubeFlags {
+		return "", "", fmt.Errorf("give --server or --kubeconfig/--context/--%s, not both", systemFlag)
+	}
+	server, token = o.server, o.token
 	if server == "" && !kubeFlags {
 		server = os.Getenv(envServer)
 	}
@@ -94,7 +173,7 @@ func (o *readOptions) model(warn io.Writer) (cluster.Model, error) {
 			cfg, err = readClientConfig(path, warn)
 		}
 		if err != nil {
-			return nil, err
+			return "", "", err
 		}
 		if server == "" && !kubeFlags {
 			server = cfg.Server
@@ -103,17 +182,10 @@ func (o *readOptions) model(warn io.Writer) (cluster.Model, error) {
 			token = cfg.Token
 		}
 	}
-	if server == "" {
-		client, dyn, err := kubeClients(&o.kube)
-		if err != nil {
-			return nil, err
-		}
-		return &cluster.Reader{Client: client, Dynamic: dyn, Namespace: o.system}, nil
+	if server != "" && token == "" {
+		return "", "", fmt.Errorf("server %s: no token: give --token, $%s, or a token for this server in %s", server, envToken, configHint)
 	}
-	if token == "" {
-		return nil, fmt.Errorf("server %s: no token: give --token, $%s, or a token for this server in %s", server, envToken, configHint)
-	}
-	return newRemoteModel(server, token)
+	return server, token, nil
 }
 
 // configPath is the config file: $XDG_CONFIG_HOME/gpuctl/config, else ~/.config/gpuctl/config.

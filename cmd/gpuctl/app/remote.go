@@ -235,8 +235,14 @@ func query(kv ...string) url.Values {
 
 // getJSON GETs a route of /api/v1 and decodes its JSON answer.
 func getJSON[T any](ctx context.Context, m *remoteModel, path string, q url.Values) (T, error) {
+	return sendJSON[T](ctx, m, http.MethodGet, path, q, http.StatusOK)
+}
+
+// sendJSON sends a request without a body to a route of /api/v1 and decodes the JSON of its
+// answer of the code wanted.
+func sendJSON[T any](ctx context.Context, m *remoteModel, method, path string, q url.Values, want int) (T, error) {
 	var v T
-	resp, err := m.get(ctx, path, q, "application/json")
+	resp, err := m.send(ctx, method, path, q, "application/json", want)
 	if err != nil {
 		return v, err
 	}
@@ -249,9 +255,15 @@ func getJSON[T any](ctx context.Context, m *remoteModel, path string, q url.Valu
 
 // get sends a GET with the token and returns a 200 answer; any other answer is its error.
 func (m *remoteModel) get(ctx context.Context, path string, q url.Values, accept string) (*http.Response, error) {
+	return m.send(ctx, http.MethodGet, path, q, accept, http.StatusOK)
+}
+
+// send sends a request without a body with the token and returns the answer of the code
+// wanted; any other answer is its error.
+func (m *remoteModel) send(ctx context.Context, method, path string, q url.Values, accept string, want int) (*http.Response, error) {
 	u := m.base.JoinPath(path)
 	u.RawQuery = q.Encode()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	req, err := http.NewRequestWithContext(ctx, method, u.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -262,7 +274,7 @@ func (m *remoteModel) get(ctx context.Context, path string, q url.Values, accept
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", m.where(), errors.Unwrap(err)) // *url.Error names the URL; say it once
 	}
-	if resp.StatusCode == http.StatusOK {
+	if resp.StatusCode == want {
 		return resp, nil
 	}
 	defer resp.Body.Close()
@@ -290,8 +302,18 @@ func (m *remoteModel) answerError(resp *http.Response) error {
 	if resp.StatusCode == http.StatusUnauthorized {
 		return fmt.Errorf("%s: the token was refused (%s): check --token, $GPUCTL_TOKEN or %s", m.where(), e.Message, configHint)
 	}
-	return fmt.Errorf("%s: %s: %s", m.where(), resp.Status, e.Message)
+	return &httpError{Code: resp.StatusCode, Err: fmt.Errorf("%s: %s: %s", m.where(), resp.Status, e.Message)}
 }
+
+// httpError is an error answer of the API that is none of the read model's typed errors:
+// its status code, for a caller that says more about one (a 403 of POST sync).
+type httpError struct {
+	Code int
+	Err  error
+}
+
+// Error returns the server, the status and the API's message.
+func (e *httpError) Error() string { return e.Err.Error() }
 
 // where names the server in errors.
 func (m *remoteModel) where() string { return "server " + m.base.Scheme + "://" + m.base.Host }

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
-	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/kube"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/spf13/cobra"
@@ -26,34 +25,35 @@ func storeFor(ko *kube.Options, namespace string) (*daemon.Store, error) {
 }
 
 func newStatusCommand(s Streams) *cobra.Command {
-	var ko kube.Options
-	var namespace, output string
+	var ro readOptions
+	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show what gpuctl-reconciler last did: revision, result, counts, errors",
 		Long: `Read the status that gpuctl-reconciler records in its namespace (ConfigMap gpuctl-status):
 the source and revision, the result of the last sync, when it ran, the plan summary and the
-errors. Needs only a kubeconfig that can read ConfigMaps in that namespace.`,
+errors. Needs only a kubeconfig that can read ConfigMaps in that namespace, or the daemon's
+API (--server, $GPUCTL_SERVER) and a token: a team's token sees what concerns its namespaces.`,
 		Example: `  gpuctl status
-  gpuctl status -o json`,
+  gpuctl status -o json
+  gpuctl status --server https://gpuctl.example.com`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
 				return err
 			}
-			store, err := storeFor(&ko, namespace)
+			rec, err := ro.Records(s.Err)
 			if err != nil {
 				return err
 			}
-			st, _, err := store.Read(cmd.Context())
+			st, err := rec.Status(cmd.Context())
 			if err != nil {
 				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("read status: %w", err)}
 			}
 			return printStatus(s.Out, st, output, newPalette(s.Out, "auto"))
 		},
 	}
-	ko.BindFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", keys.SystemNamespace, "the namespace of gpuctl-reconciler")
+	ro.BindRecordFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
 	return cmd
 }
@@ -148,8 +148,8 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 
 // requestSync asks the daemon for a sync and waits until a sync that started after the
 // request has ended (daemon.Status.Answers): concurrent callers each get such a sync's result.
-func requestSync(ctx context.Context, s Streams, store *daemon.Store, timeout time.Duration) (daemon.Status, error) {
-	req, err := store.Request(ctx, daemon.NewRequestID())
+func requestSync(ctx context.Context, s Streams, rec records, timeout time.Duration) (daemon.Status, error) {
+	req, err := rec.RequestSync(ctx)
 	if err != nil {
 		return daemon.Status{}, &ExitError{Code: ExitTrouble, Err: err}
 	}
@@ -160,7 +160,7 @@ func requestSync(ctx context.Context, s Streams, store *daemon.Store, timeout ti
 	defer tick.Stop()
 	lastNote := time.Duration(0)
 	for {
-		st, _, err := store.Read(ctx)
+		st, err := rec.Status(ctx)
 		if err == nil && st.Answers(req) {
 			return st, nil
 		}

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
-	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/term"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/spf13/cobra"
@@ -14,8 +13,8 @@ import (
 
 func newSyncCommand(s Streams) *cobra.Command {
 	var o planOptions
+	var ro readOptions // -n, --server, --token; the kubeconfig's flags are o.kube's
 	var local, dryRun bool
-	var namespace string
 	var timeout time.Duration
 	cmd := &cobra.Command{
 		Use:   "sync [--local PATH]",
@@ -24,7 +23,8 @@ func newSyncCommand(s Streams) *cobra.Command {
 status ConfigMap, wait until a sync that started after the request has ended (one sync
 answers every request made before it started: callers at once all get its result), and print
 the result. Exit code 0: synced; 1: the revision is invalid or the plan was refused; 2: failed
-or no answer within --timeout.
+or no answer within --timeout. With the daemon's API (--server, $GPUCTL_SERVER) instead of a
+kubeconfig, the request is POST /api/v1/sync, which only an admin's token may send.
 
 With --local PATH: render PATH, plan it against the cluster and apply the plan with server-side
 apply (field manager gpuctl): Namespaces, PriorityClasses and quotas first, then workloads and
@@ -36,6 +36,7 @@ inventory apply what they may and prune nothing. Exit code 0: synced;
 2: error (invalid files, refused, or an object failed).`,
 		Example: `  gpuctl sync
   gpuctl sync --timeout 5m
+  gpuctl sync --server https://gpuctl.example.com
   gpuctl sync --local examples/
   gpuctl sync --local examples/ --dry-run`,
 		Args: cobra.MaximumNArgs(1),
@@ -44,11 +45,12 @@ inventory apply what they may and prune nothing. Exit code 0: synced;
 				if len(args) > 0 {
 					return &ExitError{Code: ExitTrouble, Err: errors.New("a PATH goes with --local; without it gpuctl sync asks the daemon")}
 				}
-				store, err := storeFor(&o.kube, namespace)
+				ro.kube = o.kube
+				rec, err := ro.Records(s.Err)
 				if err != nil {
 					return err
 				}
-				st, err := requestSync(cmd.Context(), s, store, timeout)
+				st, err := requestSync(cmd.Context(), s, rec, timeout)
 				if err != nil {
 					return err
 				}
@@ -59,6 +61,9 @@ inventory apply what they may and prune nothing. Exit code 0: synced;
 			}
 			if len(args) != 1 {
 				return &ExitError{Code: ExitTrouble, Err: errors.New("--local needs a PATH")}
+			}
+			if cmd.Flags().Changed("server") {
+				return &ExitError{Code: ExitTrouble, Err: errors.New("--local applies PATH with the kubeconfig; --server asks the daemon's API: give one")}
 			}
 			if err := outputFlag(o.output, "text", "json"); err != nil {
 				return err
@@ -94,10 +99,10 @@ inventory apply what they may and prune nothing. Exit code 0: synced;
 		},
 	}
 	cmd.Flags().BoolVar(&local, "local", false, "render PATH and apply it from this machine instead of asking the daemon")
-	cmd.Flags().StringVarP(&namespace, "namespace", "n", keys.SystemNamespace, "the namespace of gpuctl-reconciler")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the daemon")
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "plan and print, write nothing")
 	o.bindFlags(cmd.Flags())
+	ro.bindRecordFlags(cmd.Flags())
 	return cmd
 }
 
