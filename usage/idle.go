@@ -119,18 +119,24 @@ func (c *Client) Idle(ctx context.Context, s Scope, pods []Pod, o IdleOptions) (
 
 // idleJobs is Idle's arithmetic on the answers.
 func idleJobs(pods []Pod, runs model.Matrix, avg, mem model.Vector, o IdleOptions, end time.Time) []IdleJob {
+	// A pod has several series when the plain labels name the exporter (exported_ labels)
+	// and its pod was replaced within the window: its runs are all of theirs, its average
+	// their mean, its memory the largest (each series holds all of the pod's GPUs).
 	podRuns := map[string][]model.SamplePair{}
 	for _, ss := range runs {
 		if k := podKey(ss.Metric); k != "" {
-			podRuns[k] = ss.Values
+			podRuns[k] = append(podRuns[k], ss.Values...)
 		}
 	}
-	podAvg, podMem := map[string]float64{}, map[string]float64{}
+	podAvg, podAvgN, podMem := map[string]float64{}, map[string]float64{}, map[string]float64{}
 	for _, smp := range avg {
-		podAvg[podKey(smp.Metric)] = finite(smp.Value)
+		k := podKey(smp.Metric)
+		podAvg[k] += finite(smp.Value)
+		podAvgN[k]++
 	}
 	for _, smp := range mem {
-		podMem[podKey(smp.Metric)] += finite(smp.Value)
+		k := podKey(smp.Metric)
+		podMem[k] = max(podMem[k], finite(smp.Value))
 	}
 	type job struct {
 		row     IdleJob
@@ -155,12 +161,12 @@ func idleJobs(pods []Pod, runs model.Matrix, avg, mem model.Vector, o IdleOption
 		k := p.Namespace + "/" + p.Pod
 		for _, v := range podRuns[k] {
 			ts := int64(v.Timestamp)
-			if old, ok := j.busiest[ts]; !ok || float64(v.Value) > old {
+			if old, ok := j.busiest[ts]; !ok || finite(v.Value) > old {
 				j.busiest[ts] = finite(v.Value)
 			}
 		}
-		if a, ok := podAvg[k]; ok {
-			j.avgSum += a * float64(p.GPU)
+		if n := podAvgN[k]; n > 0 {
+			j.avgSum += podAvg[k] / n * float64(p.GPU)
 			j.avgN += p.GPU
 		}
 		j.row.MemUsedMiB += podMem[k]

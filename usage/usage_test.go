@@ -130,3 +130,32 @@ func TestTopJoinsPodsNodesPools(t *testing.T) {
 		t.Fatal("gpu labels lack the exported form")
 	}
 }
+
+func TestIdleJobsExporterRestarted(t *testing.T) {
+	// Behind kube-prometheus-stack's ServiceMonitor the plain namespace and pod name the
+	// exporter: when its pod is replaced within the window, a job's pod has two series, the
+	// old exporter's and the new one's. Both count: the run spans them, memory is not doubled.
+	step, end := time.Minute, time.Date(2026, 11, 29, 3, 0, 0, 0, time.UTC)
+	o := IdleOptions{Window: time.Hour, Step: step, For: 30 * time.Minute}.withDefaults()
+	pods := []Pod{{Pod: "nb-0", JobID: "alice.nb", Name: "nb", Namespace: "alice", Kind: "notebook", Phase: "Running", GPU: 1}}
+	labels := func(exporter string) model.Metric {
+		return model.Metric{"namespace": "gpu-operator", "pod": model.LabelValue(exporter), "exported_namespace": "alice", "exported_pod": "nb-0"}
+	}
+	series := func(exporter string, from, to int) *model.SampleStream {
+		ss := &model.SampleStream{Metric: labels(exporter)}
+		for i := from; i <= to; i++ {
+			ss.Values = append(ss.Values, model.SamplePair{Timestamp: model.TimeFromUnixNano(end.Add(time.Duration(i-60) * step).UnixNano())})
+		}
+		return ss
+	}
+	runs := model.Matrix{series("dcgm-new", 31, 60), series("dcgm-old", 1, 30)}
+	avg := model.Vector{{Metric: labels("dcgm-new"), Value: 1}, {Metric: labels("dcgm-old"), Value: 3}}
+	mem := model.Vector{{Metric: labels("dcgm-new"), Value: 40960}, {Metric: labels("dcgm-old"), Value: 40960}}
+	got := idleJobs(pods, runs, avg, mem, o, end)
+	if len(got) != 1 || got[0].Now != Duration(time.Hour) || got[0].Longest != Duration(time.Hour) {
+		t.Fatalf("rows %+v, want alice.nb idle for the whole hour, across both exporters' series", got)
+	}
+	if got[0].MemUsedMiB != 40960 || got[0].AvgUtil != 2 {
+		t.Errorf("memory %g MiB, avg %g%%: want 40960 (not twice) and 2 (both series)", got[0].MemUsedMiB, got[0].AvgUtil)
+	}
+}
