@@ -1,8 +1,8 @@
 package app
 
 import (
-	"context"
 	"encoding/json"
+	"net/http"
 	"net/http/httptest"
 	"path/filepath"
 	"regexp"
@@ -12,28 +12,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/cobra"
 
-	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
 	"github.com/gpuctl/gpuctl/cmd/options"
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/object"
-	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 )
 
-// gpuctl status, sync and drift with --server, against the daemon's real handler
-// (httpapi.New) over a backend that stands for the daemon.
+// gpuctl status, sync and drift with --server, against a stub of the daemon's API that
+// answers as httpapi does (its own tests, and test/e2e, hold the real handler: this package may
+// not import it): an admin's token and a team's, whose status and drift are cut to its
+// namespace, and whose POST sync is a 403.
 
 const (
 	adminToken = "admin-SECRET-1"
 	teamToken  = "team-a-SECRET-2"
 )
 
-// recordsBackend is the daemon's records: a status, a drift report, and syncs that answer a
-// request after a few reads of the status, as the daemon's next sync would.
-type recordsBackend struct {
+// recordsAPI is the daemon's records behind the stub: a status, a drift report, and syncs that
+// answer a request after a few reads of the status, as the daemon's next sync would.
+type recordsAPI struct {
 	mu       sync.Mutex
 	status   daemon.Status
 	report   drift.Report
@@ -44,9 +43,13 @@ type recordsBackend struct {
 	answerAfter int
 	// result is the result of the sync that answers a request.
 	result daemon.Result
+	// driftQueries are the queries of GET drift.
+	driftQueries []string
 }
 
-func (b *recordsBackend) Status(context.Context) (daemon.Status, error) {
+// readStatus is the status now: that of the sync that answers the request once answerAfter
+// reads have passed.
+func (b *recordsAPI) readStatus() daemon.Status {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.requests > 0 {
@@ -59,48 +62,100 @@ func (b *recordsBackend) Status(context.Context) (daemon.Status, error) {
 			}
 		}
 	}
-	return b.status, nil
-}
-
-func (b *recordsBackend) RequestSync(context.Context) (daemon.Request, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.requests++
-	return daemon.Request{ID: "req-1", Version: "5"}, nil
+	return b.status
 }
 
 // counts returns the requests made and the reads of the status left before one is answered.
-func (b *recordsBackend) counts() (requests, answerAfter int) {
+func (b *recordsAPI) counts() (requests, answerAfter int) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.requests, b.answerAfter
 }
 
 // reset makes the next request's sync end with result.
-func (b *recordsBackend) reset(result daemon.Result) {
+func (b *recordsAPI) reset(result daemon.Result) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.status.HandledThrough, b.result, b.requests = "4", result, 0
 }
 
-func (b *recordsBackend) Plan(context.Context) (*reconciler.Plan, error) { return nil, nil }
-
-func (b *recordsBackend) Drift(context.Context) (drift.Report, []drift.Entry, error) {
-	return b.report, b.hist, nil
+// handler answers GET status, POST sync and GET drift as httpapi does, for the admin's token
+// and team-a's ("alice").
+func (b *recordsAPI) handler() http.Handler {
+	answer := func(w http.ResponseWriter, code int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(code)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	fail := func(w http.ResponseWriter, code int, msg string) {
+		answer(w, code, map[string]any{"error": msg, "code": code})
+	}
+	// who is the caller: admin, or team-a; false for another token.
+	who := func(w http.ResponseWriter, r *http.Request) (admin, ok bool) {
+		switch r.Header.Get("Authorization") {
+		case "Bearer " + adminToken:
+			return true, true
+		case "Bearer " + teamToken:
+			return false, true
+		}
+		fail(w, http.StatusUnauthorized, "invalid bearer token")
+		return false, false
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/v1/status", func(w http.ResponseWriter, r *http.Request) {
+		admin, ok := who(w, r)
+		if !ok {
+			return
+		}
+		st := b.readStatus()
+		if !admin { // httpapi's statusFor
+			st.RevisionMessage = ""
+			st.Errors = []string{st.Errors[0], `(1 more line about other namespaces, cluster-wide objects or the administrator's files: not shown to "alice")`}
+		}
+		answer(w, http.StatusOK, st)
+	})
+	mux.HandleFunc("POST /api/v1/sync", func(w http.ResponseWriter, r *http.Request) {
+		admin, ok := who(w, r)
+		if !ok {
+			return
+		}
+		if !admin {
+			fail(w, http.StatusForbidden, `POST /api/v1/sync: "alice" is not an admin`)
+			return
+		}
+		b.mu.Lock()
+		b.requests++
+		b.mu.Unlock()
+		answer(w, http.StatusAccepted, map[string]string{"requestId": "req-1", "version": "5"})
+	})
+	mux.HandleFunc("GET /api/v1/drift", func(w http.ResponseWriter, r *http.Request) {
+		admin, ok := who(w, r)
+		if !ok {
+			return
+		}
+		b.mu.Lock()
+		b.driftQueries = append(b.driftQueries, r.URL.RawQuery)
+		b.mu.Unlock()
+		since, err := time.ParseDuration(r.URL.Query().Get("since"))
+		if err != nil {
+			fail(w, http.StatusBadRequest, "since: want a duration such as 24h or 90m")
+			return
+		}
+		rep, hist := b.report, b.hist
+		if !admin {
+			other := func(ns string) bool { return ns != "team-a" }
+			rep.Items = slices.DeleteFunc(slices.Clone(rep.Items), func(it drift.Item) bool { return other(it.Object.Namespace) })
+			hist = slices.DeleteFunc(slices.Clone(hist), func(e drift.Entry) bool { return other(e.Item.Object.Namespace) })
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_ = drift.WriteJSON(w, rep.Since(hist, since, time.Now()))
+	})
+	return mux
 }
 
-// principals is a token source of an admin and of team-a.
-type principals map[string]httpapi.Principal
-
-func (p principals) Lookup(token string) (httpapi.Principal, bool) {
-	pr, ok := p[token]
-	return pr, ok
-}
-
-// startRecordsAPI serves the daemon's API over a backend with a status that names objects of
-// two teams and a drift report of both, and clears the environment that could name another
-// server or a kubeconfig.
-func startRecordsAPI(t *testing.T) (*recordsBackend, string) {
+// startRecordsAPI serves the stub over a status that names objects of two teams and a drift
+// report of both, and clears the environment that could name another server or a kubeconfig.
+func startRecordsAPI(t *testing.T) (*recordsAPI, string) {
 	t.Helper()
 	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 	t.Setenv(envServer, "")
@@ -112,7 +167,7 @@ func startRecordsAPI(t *testing.T) (*recordsBackend, string) {
 	sweep := drift.Item{Object: object.Ref{APIVersion: "batch/v1", Kind: "Job", Namespace: "team-b", Name: "sweep"},
 		Category: drift.Shadow, Message: "4 GPUs, not in Git", GPUs: 4, Detected: now.Add(-time.Hour)}
 	old := drift.Item{Object: object.Ref{Kind: "Service", Namespace: "team-a", Name: "old-svc"}, Category: drift.Deleted}
-	b := &recordsBackend{
+	b := &recordsAPI{
 		status: daemon.Status{Source: "git https://example.com/gpus.git", Result: daemon.ResultSucceeded,
 			Revision: "main@0123456789abcdef0123456789abcdef01234567", AppliedRevision: "main@0123456789abcdef0123456789abcdef01234567",
 			RevisionMessage: "team-b: bigger sweep", LastAttempt: now.Add(-time.Minute), Duration: 2 * time.Second, HandledThrough: "4",
@@ -122,8 +177,7 @@ func startRecordsAPI(t *testing.T) (*recordsBackend, string) {
 			{Time: now.Add(-time.Hour), Change: drift.Detected, Item: web}},
 		result: daemon.ResultSucceeded,
 	}
-	srv := httptest.NewServer(httpapi.New(httpapi.Options{Backend: b, Registry: prometheus.NewRegistry(), RateLimit: -1,
-		Tokens: principals{adminToken: {Name: "ops", Admin: true}, teamToken: {Name: "alice", Namespaces: []string{"team-a"}}}}))
+	srv := httptest.NewServer(b.handler())
 	t.Cleanup(srv.Close)
 	return b, srv.URL
 }
@@ -219,7 +273,7 @@ func TestSyncWithServer(t *testing.T) {
 // --since (days included), a team's token sees the drift of its namespaces, and --exit-code
 // and -o work as with the kubeconfig.
 func TestDriftWithServer(t *testing.T) {
-	_, url := startRecordsAPI(t)
+	b, url := startRecordsAPI(t)
 
 	out, errOut, code := runDriftCommand(t, "drift", "--server", url, "--token", adminToken, "--exit-code")
 	if code != ExitFailed || !strings.Contains(out, "2 drifted: 1 modified, 1 shadow (4 GPUs)") || !strings.Contains(out, "History (1 change)") ||
@@ -238,6 +292,12 @@ func TestDriftWithServer(t *testing.T) {
 	}
 	if len(doc.Items) != 1 || doc.Items[0].Object.Name != "web" || len(doc.History) != 2 || doc.Summary != "1 drifted: 1 modified" {
 		t.Errorf("team's report: %+v", doc)
+	}
+	// --since goes as a Go duration, which the API parses (days are not one).
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if want := []string{"since=24h0m0s", "since=72h0m0s", "since=0s"}; !slices.Equal(b.driftQueries, want) {
+		t.Errorf("queries of GET drift %q, want %q", b.driftQueries, want)
 	}
 	noSecret(t, out, errOut)
 }
