@@ -305,22 +305,23 @@ func (s *server) readPoolUsage(ctx context.Context, now time.Time) uiUsage {
 	}
 	var names []string
 	charted := map[string][]string{}
+	more := 0 // pools with nodes past the first uiChartPools
 	for _, p := range pools.Items {
-		if len(byPool[p.Name]) == 0 || charted[p.Name] != nil {
-			continue
+		switch {
+		case len(byPool[p.Name]) == 0:
+		case len(names) == uiChartPools:
+			more++
+		default:
+			names = append(names, p.Name)
+			charted[p.Name] = byPool[p.Name]
 		}
-		if len(names) == uiChartPools {
-			break
-		}
-		names = append(names, p.Name)
-		charted[p.Name] = byPool[p.Name]
 	}
 	out := uiUsage{}
 	if len(names) == 0 {
 		out.Note = "No pool has nodes."
 		return out
 	}
-	if more := countPoolsWithNodes(pools.Items, byPool) - len(names); more > 0 {
+	if more > 0 {
 		out.Note = humanize.Plural(more, "more pool") + " not charted."
 	}
 	// up to now, not a rounded end: a series that begins now still shows
@@ -335,15 +336,4 @@ func (s *server) readPoolUsage(ctx context.Context, now time.Time) uiUsage {
 			Lines: []uiLine{{Name: name, Points: series[name]}}})
 	}
 	return out
-}
-
-// countPoolsWithNodes counts the pools that have nodes.
-func countPoolsWithNodes(pools []cluster.PoolSummary, byPool map[string][]string) int {
-	n := 0
-	for _, p := range pools {
-		if len(byPool[p.Name]) > 0 {
-			n++
-		}
-	}
-	return n
 }
