@@ -347,6 +347,27 @@ default         1       8      1       -       -          -
 	}
 }
 
+func TestTopHostileLabels(t *testing.T) {
+	// Prometheus' label values are whoever runs the exporter's, or a pod's: a node's name
+	// with a terminal's escape sequences (retitle, clear the screen) is printed escaped.
+	gpus, _, _ := usageFixture()
+	gpus = append(gpus, stubGPU{node: "evil\x1b]0;pwned\x07\x1b[2J", gpu: "0", noPod: true, util: 1, free: 80 * mib})
+	gpus[0].node = "gpu-0\x1b[31m"
+	flags := startUsage(t, &promStub{gpus: gpus}, nil, nil)
+	for _, args := range [][]string{{"top", "nodes"}, {"top", "pools", "-o", "wide"}, {"top", "jobs", "-A", "-o", "wide"}} {
+		out, errOut, code := runCLI(t, append(args, flags...)...)
+		if code != 0 || strings.ContainsAny(out+errOut, "\x1b\x07") {
+			t.Errorf("%v (exit %d): a label's control characters reached the terminal:\n%q\n%s", args, code, out, errOut)
+		}
+		if args[1] == "nodes" && !strings.Contains(out, `evil\x1b]0;pwned\x07\x1b[2J`) {
+			t.Errorf("top nodes: the node of the series, escaped:\n%s", out)
+		}
+		if args[1] == "jobs" && !strings.Contains(out, `gpu-0\x1b[31m,gpu-1`) {
+			t.Errorf("top jobs -o wide: NODES escaped:\n%s", out)
+		}
+	}
+}
+
 func TestTopWithoutPrometheusExitsTwo(t *testing.T) {
 	for _, args := range [][]string{{"top", "jobs", "-A"}, {"top", "nodes"}, {"top", "pools"}, {"idle", "-A"}} {
 		// no daemon either: nothing is read before the Prometheus is known
