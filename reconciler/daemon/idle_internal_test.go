@@ -308,6 +308,30 @@ func TestIdlePolicyWarnsAndReports(t *testing.T) {
 	})
 }
 
+// TestIdlePolicyOfATeamIsIgnored: a gpuctl-policy.yaml that a team commits in its own
+// directory, with a rule that pauses every job after a minute, is not the daemon's idle policy:
+// only the one at the root is, whose rule here reports bob's jobs only, so alice's notebook,
+// idle for 3 h, is neither paused nor reported.
+func TestIdlePolicyOfATeamIsIgnored(t *testing.T) {
+	h := newIdleHarness(t, "  - {for: 1h, teams: [bob]}\n", map[string]time.Duration{"alice/nb-0": 3 * time.Hour})
+	h.remote.Commit("alice's policy", map[string]string{"teams/alice/gpuctl-policy.yaml": "version: v0.1\nidle:\n  - {for: 1m, action: pause}\n"})
+	rev, err := h.d.opts.Source.Fetch(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.d.lastRev = rev
+	before := len(h.commits())
+	if acts := h.round(t); len(acts) != 0 {
+		t.Errorf("actions %+v, want none: only the root's gpuctl-policy.yaml is the idle policy", acts)
+	}
+	if n := len(h.commits()); n != before {
+		t.Errorf("a team's own policy paused a job: %q", h.commits())
+	}
+	if evs := h.events(t, "alice"); len(evs) != 0 {
+		t.Errorf("events %q", evs)
+	}
+}
+
 // TestTeamGPUs: gpuctl_team_gpus holds per team and pool the GPUs the running pods request, and
 // the busy and idle ones by the threshold of the job's rule.
 func TestTeamGPUs(t *testing.T) {
