@@ -85,7 +85,7 @@ func checkIdle(file string, rules []IdleRule, pos map[string]int) []error {
 		}
 		if _, set := pos[at+".threshold"]; !set {
 			r.Threshold = usage.DefaultIdleThreshold
-		} else if r.Threshold <= 0 || r.Threshold > 100 {
+		} else if !(r.Threshold > 0 && r.Threshold <= 100) { // NaN (.nan) is neither
 			bad("threshold", "%v is not a utilization in percent above 0 and at most 100", r.Threshold)
 		}
 		switch {

@@ -71,6 +71,7 @@ idle:
 		"threshold zero": {in: "  - for: 1h\n    threshold: 0\n",
 			want: []string{"gpuctl-policy.yaml:4: idle[0].threshold: 0 is not a utilization in percent above 0 and at most 100"}},
 		"threshold above 100":    {in: "  - for: 1h\n    threshold: 150\n", want: []string{"gpuctl-policy.yaml:4: idle[0].threshold: 150 is not"}},
+		"threshold NaN":          {in: "  - for: 1h\n    threshold: .nan\n", want: []string{"gpuctl-policy.yaml:4: idle[0].threshold: NaN is not"}},
 		"threshold not a number": {in: "  - for: 1h\n    threshold: low\n", want: []string{"gpuctl-policy.yaml:4: cannot unmarshal !!str `low` into float64"}},
 		"action":                 {in: "  - for: 1h\n    action: delete\n", want: []string{`gpuctl-policy.yaml:4: idle[0].action: "delete" is not report or pause`}},
 		"kind": {in: "  - for: 1h\n  - for: 2h\n    kinds: [notebook, jupyter]\n",
