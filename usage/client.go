@@ -35,13 +35,20 @@ type Options struct {
 	CAFile string
 	// Timeout bounds each query (DefaultTimeout when 0).
 	Timeout time.Duration
+	// Selector is label matchers that every series gpuctl reads must carry, the inside of a
+	// PromQL selector's braces (job="dcgm-exporter"): the administrator's way to read only
+	// the exporter's series. A Prometheus that also scrapes the teams' pods would otherwise
+	// take a pod's own DCGM_FI_* series with exported_namespace="another-team" for that
+	// team's GPUs (docs/metrics.md).
+	Selector string
 }
 
 // Client queries Prometheus' HTTP API.
 type Client struct {
-	api     promv1.API
-	url     string // redacted, for messages
-	timeout time.Duration
+	api      promv1.API
+	url      string // redacted, for messages
+	selector string // Options.Selector, checked
+	timeout  time.Duration
 	// now is the clock; tests move it.
 	now func() time.Time
 }
@@ -68,6 +75,10 @@ func New(o Options) (*Client, error) {
 		}
 		base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
+	selector, err := checkSelector(o.Selector)
+	if err != nil {
+		return nil, err
+	}
 	var rt http.RoundTripper = base
 	if o.BearerTokenFile != "" {
 		b, err := os.ReadFile(o.BearerTokenFile)
@@ -88,11 +99,17 @@ func New(o Options) (*Client, error) {
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{api: promv1.NewAPI(c), url: redactURL(o.URL), timeout: timeout, now: time.Now}, nil
+	return &Client{api: promv1.NewAPI(c), url: redactURL(o.URL), selector: selector, timeout: timeout, now: time.Now}, nil
 }
 
 // URL is Prometheus' URL without its password, for messages.
 func (c *Client) URL() string { return c.url }
+
+// scoped is s with the client's selector.
+func (c *Client) scoped(s Scope) Scope {
+	s.selector = c.selector
+	return s
+}
 
 // bearer adds a bearer token to each request.
 type bearer struct {

@@ -57,7 +57,7 @@ func (c *Client) GPUs(ctx context.Context, s Scope, window time.Duration) ([]GPU
 		window = DefaultWindow
 	}
 	now := c.now()
-	queries := GPUQueries(s, window)
+	queries := GPUQueries(c.scoped(s), window)
 	results := make([]model.Vector, len(queries))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, q := range queries {

@@ -88,6 +88,7 @@ func (d *Duration) UnmarshalText(b []byte) error {
 // series, sorted by the idle run going on now, then the longest, longest first.
 func (c *Client) Idle(ctx context.Context, s Scope, pods []Pod, o IdleOptions) ([]IdleJob, error) {
 	o = o.withDefaults()
+	s = c.scoped(s)
 	// Not truncated: the last point is now, where a pod that started a moment ago has one.
 	end := c.now()
 	// each point covers the step that ends at it: the first ends one step into the window,

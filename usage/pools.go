@@ -37,7 +37,7 @@ func (c *Client) PoolSeries(ctx context.Context, pools map[string][]string, star
 	if len(nodes) == 0 {
 		return out, nil
 	}
-	m, err := c.queryRange(ctx, poolQuery(nodes), promv1.Range{Start: start, End: end, Step: step})
+	m, err := c.queryRange(ctx, poolQuery(nodes, c.selector), promv1.Range{Start: start, End: end, Step: step})
 	if err != nil {
 		return out, err
 	}
@@ -64,12 +64,15 @@ func (c *Client) PoolSeries(ctx context.Context, pools map[string][]string, star
 	return out, nil
 }
 
-// poolQuery is the PromQL of the utilization's sum and count per node of these nodes, told
-// apart by the label gpuctl_agg ("sum", "count").
-func poolQuery(nodes []string) string {
+// poolQuery is the PromQL of the utilization's sum and count per node of these nodes (and
+// the administrator's selector), told apart by the label gpuctl_agg ("sum", "count").
+func poolQuery(nodes []string, selector string) string {
 	re := alternation(nodes)
+	if selector != "" {
+		selector = "," + selector
+	}
 	sel := func(metric string) string {
-		return "(" + metric + "{Hostname=~" + re + "} or " + metric + "{hostname=~" + re + "})"
+		return "(" + metric + "{Hostname=~" + re + selector + "} or " + metric + "{hostname=~" + re + selector + "})"
 	}
 	// one series per GPU (or MIG instance): a GPU scraped twice is not counted twice
 	util := by("max", nodeGPULabels, "("+sel(MetricGPUUtil)+" or ("+sel(MetricEngineActive)+" * 100))")

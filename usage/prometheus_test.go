@@ -50,11 +50,25 @@ func TestAgainstPrometheus(t *testing.T) {
 		targets = append(targets, e.Addr)
 		exporters[style] = e
 	}
-	p := promtest.StartT(t, promtest.Options{Targets: targets, Backfill: history})
+	// A team's pod that serves DCGM series of its own, scraped by the cluster's scrape of
+	// the pods' /metrics: it claims bob's pod in the exported_ form.
+	forged := h100("gpu-9", 0, "bob", "serve-0", 0, 79000)
+	forger, err := dcgmtest.Start(dcgmtest.Exported, []dcgmtest.GPU{forged})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(forger.Close)
+	p := promtest.StartT(t, promtest.Options{Targets: targets, Backfill: history, OtherJobs: map[string][]string{"kubernetes-pods": {forger.Addr}}})
 	c, err := usage.New(usage.Options{URL: p.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The administrator's selector reads the exporter's scrape alone.
+	onlyExporter, err := usage.New(usage.Options{URL: p.URL, Selector: `job="` + promtest.Job + `"`})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUp(t, p, "kubernetes-pods")
 
 	t.Run("GPUs", func(t *testing.T) {
 		gpus, err := c.GPUs(ctx, usage.Scope{}, time.Minute)
@@ -86,13 +100,24 @@ func TestAgainstPrometheus(t *testing.T) {
 					got.Util, got.MemUsedMiB, got.MemTotalMiB, got.PowerW, want.Util, want.MemUsedMiB, want.MemTotalMiB, want.PowerW)
 			}
 		}
-		// A team's scope reads only its namespace's series.
-		bobs, err := c.GPUs(ctx, usage.Scope{Namespaces: []string{"bob"}}, time.Minute)
+		if _, ok := byUUID[forged.UUID]; !ok {
+			t.Errorf("without a selector the forged series is read (the attack the selector stops), got %+v", gpus)
+		}
+		// A team's scope reads only its namespace's series; with the selector, not the
+		// series a pod forged.
+		bobs, err := onlyExporter.GPUs(ctx, usage.Scope{Namespaces: []string{"bob"}}, time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(bobs) != 1 || bobs[0].Pod != "serve-0" {
-			t.Errorf("bob's scope: %+v", bobs)
+		if len(bobs) != 1 || bobs[0].Pod != "serve-0" || bobs[0].UUID != exported[0].UUID {
+			t.Errorf("bob's scope with the selector: %+v, want the exporter's GPU alone", bobs)
+		}
+		all, err := onlyExporter.GPUs(ctx, usage.Scope{}, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(all) != len(gpus)-1 {
+			t.Errorf("every GPU with the selector: %d, want %d (all but the forged one)", len(all), len(gpus)-1)
 		}
 	})
 
@@ -170,6 +195,33 @@ func testGPUChangedPods(ctx context.Context, t *testing.T, c *usage.Client, p *p
 		return
 	}
 	t.Errorf("GPU %s missing from %+v", moved[0].UUID, got)
+}
+
+// waitUp waits until Prometheus has scraped the targets of a job once.
+func waitUp(t *testing.T, p *promtest.Prometheus, job string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		v, _, _, err := p.API.Query(t.Context(), `up{job="`+job+`"} == 1`, time.Now())
+		if err == nil && v.String() != "" {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("job %s not scraped after 30s", job)
+}
+
+func TestSelector(t *testing.T) {
+	for _, ok := range []string{"", `job="dcgm-exporter"`, ` job = "a" , namespace=~"gpu-.*",container!="x\"y"`} {
+		if _, err := usage.New(usage.Options{URL: "http://p:9090", Selector: ok}); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{`job=dcgm`, `job="a"} or vector(1) or {x="`, `job="a",`, `job="a" namespace="b"`, `"a"`, `job="a"}[5m]`} {
+		if _, err := usage.New(usage.Options{URL: "http://p:9090", Selector: bad}); err == nil || !strings.Contains(err.Error(), "--prometheus-selector") {
+			t.Errorf("%q: %v, want it refused naming --prometheus-selector", bad, err)
+		}
+	}
 }
 
 func TestNoPrometheus(t *testing.T) {

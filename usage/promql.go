@@ -34,6 +34,9 @@ type Scope struct {
 	Namespaces []string
 	// Pods are namespace/name of pods; when set, only their series are read.
 	Pods []string
+	// selector is the administrator's matchers (Options.Selector), which every selector
+	// of the client's queries carries; the client sets it.
+	selector string
 }
 
 // matchers returns the label matchers of the scope, one list per label form (plain and
@@ -61,9 +64,42 @@ func (s Scope) matchers() []string {
 		podExported = append(podExported, "exported_pod=~"+re)
 	}
 	if len(nsPlain)+len(podPlain) == 0 {
-		return nil
+		if s.selector == "" {
+			return nil
+		}
+		return []string{s.selector}
+	}
+	if s.selector != "" {
+		nsPlain = append(nsPlain, s.selector)
+		nsExported = append(nsExported, s.selector)
 	}
 	return []string{strings.Join(append(nsPlain, podPlain...), ","), strings.Join(append(nsExported, podExported...), ",")}
+}
+
+// matcherRE is one label matcher of a selector: name, operator, double-quoted value.
+var matcherRE = regexp.MustCompile(`^\s*[a-zA-Z_][a-zA-Z0-9_]*\s*(=|!=|=~|!~)\s*"(?:[^"\\]|\\.)*"\s*`)
+
+// checkSelector checks that s is label matchers separated by commas (job="dcgm-exporter",
+// namespace="gpu-operator"), the inside of a PromQL selector's braces, and returns it trimmed.
+func checkSelector(s string) (string, error) {
+	rest := strings.TrimSpace(s)
+	if rest == "" {
+		return "", nil
+	}
+	for {
+		m := matcherRE.FindString(rest)
+		if m == "" {
+			return "", fmt.Errorf("--prometheus-selector %q: want label matchers such as job=\"dcgm-exporter\",namespace=\"gpu-operator\" (name, =, !=, =~ or !~, a double-quoted value; separated by commas)", s)
+		}
+		rest = rest[len(m):]
+		if rest == "" {
+			return strings.TrimSpace(s), nil
+		}
+		if rest[0] != ',' {
+			return "", fmt.Errorf("--prometheus-selector %q: a comma must separate the matchers", s)
+		}
+		rest = rest[1:]
+	}
 }
 
 // alternation is a PromQL string holding a regular expression that matches exactly the
@@ -104,11 +140,14 @@ func (s Scope) series(metric, fn string, rng time.Duration) string {
 		}
 		return sel
 	}
-	ms := s.matchers()
-	if ms == nil {
+	switch ms := s.matchers(); len(ms) {
+	case 0:
 		return one("")
+	case 1:
+		return one(ms[0])
+	default:
+		return "(" + one(ms[0]) + " or " + one(ms[1]) + ")"
 	}
-	return "(" + one(ms[0]) + " or " + one(ms[1]) + ")"
 }
 
 // util is the PromQL of GPU utilization in percent: DCGM_FI_DEV_GPU_UTIL, or the engine's

@@ -72,7 +72,7 @@ func (c *Client) JobSeries(ctx context.Context, pods []string, start, end time.T
 	if len(pods) == 0 {
 		return out, nil
 	}
-	s := Scope{Pods: pods}
+	s := c.scoped(Scope{Pods: pods})
 	queries := []string{
 		by("sum", podLabels, perGPU(s.util("", 0))),
 		by("count", podLabels, perGPU(s.util("", 0))),

@@ -14,20 +14,25 @@ type Prometheus struct {
 	URL             string
 	BearerTokenFile string
 	CAFile          string
+	// Selector is label matchers every series read must carry (usage.Options.Selector).
+	Selector string
 }
 
 // Environment variables that stand for the Prometheus flags when they are not given.
 const (
-	EnvPrometheusURL   = "GPUCTL_PROMETHEUS_URL"
-	EnvPrometheusToken = "GPUCTL_PROMETHEUS_BEARER_TOKEN_FILE"
-	EnvPrometheusCA    = "GPUCTL_PROMETHEUS_CA_FILE"
+	EnvPrometheusURL      = "GPUCTL_PROMETHEUS_URL"
+	EnvPrometheusToken    = "GPUCTL_PROMETHEUS_BEARER_TOKEN_FILE"
+	EnvPrometheusCA       = "GPUCTL_PROMETHEUS_CA_FILE"
+	EnvPrometheusSelector = "GPUCTL_PROMETHEUS_SELECTOR"
 )
 
-// BindFlags adds --prometheus-url, --prometheus-bearer-token-file and --prometheus-ca-file.
+// BindFlags adds --prometheus-url, --prometheus-bearer-token-file, --prometheus-ca-file and
+// --prometheus-selector.
 func (o *Prometheus) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.URL, "prometheus-url", "", "the Prometheus that scrapes dcgm-exporter, for GPU utilization (default $"+EnvPrometheusURL+"; without: no GPU metrics)")
 	fs.StringVar(&o.BearerTokenFile, "prometheus-bearer-token-file", "", "a file whose content is sent to Prometheus as a bearer token (default $"+EnvPrometheusToken+")")
 	fs.StringVar(&o.CAFile, "prometheus-ca-file", "", "PEM certificates that Prometheus' TLS certificate must chain to (default $"+EnvPrometheusCA+")")
+	fs.StringVar(&o.Selector, "prometheus-selector", "", `label matchers every GPU series must carry, e.g. 'job="dcgm-exporter"': read the exporter's scrape alone, not series a team's pod serves (default $`+EnvPrometheusSelector+")")
 }
 
 // Client returns the Prometheus client of the flags, or of the environment for each flag not
@@ -40,5 +45,5 @@ func (o *Prometheus) Client() (*usage.Client, error) {
 		return os.Getenv(env)
 	}
 	return usage.New(usage.Options{URL: or(o.URL, EnvPrometheusURL), BearerTokenFile: or(o.BearerTokenFile, EnvPrometheusToken),
-		CAFile: or(o.CAFile, EnvPrometheusCA)})
+		CAFile: or(o.CAFile, EnvPrometheusCA), Selector: or(o.Selector, EnvPrometheusSelector)})
 }

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -29,6 +31,9 @@ const Job = "dcgm-exporter"
 type Options struct {
 	// Targets are the host:port of /metrics endpoints to scrape, under job [Job].
 	Targets []string
+	// OtherJobs are more scrape jobs, name → targets (a cluster's other scrapes, such as
+	// the pods' own /metrics); Start does not wait for their first scrape.
+	OtherJobs map[string][]string
 	// ScrapeInterval is how often the targets are scraped; 1s when zero.
 	ScrapeInterval time.Duration
 	// Backfill is OpenMetrics text (ending in "# EOF", e.g. dcgmtest.OpenMetrics) written into
@@ -101,7 +106,7 @@ func Start(ctx context.Context, opts Options) (_ *Prometheus, err error) {
 		}
 	}
 	config := filepath.Join(p.Dir, "prometheus.yml")
-	if err := os.WriteFile(config, configYAML(opts.Targets, opts.ScrapeInterval), 0o644); err != nil {
+	if err := os.WriteFile(config, configYAML(opts.Targets, opts.OtherJobs, opts.ScrapeInterval), 0o644); err != nil {
 		return nil, err
 	}
 	addr := opts.Listen
@@ -157,13 +162,21 @@ func StartT(t testing.TB, opts Options) *Prometheus {
 }
 
 // configYAML is the configuration scraping targets every interval under job [Job].
-func configYAML(targets []string, interval time.Duration) []byte {
+func configYAML(targets []string, others map[string][]string, interval time.Duration) []byte {
 	var b strings.Builder
 	fmt.Fprintf(&b, "global:\n  scrape_interval: %s\n  scrape_timeout: %s\n  evaluation_interval: %s\n",
 		model.Duration(interval), model.Duration(interval), model.Duration(interval))
+	jobs := map[string][]string{}
+	maps.Copy(jobs, others)
 	if len(targets) > 0 {
-		fmt.Fprintf(&b, "scrape_configs:\n  - job_name: %s\n    static_configs:\n      - targets:\n", Job)
-		for _, t := range targets {
+		jobs[Job] = targets
+	}
+	if len(jobs) > 0 {
+		b.WriteString("scrape_configs:\n")
+	}
+	for _, name := range slices.Sorted(maps.Keys(jobs)) {
+		fmt.Fprintf(&b, "  - job_name: %q\n    static_configs:\n      - targets:\n", name)
+		for _, t := range jobs[name] {
 			fmt.Fprintf(&b, "          - %q\n", t)
 		}
 	}
