@@ -1,7 +1,7 @@
 // Command cluster runs the local gpuctl test cluster (see test/testcluster) for people: the
 // demo, manual testing and benchmarks.
 //
-//	go run ./hack/cluster up [--dir .cache/cluster] [--nodes FILE] [--kueue]   start it in the background
+//	go run ./hack/cluster up [--dir .cache/cluster] [--nodes FILE] [--kueue] [--pod-logs=false]   start it in the background
 //	go run ./hack/cluster status [--dir DIR]                                   is it up; list its nodes
 //	go run ./hack/cluster down [--dir DIR]                                     stop it (idempotent)
 //	go run ./hack/cluster gpu-metrics [--dir DIR] [--listen ADDR] [--history D] made-up GPU metrics in a real Prometheus (the demo's)
@@ -11,7 +11,10 @@
 // leaves the cluster running. Everything lives in --dir (default .cache/cluster under the
 // repository root): kubeconfig, serve.pid, serve.log and one log per component. FILE lists the
 // fake nodes in the format of test/testcluster/testdata/nodes.yaml. --kueue also starts the
-// Kueue controller (testcluster.Options.Kueue).
+// Kueue controller (testcluster.Options.Kueue). Unless --pod-logs=false, serve also writes
+// made-up logs for every pod, a line or two every 2 s while it runs, in the words of its kind
+// (testcluster.Cluster.ServeFakePodLogs), so that kubectl logs and gpuctl logs -f show jobs
+// working.
 package main
 
 import (
@@ -55,6 +58,7 @@ func main() {
 	nodes := fs.String("nodes", "", "YAML list of fake nodes (default: testcluster.DefaultNodes)")
 	bin := fs.String("bin", "", "directory of the binaries (serve only)")
 	kueue := fs.Bool("kueue", false, "also start the Kueue controller, with its CRDs and webhooks")
+	podLogs := fs.Bool("pod-logs", true, "serve made-up logs for every pod (the lines of its kind, appended while it runs)")
 	listen := fs.String("listen", "127.0.0.1:9099", "address of the Prometheus of gpu-metrics")
 	history := fs.Duration("history", 3*time.Hour, "made-up history that gpu-metrics backfills")
 	_ = fs.Parse(os.Args[2:])
@@ -64,13 +68,13 @@ func main() {
 	}
 	switch cmd {
 	case "up":
-		err = up(abs, *nodes, *kueue)
+		err = up(abs, *nodes, *kueue, *podLogs)
 	case "down":
 		err = down(abs)
 	case "status":
 		err = status(abs)
 	case "serve":
-		err = serve(abs, *nodes, *bin, *kueue)
+		err = serve(abs, *nodes, *bin, *kueue, *podLogs)
 	case "gpu-metrics":
 		err = gpuMetrics(abs, *listen, *history)
 	default:
@@ -82,7 +86,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go run ./hack/cluster up|down|status|gpu-metrics [--dir DIR] [--nodes FILE] [--kueue] [--listen ADDR] [--history D]")
+	fmt.Fprintln(os.Stderr, "usage: go run ./hack/cluster up|down|status|gpu-metrics [--dir DIR] [--nodes FILE] [--kueue] [--pod-logs=false] [--listen ADDR] [--history D]")
 	os.Exit(2)
 }
 
@@ -101,10 +105,13 @@ func defaultDir() string {
 }
 
 // up starts serve as a detached process and returns once the cluster is ready.
-func up(dir, nodesFile string, kueue bool) error {
+func up(dir, nodesFile string, kueue, podLogs bool) error {
 	if pid := runningPid(dir); pid != 0 {
 		if kueue && !serveArgsHave(pid, "--kueue=true") {
 			return fmt.Errorf("cluster already running without Kueue (pid %d); stop it with: %s, then start it with --kueue", pid, stopCommand(dir))
+		}
+		if podLogs && !serveArgsHave(pid, "--pod-logs=true") {
+			return fmt.Errorf("cluster already running without pod logs (pid %d, an older hack/cluster or --pod-logs=false); stop it with: %s, then start it again", pid, stopCommand(dir))
 		}
 		fmt.Fprintf(os.Stderr, "cluster already running (pid %d); stop it with: %s\n", pid, stopCommand(dir))
 		printExport(dir)
@@ -124,7 +131,7 @@ func up(dir, nodesFile string, kueue bool) error {
 	if err != nil {
 		return err
 	}
-	cmd, err := startServe(dir, nodesFile, bin, kueue)
+	cmd, err := startServe(dir, nodesFile, bin, kueue, podLogs)
 	if err != nil {
 		return err
 	}
@@ -140,7 +147,7 @@ func up(dir, nodesFile string, kueue bool) error {
 }
 
 // startServe starts `serve` in a new session, so that it outlives up, logging to serve.log.
-func startServe(dir, nodesFile, bin string, kueue bool) (*exec.Cmd, error) {
+func startServe(dir, nodesFile, bin string, kueue, podLogs bool) (*exec.Cmd, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -154,7 +161,7 @@ func startServe(dir, nodesFile, bin string, kueue bool) (*exec.Cmd, error) {
 		return nil, err
 	}
 	defer log.Close()
-	cmd := exec.Command(exe, "serve", "--dir", dir, "--nodes", nodesFile, "--bin", bin, "--kueue="+strconv.FormatBool(kueue))
+	cmd := exec.Command(exe, "serve", "--dir", dir, "--nodes", nodesFile, "--bin", bin, "--kueue="+strconv.FormatBool(kueue), "--pod-logs="+strconv.FormatBool(podLogs))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -227,8 +234,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// serve runs the cluster until SIGTERM, SIGINT or SIGHUP, or until a component dies.
-func serve(dir, nodesFile, bin string, kueue bool) error {
+// serve runs the cluster until SIGTERM, SIGINT or SIGHUP, or until a component dies; with
+// podLogs it writes made-up logs for every pod meanwhile.
+func serve(dir, nodesFile, bin string, kueue, podLogs bool) error {
 	var nodes []testcluster.NodeSpec
 	if nodesFile != "" {
 		var err error
@@ -245,6 +253,11 @@ func serve(dir, nodesFile, bin string, kueue bool) error {
 	defer removeOwnFiles(dir)
 	if err := os.WriteFile(filepath.Join(dir, readyFile), nil, 0o644); err != nil {
 		return errors.Join(err, c.Stop())
+	}
+	if podLogs {
+		go func() {
+			_ = c.ServeFakePodLogs(ctx, testcluster.FakeLogsOptions{Errors: func(err error) { fmt.Fprintln(os.Stderr, "cluster:", err) }})
+		}()
 	}
 	died := make(chan error, 1)
 	go func() { died <- c.Wait() }()
