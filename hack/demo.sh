@@ -2,8 +2,10 @@
 # make demo: build gpuctl, start the local cluster with fake GPU nodes and Kueue, run
 # gpuctl-reconciler against a copy of examples/ with queueing: kueue, show what it did and the
 # GPU use of its jobs (made-up dcgm-exporter metrics in a real Prometheus), then commit a burst
-# of jobs to one team and show its queue draining. Re-runnable: it reuses the
-# cluster, refreshes the copy and restarts the reconciler. `make demo-down` stops both.
+# of jobs to one team and show its queue draining, the jobs and their logs (the local cluster
+# writes made-up lines for every pod, in the words of its kind), and last one job that fails
+# on purpose and explains itself. Re-runnable: it reuses the cluster, refreshes the copy and
+# restarts the reconciler. `make demo-down` stops both.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
@@ -35,7 +37,11 @@ if [ "$kueue" = 1 ]; then
   fi
 else
   bold "starting the local cluster (Kueue is building in the background: $demo/kueue-build.log)"
-  GPUCTL_WITHOUT_KUEUE=1 "$cluster" up --dir .cache/cluster
+  if ! GPUCTL_WITHOUT_KUEUE=1 "$cluster" up --dir .cache/cluster; then
+    bold "restarting the local cluster (one of an older hack/cluster, without pod logs)"
+    "$cluster" down --dir .cache/cluster
+    GPUCTL_WITHOUT_KUEUE=1 "$cluster" up --dir .cache/cluster
+  fi
 fi
 export KUBECONFIG=$root/.cache/cluster/kubeconfig
 
@@ -141,8 +147,55 @@ else
   bold "queueing on Kueue: not yet — Kueue is still building in the background ($demo/kueue-build.log, about 5 min on a fresh machine); run make demo again when it is done to see a queue drain"
 fi
 
-bold "the API: GET /api/v1/jobs (bearer token in $demo/tokens)"
-curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:8089/api/v1/jobs?pageSize=5" | head -c 1200; echo
+bold "every job: gpuctl get jobs -A"
+bin/gpuctl get jobs -A
+
+bold "one running job: gpuctl describe job default.llama3-8b-inference"
+bin/gpuctl describe job default.llama3-8b-inference || true
+
+bold "its logs as they are written: gpuctl logs -f default.llama3-8b-inference --tail 2 (4 s; the local cluster writes made-up lines for every pod)"
+timeout 4 bin/gpuctl logs -f default.llama3-8b-inference --tail 2 --color never || true
+echo; echo "$ gpuctl logs alice.qwen25-7b-medical-lora --tail 3   # a training job that has finished"
+bin/gpuctl logs alice.qwen25-7b-medical-lora --tail 3 --color never || true
+
+# One job that fails on purpose, after the healthy part. GPUCTL_DEMO_FAIL is DEMO ONLY: the
+# local cluster's kwok fails the pods of a container that has it (OOMKilled: reason OOMKilled,
+# exit code 137; see the Stage pod-demo-fail of test/testcluster/kwok.yaml), and its made-up
+# log ends with the lines that explain it. On a real cluster the variable does nothing.
+oom=sft-bigbatch-$(date +%M%S) # a new name each run, as the burst's
+bold "a job that fails on purpose: teams/alice/$oom.yaml (a fine-tune whose data loader outgrows its 64Gi)"
+cat > "$repo/teams/alice/$oom.yaml" <<YAML
+# DEMO ONLY: GPUCTL_DEMO_FAIL=OOMKilled makes the local cluster (kwok) kill this job's pod
+# with OOMKilled, exit code 137, a second after it starts (hack/demo.sh). Not for real clusters.
+kind: training
+version: v0.1
+job:
+  name: $oom
+  description: "Qwen2.5-7B SFT, batch 64, 32 data loader workers"
+environment:
+  image: registry.example.com/train:v1
+  env:
+    - name: GPUCTL_DEMO_FAIL
+      value: OOMKilled
+resources:
+  pool: training-pool
+  gpu: 1
+  memory: 64Gi
+YAML
+for _ in $(seq 1 80); do # applied within a second, queued by Kueue, failed a second after it runs
+  bin/gpuctl get jobs -n alice 2>/dev/null | grep "$oom" | grep -qE 'Failed|OOMKilled' && break
+  sleep 0.25
+done
+sleep 2 # the log's last lines are written within 2 s
+echo "$ gpuctl get jobs -n alice -o wide   # REASON says why"
+bin/gpuctl get jobs -n alice -o wide | awk -v job="$oom" 'NR == 1 || index($0, job)'
+echo; echo "$ gpuctl describe job alice.$oom"
+bin/gpuctl describe job "alice.$oom" || true
+echo; echo "$ gpuctl logs alice.$oom --tail 4   # the last lines before the kill"
+bin/gpuctl logs "alice.$oom" --tail 4 --color never || true
+
+bold "the same through the API: GET /api/v1/jobs (bearer token in $demo/tokens; first 400 bytes)"
+curl -s -H "Authorization: Bearer $token" "http://127.0.0.1:8089/api/v1/jobs?pageSize=2" | head -c 400; echo
 
 cat <<MSG
 
@@ -153,6 +206,8 @@ Try next:
   bin/gpuctl status                      # revision, result, summary
   bin/gpuctl diff $repo         # what a sync would change
   bin/gpuctl get jobs -A -o wide         # every job, its queue place (Kueue) and why it waits
+  bin/gpuctl logs -f default.llama3-8b-inference   # a job's logs as they are written (made-up lines), until Ctrl-C
+  bin/gpuctl describe job alice.$oom   # the job that failed on purpose: attempts, reason, events
   bin/gpuctl sync                        # ask the daemon to sync now, wait for the result
   bin/gpuctl drift                       # after a hand edit (kubectl edit/scale/label): who changed what
   GPUCTL_PROMETHEUS_URL=http://$prometheus bin/gpuctl top nodes    # GPU use per node (made-up metrics)

@@ -198,10 +198,10 @@ func (l *fakeLog) startLines(p *corev1.Pod, ctr corev1.Container) []string {
 	switch l.kind {
 	case "training":
 		return []string{
-			fmt.Sprintf("[rank0] torch.distributed initialized: world_size=%d backend=nccl", gpus(p)),
-			fmt.Sprintf("[rank0] image %s, %d x GPU, bf16, ZeRO-3", ctr.Image, gpus(p)),
-			"[rank0] loading dataset: 1,204,311 samples, 2,891 tokens/sample avg",
-			fmt.Sprintf("[rank0] starting training: %d steps, lr=2e-5, warmup 30 steps", trainingSteps),
+			fmt.Sprintf("torch.distributed initialized: world_size=%d backend=nccl", gpus(p)),
+			fmt.Sprintf("image %s, %d x GPU, bf16, ZeRO-3", ctr.Image, gpus(p)),
+			"loading dataset: 1,204,311 samples, 2,891 tokens/sample avg",
+			fmt.Sprintf("starting training: %d steps, lr=2e-5, warmup 30 steps", trainingSteps),
 		}
 	case "inference":
 		return []string{
@@ -234,7 +234,7 @@ func (l *fakeLog) nextLines(p *corev1.Pod) []string {
 	case "training":
 		step := min((l.step+1)*trainingStride, trainingSteps)
 		if step == trainingSteps && l.step*trainingStride >= trainingSteps {
-			return []string{fmt.Sprintf("[rank0] eval: loss=%.3f accuracy=%.3f", l.loss(step)+0.05, 0.71+l.rng.Float64()*0.01)}
+			return []string{fmt.Sprintf("eval: loss=%.3f accuracy=%.3f", l.loss(step)+0.05, 0.71+l.rng.Float64()*0.01)}
 		}
 		return []string{l.trainingStep(p, step)}
 	case "inference":
@@ -301,7 +301,7 @@ func (l *fakeLog) endLines(p *corev1.Pod, t *corev1.ContainerStateTerminated) []
 	if l.kind == "training" {
 		return []string{
 			l.trainingStep(p, trainingSteps),
-			fmt.Sprintf("[rank0] training done: %d steps, final loss=%.3f; checkpoint saved to /output/%s/checkpoint-%d", trainingSteps, l.loss(trainingSteps), p.Labels["app"], trainingSteps),
+			fmt.Sprintf("training done: %d steps; checkpoint saved to /output/%s/checkpoint-%d", trainingSteps, p.Labels["app"], trainingSteps),
 		}
 	}
 	return []string{"shutting down"}
@@ -310,7 +310,7 @@ func (l *fakeLog) endLines(p *corev1.Pod, t *corev1.ContainerStateTerminated) []
 // trainingStep is the log line of a training step.
 func (l *fakeLog) trainingStep(p *corev1.Pod, step int) string {
 	tokens := float64(gpus(p)) * (3100 + l.rng.Float64()*150)
-	return fmt.Sprintf("[rank0] step %d/%d loss=%.3f lr=2e-5 tokens/s=%.0f", step, trainingSteps, l.loss(step), tokens)
+	return fmt.Sprintf("step %d/%d loss=%.3f lr=2e-5 tokens/s=%.0f", step, trainingSteps, l.loss(step), tokens)
 }
 
 // loss falls from about 2.4 towards 0.6 as a fine-tune's would, with some noise.
