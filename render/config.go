@@ -40,6 +40,11 @@ type Config struct {
 	// Teams maps people (their Git user.email) to their team, the namespace whose directory
 	// `gpuctl create` writes their files to (TeamOf, TeamDir). Rendering does not use it.
 	Teams []TeamMember `gpuctl:"teams"`
+	// DefaultNamespaceDir is the directory (slash-separated, relative to the root; no namespace
+	// rule may map it) where an admin's write of the API puts a file whose workloads land in
+	// namespace default; unset, the directory named after the kind of its first workload
+	// (DefaultDir). Rendering does not use it.
+	DefaultNamespaceDir string `gpuctl:"defaultNamespaceDir"`
 	// Secrets are the age recipients that `gpuctl secret create` encrypts a team's Secrets
 	// for (docs/secrets.md). Rendering does not use them: it decrypts with private keys.
 	Secrets SecretRecipients `gpuctl:"secrets"`
@@ -158,6 +163,7 @@ func ParseConfig(name string, data []byte) (*Config, []*Diagnostic) {
 		}
 		cfg.checkTenancy(name, d.pos, ds)
 		cfg.checkTeams(name, d.pos, ds)
+		cfg.checkDefaultDir(name, d.pos, ds)
 		cfg.checkSecrets(name, d.pos, ds)
 	}
 	return cfg, ds.sorted()

@@ -6,6 +6,9 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/repopath"
 )
 
 // The teams of .gpuctl.yaml: who belongs to which team, and which directory a team's files go
@@ -78,6 +81,56 @@ func (c *Config) TeamDir(team string) (dir string, ok bool) {
 		}
 	}
 	return "", false
+}
+
+// DefaultDir returns the directory (slash-separated, relative to the root; "" for the root)
+// where a write puts a file whose workloads land in namespace default, kind being the gpuctl
+// kind of its first workload: defaultNamespaceDir, else the directory named after the kind
+// (training, inference, notebook, compute), as examples/ keeps such files. The error says why
+// there is none: no kind and no defaultNamespaceDir, or a directory that a namespace rule maps
+// (its files would land in that namespace, not in default).
+func (c *Config) DefaultDir(kind string) (string, error) {
+	dir := kind
+	if c != nil && c.DefaultNamespaceDir != "" {
+		dir = strings.TrimSuffix(c.DefaultNamespaceDir, "/")
+	}
+	if dir == "" {
+		return "", fmt.Errorf("no directory for namespace %s: the file has no workload to name one after, and %s sets no defaultNamespaceDir",
+			keys.DefaultNamespace, keys.ConfigFile)
+	}
+	if ns, mapped := c.NamespaceFor(dir); mapped {
+		return "", fmt.Errorf("the directory of namespace %s, %s/, is mapped to namespace %q by the namespace rules: "+
+			"set defaultNamespaceDir in %s to a directory that no rule maps", keys.DefaultNamespace, dir, ns, keys.ConfigFile)
+	}
+	if dir == "." {
+		return "", nil
+	}
+	return dir, nil
+}
+
+// checkDefaultDir validates defaultNamespaceDir: a clean relative directory that a write may
+// name, which no namespace rule maps.
+func (c *Config) checkDefaultDir(name string, pos map[string]Pos, ds *diagnostics) {
+	const field = "defaultNamespaceDir"
+	raw := c.DefaultNamespaceDir
+	if raw == "" {
+		return
+	}
+	dir := strings.TrimSuffix(raw, "/")
+	switch {
+	case dir == "" || path.IsAbs(dir) || path.Clean(dir) != dir || strings.HasPrefix(dir, "../") || dir == "..":
+		ds.errorf(name, pos[field], field, "%q must be a clean directory relative to the root, without ..", raw)
+		return
+	case dir != ".":
+		if err := repopath.Check(dir); err != nil {
+			ds.errorf(name, pos[field], field, "%s", err)
+			return
+		}
+	}
+	if ns, mapped := c.NamespaceFor(dir); mapped {
+		ds.errorf(name, pos[field], field, "%q is mapped to namespace %q by the namespace rules: its files would land there, not in %s",
+			raw, ns, keys.DefaultNamespace).Hint = "name a directory that no rule of namespaces maps, e.g. jobs"
+	}
 }
 
 // templateRef matches a reference $1..$9 in a namespace template.

@@ -71,3 +71,47 @@ func TestTeams(t *testing.T) {
 		}
 	}
 }
+
+// TestDefaultDir: where a write puts a file of namespace default: the kind's directory, as
+// examples/ keeps them, or defaultNamespaceDir; never a directory that a rule maps.
+func TestDefaultDir(t *testing.T) {
+	rules := "namespaces:\n  - {path: teams/*/**, namespace: $1}\n"
+	cases := map[string]struct {
+		config, kind, want, err string
+	}{
+		"the kind's directory":   {rules, "training", "training", ""},
+		"no configuration":       {"", "inference", "inference", ""},
+		"configured":             {rules + "defaultNamespaceDir: jobs/\n", "training", "jobs", ""},
+		"configured: the root":   {rules + "defaultNamespaceDir: .\n", "training", "", ""},
+		"no workload":            {rules, "", "", "the file has no workload to name one after"},
+		"no workload, a setting": {rules + "defaultNamespaceDir: jobs\n", "", "jobs", ""},
+		"the kind's is mapped":   {"namespaces:\n  - {path: training/**, namespace: ml}\n", "training", "", `training/, is mapped to namespace "ml"`},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := parseConfig(t, c.config)
+			got, err := cfg.DefaultDir(c.kind)
+			if got != c.want || (err == nil) != (c.err == "") || err != nil && !strings.Contains(err.Error(), c.err) {
+				t.Fatalf("DefaultDir(%q) = %q, %v; want %q, %q", c.kind, got, err, c.want, c.err)
+			}
+		})
+	}
+	bad := map[string]string{
+		rules + "defaultNamespaceDir: teams/alice\n": `.gpuctl.yaml:3:22: defaultNamespaceDir: "teams/alice" is mapped to namespace "alice" by the namespace rules`,
+		"defaultNamespaceDir: /srv/jobs\n":           `.gpuctl.yaml:1:22: defaultNamespaceDir: "/srv/jobs" must be a clean directory relative to the root`,
+		"defaultNamespaceDir: ../jobs\n":             `defaultNamespaceDir: "../jobs" must be a clean directory relative to the root, without ..`,
+		"defaultNamespaceDir: jobs//x\n":             `defaultNamespaceDir: "jobs//x" must be a clean directory`,
+		"defaultNamespaceDir: jobs/.git\n":           `defaultNamespaceDir: path "jobs/.git"`,
+		"defaultNamespaceDir: [jobs]\n":              `.gpuctl.yaml:1:22: defaultNamespaceDir: expected a string, got a list`,
+	}
+	for text, want := range bad {
+		_, diags := render.ParseConfig(".gpuctl.yaml", []byte(text))
+		var got []string
+		for _, d := range diags {
+			got = append(got, d.Error())
+		}
+		if !strings.Contains(strings.Join(got, "\n"), want) {
+			t.Errorf("ParseConfig(%q):\n got %q\nwant %q", text, got, want)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -76,7 +77,8 @@ type WriteRequest struct {
 	// Files are what a create adds (edit.Create).
 	Files []edit.File
 	// Namespace is the namespace whose directory (by the namespace rules) receives a create's
-	// files; default the job.namespace the files name, else the writer's one namespace.
+	// files; default the job.namespace the files name, else the writer's one namespace, else
+	// default (an admin's only: render.Config.DefaultDir).
 	Namespace string
 	// Path is a directory, relative to the source's root, that receives a create's files
 	// instead; a writer that is not admin may name only a directory of its namespaces.
@@ -321,20 +323,30 @@ func (d *Daemon) applies() bool {
 	return !committer || d.opts.Writes.BranchPrefix == ""
 }
 
-// create adds the request's files to the directory of its namespace, or to its path.
+// create adds the request's files to the directory of its namespace, or to its path. A file
+// that names no namespace lands where the format puts it: in the writer's namespace when it
+// has exactly one, else in namespace default, whose directory (render.Config.DefaultDir)
+// only an admin writes in.
 func (d *Daemon) create(repo *edit.Repo, req WriteRequest) (*edit.Result, error) {
 	w := req.By
 	ns := req.Namespace
+	kind := "" // of the first workload: the directory of namespace default is named after it
 	for _, f := range req.Files {
 		docs, diags := render.ParseFile(f.Name, f.Data)
 		if err := render.NewValidationError(diags); err != nil {
 			return nil, err
 		}
 		for _, doc := range docs {
-			if doc.Workload == nil || doc.Workload.Job.Namespace == "" {
+			if doc.Workload == nil {
 				continue
 			}
+			if kind == "" {
+				kind = doc.Kind
+			}
 			named := doc.Workload.Job.Namespace
+			if named == "" {
+				continue
+			}
 			if !w.may(named) {
 				return nil, forbidNamespace(w, named)
 			}
@@ -352,10 +364,18 @@ func (d *Daemon) create(repo *edit.Repo, req WriteRequest) (*edit.Result, error)
 	if ns == "" && len(w.Namespaces) == 1 && !w.Admin && !w.AllNamespaces {
 		ns = w.Namespaces[0]
 	}
-	switch {
-	case ns == "":
-		return nil, errors.New("no namespace: give the namespace (or, for an admin, a path), or name it in job.namespace")
-	case !w.may(ns):
+	if ns == "" || ns == keys.DefaultNamespace { // docs/format.md: a job without job.namespace runs in default
+		if !w.Admin {
+			return nil, &ForbiddenError{Reason: fmt.Sprintf("%q may not write in namespace %s: only an admin writes its files; "+
+				"give one of your namespaces (namespace, or job.namespace in the file)", w.Name, keys.DefaultNamespace)}
+		}
+		dir, err := repo.Config.DefaultDir(kind)
+		if err != nil {
+			return nil, fmt.Errorf("%w; or give the path of the file", err)
+		}
+		return repo.Create(req.Files, edit.CreateOptions{Path: cmp.Or(dir, ".")})
+	}
+	if !w.may(ns) {
 		return nil, forbidNamespace(w, ns)
 	}
 	res, err := repo.Create(req.Files, edit.CreateOptions{Team: ns})

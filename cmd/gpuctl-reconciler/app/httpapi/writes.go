@@ -43,7 +43,8 @@ type CreateRequest struct {
 	// YAMLContent is the file: one or more gpuctl documents (---), kept byte for byte.
 	YAMLContent string `json:"yamlContent"`
 	// Namespace is the namespace whose directory (by the namespace rules) receives the file;
-	// default the file's job.namespace, else the token's one namespace.
+	// default the file's job.namespace, else the token's one namespace, else default, whose
+	// directory (.gpuctl.yaml's defaultNamespaceDir) only an admin writes in.
 	Namespace string `json:"namespace,omitempty"`
 	// Path is a directory of the repository (relative to the rendered directory) instead;
 	// a token that is not admin may name only a directory of its namespaces.

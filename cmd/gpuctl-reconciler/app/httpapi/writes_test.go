@@ -118,6 +118,30 @@ func TestWritesAnswerTheSeedsFields(t *testing.T) {
 	}
 }
 
+// TestPostTheSeedsBody (issue 35): the seed's body, the file and nothing else, reaches the
+// daemon as it is: where a file without a namespace goes is the daemon's to decide
+// (daemon.TestWriteWithoutANamespace), and the answer carries the seed's fields.
+func TestPostTheSeedsBody(t *testing.T) {
+	rw := &recordingWriter{}
+	w := send(t, writeServer(t, rw), http.MethodPost, "/api/v1/jobs", adminToken, "application/json",
+		`{"yamlContent": "kind: training\nversion: v0.1\njob:\n  name: qwen2-7b-sft\n"}`)
+	if w.Code != http.StatusCreated {
+		t.Fatalf("code %d: %s", w.Code, w.Body)
+	}
+	var got map[string]any
+	if err := json.Unmarshal(w.Body.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"jobId", "name", "kind", "status", "createdAt", "message"} { // seed 001 §7.2.1
+		if v, ok := got[field].(string); !ok || v == "" {
+			t.Errorf("field %s: %v", field, got[field])
+		}
+	}
+	if req := rw.reqs[0]; req.Namespace != "" || req.Path != "" || !req.By.Admin || len(req.Files) != 1 {
+		t.Errorf("request %+v", req)
+	}
+}
+
 // TestWriteErrors: each error of a write has its status code; invalid files list every
 // diagnostic; a failed push says nothing was written.
 func TestWriteErrors(t *testing.T) {
