@@ -3,11 +3,13 @@ package app
 import (
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gpuctl/gpuctl/cluster"
+	"github.com/gpuctl/gpuctl/review"
 	"github.com/gpuctl/gpuctl/usage"
 )
 
@@ -15,6 +17,8 @@ import (
 type idleOptions struct {
 	metricsOptions
 	idle usage.IdleOptions
+	// policy is a gpuctl-policy.yaml whose idle rules the POLICY column applies.
+	policy string
 }
 
 // Defaults of gpuctl idle (usage.IdleOptions' own).
@@ -60,6 +64,16 @@ The exit code is 0 whether or not a job is listed; without a Prometheus it is 2.
 			if o.idle.Threshold <= 0 || o.idle.Threshold > 100 {
 				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--threshold %g: want a utilization in percent, above 0 and at most 100", o.idle.Threshold)}
 			}
+			var policy *review.Policy
+			if o.policy != "" {
+				data, err := os.ReadFile(o.policy)
+				if err != nil {
+					return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--policy: %w", err)}
+				}
+				if policy, err = review.ParsePolicy(o.policy, data); err != nil {
+					return &ExitError{Code: ExitTrouble, Err: err}
+				}
+			}
 			pc, m, ns, err := o.start(cmd)
 			if err != nil {
 				return err
@@ -80,7 +94,7 @@ The exit code is 0 whether or not a job is listed; without a Prometheus it is 2.
 				return nil
 			}
 			return printIdle(s.Out, IdleReport{Threshold: o.idle.Threshold, Window: usage.Duration(o.idle.Window),
-				For: usage.Duration(o.idle.For), Items: rows}, o.output)
+				For: usage.Duration(o.idle.For), Items: rows, Policy: idlePolicy(policy, rows, o.idle.Threshold)}, o.output)
 		},
 	}
 	o.bind(cmd, "the jobs of this namespace")
@@ -89,6 +103,7 @@ The exit code is 0 whether or not a job is listed; without a Prometheus it is 2.
 	f.DurationVar(&o.idle.Window, "window", defaultIdleWindow, "how far back to look")
 	f.DurationVar(&o.idle.For, "for", defaultIdleFor, "the shortest idle run that lists a job")
 	f.DurationVar(&o.idle.Step, "step", 0, "the resolution of the runs (default: the window / 120, at least 15s)")
+	f.StringVar(&o.policy, "policy", "", "a gpuctl-policy.yaml: a POLICY column says what its idle rules do to each job (the daemon applies the repository's)")
 	return cmd
 }
 
@@ -100,6 +115,42 @@ type IdleReport struct {
 	Window usage.Duration  `json:"window"`
 	For    usage.Duration  `json:"for"`
 	Items  []usage.IdleJob `json:"items"`
+	// Policy is, with --policy, what its idle rules do to each job, by job id.
+	Policy map[string]string `json:"policy,omitempty"`
+}
+
+// idlePolicy says what the policy's idle rules do to each row, by job id; nil without a
+// policy. The runs are the audit's, at its threshold: a rule of another threshold is named
+// with its own.
+func idlePolicy(p *review.Policy, rows []usage.IdleJob, threshold float64) map[string]string {
+	if p == nil {
+		return nil
+	}
+	out := map[string]string{}
+	for _, j := range rows {
+		r := p.IdleRuleFor(j.Namespace, j.Kind)
+		if r == nil {
+			out[j.JobID] = "none"
+			continue
+		}
+		what := r.Name + ": "
+		now, at := time.Duration(j.Now), r.For
+		switch {
+		case j.NoSeries:
+			what += "never paused (no series)"
+		case now >= at:
+			what += r.Action + " due (idle " + windowText(now) + ", rule " + windowText(at) + ")"
+		case r.WarnBefore > 0 && now >= at-r.WarnBefore:
+			what += "warned: " + r.Action + " in " + windowText(at-now)
+		default:
+			what += r.Action + " at " + windowText(at) + " idle"
+		}
+		if r.Threshold != threshold {
+			what += fmt.Sprintf(" (its threshold %g%%)", r.Threshold)
+		}
+		out[j.JobID] = what
+	}
+	return out
 }
 
 // noSeries fills the idle columns of a job whose GPUs have no series.
@@ -108,7 +159,7 @@ const noSeries = "no series"
 // printIdle prints the rows of gpuctl idle.
 func printIdle(w io.Writer, r IdleReport, output string) error {
 	return printList(w, output, r, r.Items, listColumns[usage.IdleJob]{
-		head: []string{"NAMESPACE", "JOB", "KIND", "GPUS", "IDLE-NOW", "LONGEST-IDLE", "AVG-UTIL", "GPU-MEM-HELD"},
+		head: append([]string{"NAMESPACE", "JOB", "KIND", "GPUS", "IDLE-NOW", "LONGEST-IDLE", "AVG-UTIL", "GPU-MEM-HELD"}, policyHead(r.Policy)...),
 		wide: []string{"POOL", "GPU TYPE", "LONGEST-IDLE-FROM", "LONGEST-IDLE-TO"},
 		cells: func(j usage.IdleJob, wide bool) []string {
 			c := []string{j.Namespace, j.Name, j.Kind, count(j.GPUs)}
@@ -116,6 +167,9 @@ func printIdle(w io.Writer, r IdleReport, output string) error {
 				c = append(c, noSeries, noSeries, noSeries, noValue)
 			} else {
 				c = append(c, idleRun(j.Now), idleRun(j.Longest), percentCell(j.AvgUtil), fmt.Sprintf("%.1f GiB", gib(j.MemUsedMiB)))
+			}
+			if r.Policy != nil {
+				c = append(c, r.Policy[j.JobID])
 			}
 			if wide {
 				from, to := orNone(""), orNone("")
@@ -127,6 +181,14 @@ func printIdle(w io.Writer, r IdleReport, output string) error {
 			return c
 		},
 	})
+}
+
+// policyHead is the POLICY column's head with --policy.
+func policyHead(p map[string]string) []string {
+	if p == nil {
+		return nil
+	}
+	return []string{"POLICY"}
 }
 
 // idleRun is an idle run in full, as PromQL writes a duration: "1h55m", "0s" for none.

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -443,6 +445,51 @@ bob         dark   training   1      no series   no series      no series   -
 	out, errOut, code = runCLI(t, append([]string{"idle", "-n", "alice", "--threshold", "10", "--for", "1h"}, flags...)...)
 	if code != 0 || out != "" || errOut != "No job was idle below 10% for 1h in the last 3h.\n" {
 		t.Errorf("none idle: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+}
+
+// gpuctl idle --policy says what a gpuctl-policy.yaml's idle rules do to each job listed.
+func TestIdlePolicyColumn(t *testing.T) {
+	gpus, _, _ := usageFixture()
+	prom := &promStub{gpus: gpus, busy: func(pod string, _ time.Time) (float64, bool) { return prom2(pod), true }}
+	flags := startUsage(t, prom, nil, nil)
+	policy := filepath.Join(t.TempDir(), "gpuctl-policy.yaml")
+	write := func(text string) {
+		if err := os.WriteFile(policy, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(`version: v0.1
+idle:
+  - name: notebooks
+    kinds: [notebook]
+    for: 4h
+    warnBefore: 90m
+    action: pause
+  - for: 8h
+    threshold: 10
+`)
+	out, errOut, code := runCLI(t, append([]string{"idle", "-A", "--policy", policy}, flags...)...)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	// nb has been idle the whole 3h window: warned, paused in 1h; dark has no series.
+	want := `NAMESPACE   JOB    KIND       GPUS   IDLE-NOW    LONGEST-IDLE   AVG-UTIL    GPU-MEM-HELD   POLICY
+bob         nb     notebook   1      3h          3h             0%          10.0 GiB       notebooks: warned: pause in 1h
+bob         dark   training   1      no series   no series      no series   -              idle[1]: never paused (no series) (its threshold 10%)
+`
+	if out != want {
+		t.Errorf("idle --policy:\n%s\nwant\n%s", out, want)
+	}
+	write("version: v0.1\nidle:\n  - for: 2h\n    action: pause\n")
+	out, _, _ = runCLI(t, append([]string{"idle", "-n", "bob", "--policy", policy, "-o", "json"}, flags...)...)
+	if !strings.Contains(out, `"bob.nb": "idle[0]: pause due (idle 3h, rule 2h)"`) {
+		t.Errorf("-o json, a rule due:\n%s", out)
+	}
+	write("version: v0.1\nidle:\n  - for: 2h\n    action: stop\n")
+	_, errOut, code = runCLI(t, append([]string{"idle", "-A", "--policy", policy}, flags...)...)
+	if code != ExitTrouble || !strings.Contains(errOut, "gpuctl-policy.yaml:4: idle[0].action") {
+		t.Errorf("an invalid policy: exit %d, %s; want 2 naming the file, line and field", code, errOut)
 	}
 }
 
