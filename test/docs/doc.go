@@ -6,6 +6,9 @@
 //     docs/daemon.md any `--foo` in backticks) is a flag of some command of those binaries;
 //   - every route of the daemon's API that the docs name (`GET /api/v1/...`) is in the route
 //     table, as the OpenAPI document that the daemon serves lists it;
+//   - every field of docs/format.md's tables of fields (first column "field") is one whose name
+//     the format's parser spells (a string of package render; there is no schema to check
+//     against, so this finds a field renamed or misspelled, not one in the wrong place);
 //   - the fenced ```console blocks run as shown.
 //
 // # Console blocks
