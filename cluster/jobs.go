@@ -61,13 +61,15 @@ type JobDetail struct {
 	// YAMLContent is empty: the file is in Git, at Source.
 	YAMLContent string `json:"yamlContent"`
 	// Source is the repository path the job was rendered from (annotation g8s.host/source).
-	Source       string       `json:"source"`
-	Description  string       `json:"description,omitempty"`
-	Status       string       `json:"status"`
-	Pool         string       `json:"pool"`
-	Priority     string       `json:"priority"`
-	Resources    JobResources `json:"resources"`
-	Metrics      JobMetrics   `json:"metrics"`
+	Source      string       `json:"source"`
+	Description string       `json:"description,omitempty"`
+	Status      string       `json:"status"`
+	Pool        string       `json:"pool"`
+	Priority    string       `json:"priority"`
+	Resources   JobResources `json:"resources"`
+	// Metrics are the job's GPU metrics as measured, from Prometheus (--prometheus-url); nil
+	// (no "metrics" key) when nothing measured them: no Prometheus, or it failed.
+	Metrics      *JobMetrics  `json:"metrics,omitempty"`
 	CreatedAt    time.Time    `json:"createdAt"`
 	StartedAt    *time.Time   `json:"startedAt"`
 	K8sResources K8sResources `json:"k8sResources"`
@@ -101,12 +103,15 @@ type JobResources struct {
 	GPUTotal int64 `json:"gpuTotal"`
 }
 
-// JobMetrics are a job's live metrics; not collected yet, so always zero.
+// JobMetrics are a job's live GPU metrics (seed 001 §7.2.1's metrics): only what is measured
+// is set, never a zero in place of a value; the seed's networkLatency and throughput are
+// measured by nothing, and never given.
 type JobMetrics struct {
-	GPUUtilization float64 `json:"gpuUtilization"`
-	MemoryUsage    string  `json:"memoryUsage"`
-	NetworkLatency string  `json:"networkLatency"`
-	Throughput     string  `json:"throughput"`
+	// GPUUtilization is its GPUs' utilization in %, averaged (0 is an idle job); nil when no
+	// GPU of it has a utilization series.
+	GPUUtilization *float64 `json:"gpuUtilization,omitempty"`
+	// MemoryUsage is the GPU memory its GPUs use of theirs ("68Gi/80Gi"); "" when unknown.
+	MemoryUsage string `json:"memoryUsage,omitempty"`
 }
 
 // K8sResources names the Kubernetes objects of a job.
@@ -311,7 +316,6 @@ func detail(w workload) JobDetail {
 		Priority: w.meta.Labels[keys.Priority],
 		Resources: JobResources{GPU: req.gpu, GPUType: w.gpuType(), CPU: cores(req.cpu),
 			Memory: req.memory.String(), GPUShare: req.gpuMem, Pods: w.pods, GPUTotal: w.gpus()},
-		Metrics:      JobMetrics{MemoryUsage: "0", NetworkLatency: "0", Throughput: "0"},
 		CreatedAt:    w.meta.CreationTimestamp.UTC(),
 		StartedAt:    timePtr(w.started),
 		K8sResources: K8sResources{Kind: w.object, JobName: w.meta.Name, Pods: []string{}},

@@ -156,7 +156,6 @@ func TestJob(t *testing.T) {
 		Source: "teams/alice/sft.yaml", Description: "qwen2 sft", Status: StatusRunning, Pool: "training-pool",
 		Priority:  "medium",
 		Resources: JobResources{GPU: 4, GPUType: "a100-80g", CPU: 32, Memory: "128Gi", Pods: 1, GPUTotal: 4},
-		Metrics:   JobMetrics{MemoryUsage: "0", NetworkLatency: "0", Throughput: "0"},
 		CreatedAt: fx.T0, StartedAt: &fx.At(5 * time.Minute).Time,
 		K8sResources: K8sResources{Kind: "Job", JobName: "sft", Pods: []string{"sft-abcde"}},
 		Attempts:     []Attempt{{Pod: "sft-abcde", Node: "gpu-1", Start: &fx.At(5 * time.Minute).Time, Outcome: AttemptRunning}},

@@ -192,7 +192,8 @@ func onlyMetric(s usage.Series, metric string) usage.Series {
 
 // getJob answers GET /api/v1/jobs/{jobId}: with Prometheus, its metrics' GPU utilization
 // (averaged over its GPUs and the last liveWindow) and GPU memory ("68Gi/80Gi", of all its
-// GPUs); a Prometheus that fails or is slow leaves them as they were and is logged.
+// GPUs), each only when measured; without Prometheus, or one that fails or is slow (logged),
+// or without a series, no metrics.
 func (s *server) getJob(rd cluster.Model, r *http.Request) (cluster.JobDetail, error) {
 	job, err := rd.Job(r.Context(), r.PathValue("jobId"))
 	if err != nil || s.opts.Usage == nil {
@@ -219,11 +220,16 @@ func (s *server) getJob(rd cluster.Model, r *http.Request) (cluster.JobDetail, e
 		used += g.MemUsedMiB
 		total += g.MemTotalMiB
 	}
+	var m cluster.JobMetrics
 	if n > 0 {
-		job.Metrics.GPUUtilization = util / float64(n)
+		avg := util / float64(n)
+		m.GPUUtilization = &avg
 	}
 	if total > 0 {
-		job.Metrics.MemoryUsage = fmt.Sprintf("%.0fGi/%.0fGi", used/1024, total/1024)
+		m.MemoryUsage = fmt.Sprintf("%.0fGi/%.0fGi", used/1024, total/1024)
+	}
+	if m != (cluster.JobMetrics{}) {
+		job.Metrics = &m
 	}
 	return job, nil
 }

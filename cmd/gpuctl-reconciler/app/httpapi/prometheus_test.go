@@ -56,7 +56,7 @@ func TestJobMetricsAgainstPrometheus(t *testing.T) {
 
 	var job cluster.JobDetail
 	get(t, h, "/api/v1/jobs/alice.sft", http.StatusOK, &job)
-	if !near(job.Metrics.GPUUtilization, 80, 1) || job.Metrics.MemoryUsage != "98Gi/159Gi" {
+	if m := job.Metrics; m == nil || m.GPUUtilization == nil || !near(*m.GPUUtilization, 80, 1) || m.MemoryUsage != "98Gi/159Gi" {
 		t.Errorf("job metrics %+v, want 80 %% and 98Gi/159Gi", job.Metrics)
 	}
 	// bob's job is not alice's to read.
