@@ -16,6 +16,21 @@ func parseConfig(t *testing.T, text string) *render.Config {
 	return cfg
 }
 
+// wantConfigErrors checks that ParseConfig of each text (a key of bad) reports its error.
+func wantConfigErrors(t *testing.T, bad map[string]string) {
+	t.Helper()
+	for text, want := range bad {
+		_, diags := render.ParseConfig(".gpuctl.yaml", []byte(text))
+		var got []string
+		for _, d := range diags {
+			got = append(got, d.Error())
+		}
+		if !strings.Contains(strings.Join(got, "\n"), want) {
+			t.Errorf("ParseConfig(%q):\n got %q\nwant %q", text, got, want)
+		}
+	}
+}
+
 func TestTeamDir(t *testing.T) {
 	cases := map[string]struct {
 		rules, team, want string
@@ -60,16 +75,7 @@ func TestTeams(t *testing.T) {
 		"teams:\n  a@x.io: a\n  a@x.io: b\n":   `.gpuctl.yaml:3:3: teams.a@x.io: duplicate key "a@x.io" (first set on line 2)`,
 		"namespaces: []\nteam:\n  a@x.io: a\n": `.gpuctl.yaml:2:1: team: unknown field "team", did you mean "teams"?`,
 	}
-	for text, want := range bad {
-		_, diags := render.ParseConfig(".gpuctl.yaml", []byte(text))
-		var got []string
-		for _, d := range diags {
-			got = append(got, d.Error())
-		}
-		if !strings.Contains(strings.Join(got, "\n"), want) {
-			t.Errorf("ParseConfig(%q):\n got %q\nwant %q", text, got, want)
-		}
-	}
+	wantConfigErrors(t, bad)
 }
 
 // TestDefaultDir: where a write puts a file of namespace default: the kind's directory, as
@@ -104,14 +110,5 @@ func TestDefaultDir(t *testing.T) {
 		"defaultNamespaceDir: jobs/.git\n":           `defaultNamespaceDir: path "jobs/.git"`,
 		"defaultNamespaceDir: [jobs]\n":              `.gpuctl.yaml:1:22: defaultNamespaceDir: expected a string, got a list`,
 	}
-	for text, want := range bad {
-		_, diags := render.ParseConfig(".gpuctl.yaml", []byte(text))
-		var got []string
-		for _, d := range diags {
-			got = append(got, d.Error())
-		}
-		if !strings.Contains(strings.Join(got, "\n"), want) {
-			t.Errorf("ParseConfig(%q):\n got %q\nwant %q", text, got, want)
-		}
-	}
+	wantConfigErrors(t, bad)
 }
