@@ -132,7 +132,11 @@ func collect(lines map[budgetKey]*BudgetLine, teams map[string]*TeamBudget) Budg
 		return x.GPUType < y.GPUType
 	})
 	for _, t := range teams {
-		b.Teams = append(b.Teams, *t)
+		// A team is a namespace with a quota (a kind: quota user): ResourceQuotas or a Kueue
+		// queue in either revision. The GPUs of others (default) are in Lines alone.
+		if t.QuotaBefore != nil || t.QuotaAfter != nil || t.Queue {
+			b.Teams = append(b.Teams, *t)
+		}
 	}
 	sort.Slice(b.Teams, func(i, j int) bool { return b.Teams[i].Namespace < b.Teams[j].Namespace })
 	return b

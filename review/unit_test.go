@@ -190,3 +190,24 @@ func TestObjectDiffJSON(t *testing.T) {
 		t.Errorf("got %s (%v)\nwant %s", b, err, want)
 	}
 }
+
+// The budget's teams are the namespaces with a quota: the GPUs of a namespace without one
+// (default) are in its lines, not in the team table.
+func TestBudgetTeamsHaveQuotas(t *testing.T) {
+	job := func(ns string, gpus int64) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "batch/v1", "kind": "Job",
+			"metadata": map[string]any{"name": "j", "namespace": ns},
+			"spec": map[string]any{"template": map[string]any{"spec": map[string]any{"containers": []any{
+				map[string]any{"name": "c", "resources": map[string]any{"limits": map[string]any{"nvidia.com/gpu": gpus}}}}}}}}}
+		return u
+	}
+	quota := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "v1", "kind": "ResourceQuota",
+		"metadata": map[string]any{"name": "q", "namespace": "alice"}, "spec": map[string]any{"hard": map[string]any{"requests.nvidia.com/gpu": "8"}}}}
+	b := ComputeBudget(nil, []*unstructured.Unstructured{job("alice", 4), job("default", 2), quota})
+	if len(b.Teams) != 1 || b.Teams[0].Namespace != "alice" || b.Teams[0].After != 4 {
+		t.Errorf("teams %+v, want alice alone", b.Teams)
+	}
+	if len(b.Lines) != 2 || b.After != 6 {
+		t.Errorf("lines %+v (after %d), want alice's and default's 6 GPUs", b.Lines, b.After)
+	}
+}
