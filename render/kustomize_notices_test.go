@@ -1,33 +1,15 @@
 package render
 
 import (
-	"bytes"
 	"io"
 	"log"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpuctl/gpuctl/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer that several goroutines may write.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // captureOutput runs f with os.Stderr and the standard logger redirected, and returns what
 // each received. It first waits for builds that other tests left running (a render abandoned
@@ -46,7 +28,7 @@ func captureOutput(t *testing.T, f func()) (stderr, logged string) {
 	}
 	read := make(chan string)
 	go func() { b, _ := io.ReadAll(r); read <- string(b) }()
-	var logBuf lockedBuffer
+	var logBuf syncbuf.Buffer
 	oldStderr, oldLog := os.Stderr, log.Writer()
 	os.Stderr = w
 	log.SetOutput(&logBuf)

@@ -1,18 +1,17 @@
 package daemon_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/gpuctl/gpuctl/edit"
+	"github.com/gpuctl/gpuctl/internal/syncbuf"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
 	"github.com/gpuctl/gpuctl/test/dcgmtest"
 	"github.com/gpuctl/gpuctl/test/promtest"
@@ -41,7 +40,7 @@ func TestIdlePolicyOnPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	const ns, job = "default", "idle-sft"
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	h := newHarness(t, "idle", map[string]string{
 		"gpuctl-policy.yaml": "version: v0.1\nidle:\n  - {name: idle-training, for: 2h, action: pause, kinds: [training]}\n",
 		"sft/train.yaml": "kind: training\nversion: v0.1\njob: {name: " + job + ", namespace: " + ns + "}\n" +
@@ -162,22 +161,4 @@ func idleEvents(t *testing.T, h *harness, ns, job, reason string) []string {
 		out = append(out, e.Message)
 	}
 	return out
-}
-
-// syncBuffer is a bytes.Buffer that goroutines may write at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -26,6 +25,7 @@ import (
 	"github.com/gpuctl/gpuctl/cmd/gpuctl-reconciler/app/httpapi"
 	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/syncbuf"
 	"github.com/gpuctl/gpuctl/test/clusterfixture"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 )
@@ -213,8 +213,8 @@ func TestLogsOfJobs(t *testing.T) {
 
 // gpuctlUntil runs the CLI in the background until ctx ends (a command that streams, as
 // Ctrl-C ends it), and sends its exit code on done.
-func gpuctlUntil(ctx context.Context, args ...string) (out, errOut *syncBuffer, done <-chan int) {
-	out, errOut = &syncBuffer{}, &syncBuffer{}
+func gpuctlUntil(ctx context.Context, args ...string) (out, errOut *syncbuf.Buffer, done <-chan int) {
+	out, errOut = &syncbuf.Buffer{}, &syncbuf.Buffer{}
 	codes := make(chan int, 1)
 	go func() {
 		cmd := app.NewRootCommand(app.Streams{Out: out, Err: errOut})
@@ -222,24 +222,6 @@ func gpuctlUntil(ctx context.Context, args ...string) (out, errOut *syncBuffer, 
 		codes <- app.Code(cmd.ExecuteContext(ctx))
 	}()
 	return out, errOut, codes
-}
-
-// syncBuffer is an io.Writer that a test may read while a command writes to it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // gpuctl logs -f shows a line within a second of the pod writing it, and picks up a pod that

@@ -23,6 +23,7 @@ import (
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/internal/syncbuf"
 	"github.com/gpuctl/gpuctl/test/testcluster"
 )
 
@@ -359,7 +360,7 @@ func TestServerFlagAgainstTheDaemon(t *testing.T) {
 	followCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	t.Setenv("GPUCTL_TOKEN", serverTeamToken)
-	var follow, followErr syncBuffer
+	var follow, followErr syncbuf.Buffer
 	done := make(chan int)
 	go func() {
 		cmd := app.NewRootCommand(app.Streams{Out: &follow, Err: &followErr})

@@ -1,34 +1,16 @@
 package testcluster
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/gpuctl/gpuctl/internal/syncbuf"
 )
-
-// lockedBuffer is a bytes.Buffer that a process may write while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // TestToolsScriptTakesTheLock: hack/cluster-tools.sh waits while another holds the lock that
 // Binaries takes (os.TempDir()/gpuctl-cluster-tools.lock, here under a TMPDIR of its own), so
@@ -55,11 +37,11 @@ func TestToolsScriptTakesTheLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
-	run := func(env ...string) (*exec.Cmd, *lockedBuffer, *lockedBuffer, chan error) {
+	run := func(env ...string) (*exec.Cmd, *syncbuf.Buffer, *syncbuf.Buffer, chan error) {
 		cmd := exec.CommandContext(t.Context(), "bash", filepath.Join(root, toolsScript))
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), append([]string{"TMPDIR=" + tmp, envToolsLocked + "="}, env...)...)
-		var stdout, stderr lockedBuffer
+		var stdout, stderr syncbuf.Buffer
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
@@ -68,7 +50,7 @@ func TestToolsScriptTakesTheLock(t *testing.T) {
 		go func() { done <- cmd.Wait() }()
 		return cmd, &stdout, &stderr, done
 	}
-	finished := func(what string, stdout, stderr *lockedBuffer, done chan error) {
+	finished := func(what string, stdout, stderr *syncbuf.Buffer, done chan error) {
 		t.Helper()
 		select {
 		case err := <-done:
