@@ -87,7 +87,7 @@ func (e *ConfigError) Error() string {
 
 // fileConfig is the file as written.
 type fileConfig struct {
-	Version   string `yaml:"version"`
+	Version        string         `yaml:"version"`
 	Providers      []fileProvider `yaml:"providers"`
 	Routes         []fileRoute    `yaml:"routes"`
 	RepeatInterval string         `yaml:"repeatInterval"`
