@@ -83,7 +83,7 @@ func (r *Reporter) Report(sha string, state State, description string) {
 	defer r.mu.Unlock()
 	for i, p := range r.queue {
 		if p.sha == sha {
-			if r.inflight == nil || r.inflight.sha != sha || r.inflight.status != s {
+			if r.inflight == nil || r.inflight.sha != sha || !r.same(r.inflight.status, s) {
 				r.queue[i] = &pending{sha: sha, status: s, queued: now, next: now}
 			} else { // the same status is being posted: the queued one is stale
 				r.queue = append(r.queue[:i], r.queue[i+1:]...)
@@ -93,10 +93,10 @@ func (r *Reporter) Report(sha string, state State, description string) {
 			return
 		}
 	}
-	if last, ok := r.posted[sha]; ok && last == s && (r.inflight == nil || r.inflight.sha != sha) {
+	if last, ok := r.posted[sha]; ok && r.same(last, s) && (r.inflight == nil || r.inflight.sha != sha) {
 		return
 	}
-	if r.inflight != nil && r.inflight.sha == sha && r.inflight.status == s {
+	if r.inflight != nil && r.inflight.sha == sha && r.same(r.inflight.status, s) {
 		return
 	}
 	if len(r.queue) >= maxQueued {
@@ -208,6 +208,16 @@ func (r *Reporter) finish(p *pending, o outcome) {
 	}
 	log.Warn("commit status not posted: will retry", "attempt", p.attempt, "retryIn", delay.String(), "error", o.err)
 	r.queue = append(r.queue, p)
+}
+
+// same reports whether b says nothing a, posted on the same commit, did not. On GitLab a
+// status is its state: GitLab refuses to set a state the status already has (400 "Cannot
+// transition status via :run from :running"), whatever the description.
+func (r *Reporter) same(a, b status) bool {
+	if r.kind == GitLab {
+		return apis[GitLab].states[a.state] == apis[GitLab].states[b.state]
+	}
+	return a == b
 }
 
 // remember records s as the last status posted on sha, forgetting the oldest commit past

@@ -203,6 +203,25 @@ func TestSameStatusPostedOnce(t *testing.T) {
 	if strings.Join(states, " ") != "success failed success" {
 		t.Errorf("posted %v, want success failed success: a repeated status is posted once", states)
 	}
+	// GitLab refuses a state the status already has ("Cannot transition status via :run
+	// from :running"): new words alone are not posted there; elsewhere they are.
+	for kind, want := range map[string]int{"https://gitlab.com/a/b": 2, "https://github.com/a/b": 4} {
+		srv := &scripted{codes: []int{201}}
+		hs := httptest.NewServer(srv)
+		r := startReporter(t, Options{Retry: fast}, kind, hs)
+		for _, d := range []string{"syncing", "syncing again"} {
+			r.Report(testSHA, StatePending, d)
+			flush(t, r)
+		}
+		r.Report(testSHA, StateFailure, "failed: a")
+		flush(t, r)
+		r.Report(testSHA, StateError, "failed: b")
+		flush(t, r)
+		if states, _ := srv.requests(); len(states) != want {
+			t.Errorf("%s: posted %v, want %d posts", kind, states, want)
+		}
+		hs.Close()
+	}
 }
 
 func TestTokenNeverLogged(t *testing.T) {
