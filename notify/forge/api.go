@@ -35,12 +35,7 @@ var apis = map[Kind]api{
 		defaultURL: func(repository) string { return "https://api.github.com" },
 		descLimit:  140,
 		states:     map[State]string{StatePending: "pending", StateSuccess: "success", StateFailure: "failure", StateError: "error"},
-		build: func(r *Reporter, sha, state, description string) (string, any, string, string) {
-			return "/repos/" + pathOf(r.repo) + "/statuses/" + url.PathEscape(sha),
-				map[string]any{"state": state, "target_url": r.target,
-					"description": description, "context": r.context},
-				"Authorization", "Bearer " + r.token
-		},
+		build:      reposStatuses("Bearer "),
 	},
 	// GitLab, "Set the pipeline status of a commit"
 	// (https://docs.gitlab.com/api/commits/#set-the-pipeline-status-of-a-commit):
@@ -72,12 +67,7 @@ var apis = map[Kind]api{
 		defaultURL: func(repo repository) string { return repo.web + "/api/v1" },
 		descLimit:  255,
 		states:     map[State]string{StatePending: "pending", StateSuccess: "success", StateFailure: "failure", StateError: "error"},
-		build: func(r *Reporter, sha, state, description string) (string, any, string, string) {
-			return "/repos/" + pathOf(r.repo) + "/statuses/" + url.PathEscape(sha),
-				map[string]any{"state": state, "target_url": r.target,
-					"description": description, "context": r.context},
-				"Authorization", "token " + r.token
-		},
+		build:      reposStatuses("token "),
 	},
 	// Bitbucket Cloud, "Create a build status for a commit"
 	// (https://developer.atlassian.com/cloud/bitbucket/rest/api-group-commit-statuses/#api-repositories-workspace-repo-slug-commit-commit-statuses-build-post):
@@ -101,6 +91,16 @@ var apis = map[Kind]api{
 				"Authorization", "Bearer " + r.token
 		},
 	},
+}
+
+// reposStatuses builds the request of GitHub and of Gitea, alike but for the token's
+// scheme: POST /repos/{owner}/{repo}/statuses/{sha} {state, target_url, description, context}.
+func reposStatuses(scheme string) func(r *Reporter, sha, state, description string) (string, any, string, string) {
+	return func(r *Reporter, sha, state, description string) (string, any, string, string) {
+		return "/repos/" + pathOf(r.repo) + "/statuses/" + url.PathEscape(sha),
+			map[string]any{"state": state, "target_url": r.target, "description": description, "context": r.context},
+			"Authorization", scheme + r.token
+	}
 }
 
 // pathOf is owner/repo, each part escaped.
