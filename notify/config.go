@@ -10,10 +10,10 @@ import (
 	"regexp"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gpuctl/gpuctl/internal/yamlerr"
 	"github.com/gpuctl/gpuctl/render"
 	"go.yaml.in/yaml/v3"
 )
@@ -113,8 +113,7 @@ var (
 		QuotaReached, QuotaFreed, IdleGPU}
 	allSeverities = []Severity{SeverityInfo, SeverityWarning, SeverityError}
 	providerName  = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	yamlLine      = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-	yamlType      = map[string]string{"notify.fileConfig": "the alerts file", "notify.fileProvider": "a provider", "notify.fileRoute": "a route"}
+	yamlTypes     = map[string]string{"notify.fileConfig": "the alerts file", "notify.fileProvider": "a provider", "notify.fileRoute": "a route"}
 )
 
 // LoadConfig reads and checks an alerts file (ParseConfig), with the files it names.
@@ -272,26 +271,11 @@ func nodeLines(pos map[string]int, at string, n *yaml.Node) {
 	}
 }
 
-// yamlErrors turns go-yaml's "line N: message" errors into *ConfigErrors.
+// yamlErrors turns go-yaml's errors into *ConfigErrors.
 func yamlErrors(file string, err error) error {
-	var msgs []string
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		msgs = te.Errors
-	} else {
-		msgs = []string{err.Error()}
-	}
-	errs := make([]error, 0, len(msgs))
-	for _, m := range msgs {
-		ce := &ConfigError{File: file, Message: m}
-		if g := yamlLine.FindStringSubmatch(m); g != nil {
-			ce.Line, _ = strconv.Atoi(g[1])
-			ce.Message = g[2]
-			for t, words := range yamlType {
-				ce.Message = strings.Replace(ce.Message, "type "+t, words, 1)
-			}
-		}
-		errs = append(errs, ce)
+	var errs []error
+	for _, p := range yamlerr.Problems(err, yamlTypes) {
+		errs = append(errs, &ConfigError{File: file, Line: p.Line, Message: p.Message})
 	}
 	return errors.Join(errs...)
 }

@@ -6,11 +6,10 @@ import (
 	"fmt"
 	"io"
 	"path"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/gpuctl/gpuctl/internal/yamlerr"
 	"github.com/gpuctl/gpuctl/render"
 	"go.yaml.in/yaml/v3"
 )
@@ -101,8 +100,6 @@ func (e *PolicyError) Error() string {
 	return e.File + ": " + e.Message
 }
 
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
-
 // ParsePolicy reads a policy file strictly: unknown fields, wrong types, an unknown version,
 // unknown rules and severities are errors, each a *PolicyError with the file and line, joined.
 func ParsePolicy(file string, data []byte) (*Policy, error) {
@@ -152,21 +149,9 @@ func ParsePolicy(file string, data []byte) (*Policy, error) {
 
 // yamlErrors turns go-yaml's "line N: message" errors into *PolicyErrors.
 func yamlErrors(file string, err error) error {
-	var msgs []string
-	var te *yaml.TypeError
-	if errors.As(err, &te) {
-		msgs = te.Errors
-	} else {
-		msgs = []string{err.Error()}
-	}
-	errs := make([]error, 0, len(msgs))
-	for _, m := range msgs {
-		pe := &PolicyError{File: file, Message: m}
-		if g := yamlLine.FindStringSubmatch(m); g != nil {
-			pe.Line, _ = strconv.Atoi(g[1])
-			pe.Message = strings.Replace(g[2], "in type review.Policy", "in the policy", 1)
-		}
-		errs = append(errs, pe)
+	var errs []error
+	for _, p := range yamlerr.Problems(err, map[string]string{"review.Policy": "the policy"}) {
+		errs = append(errs, &PolicyError{File: file, Line: p.Line, Message: p.Message})
 	}
 	return errors.Join(errs...)
 }

@@ -1,0 +1,47 @@
+// Package yamlerr splits the errors of go-yaml's decoder into a line and a message each, for
+// the strict parsers whose errors name file:line (review's gpuctl-policy.yaml, notify's
+// gpuctl-alerts.yaml).
+package yamlerr
+
+import (
+	"errors"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Problem is one error of go-yaml: its line (0 when it names none) and its message.
+type Problem struct {
+	Line    int
+	Message string
+}
+
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
+
+// Problems splits err, from a yaml.v3 Decode, into its problems. types maps go-yaml's Go type
+// names ("review.Policy") to words for the reader ("the policy"): "type review.Policy" in a
+// message becomes "the policy".
+func Problems(err error, types map[string]string) []Problem {
+	var msgs []string
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	} else {
+		msgs = []string{err.Error()}
+	}
+	ps := make([]Problem, 0, len(msgs))
+	for _, m := range msgs {
+		p := Problem{Message: m}
+		if g := yamlLine.FindStringSubmatch(m); g != nil {
+			p.Line, _ = strconv.Atoi(g[1])
+			p.Message = g[2]
+		}
+		for t, words := range types {
+			p.Message = strings.Replace(p.Message, "type "+t, words, 1)
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}

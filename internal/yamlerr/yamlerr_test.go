@@ -1,0 +1,36 @@
+package yamlerr
+
+import (
+	"bytes"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+)
+
+type doc struct {
+	Name  string `yaml:"name"`
+	Count int    `yaml:"count"`
+}
+
+func TestProblems(t *testing.T) {
+	dec := yaml.NewDecoder(bytes.NewReader([]byte("name: a\ncount: many\nextra: 1\n")))
+	dec.KnownFields(true)
+	var d doc
+	ps := Problems(dec.Decode(&d), map[string]string{"yamlerr.doc": "the file"})
+	want := []Problem{
+		{2, "cannot unmarshal !!str `many` into int"},
+		{3, "field extra not found in the file"},
+	}
+	if len(ps) != len(want) {
+		t.Fatalf("problems %+v, want %+v", ps, want)
+	}
+	for i := range want {
+		if ps[i] != want[i] {
+			t.Errorf("problem %d: %+v, want %+v", i, ps[i], want[i])
+		}
+	}
+	syntax := yaml.Unmarshal([]byte("a: [\n"), &d)
+	if ps := Problems(syntax, nil); len(ps) != 1 || ps[0].Line == 0 {
+		t.Errorf("a syntax error: %+v (%v)", ps, syntax)
+	}
+}
