@@ -34,7 +34,7 @@ type DispatcherOptions struct {
 	// default 100.
 	QueueSize int
 	// Retries are the further attempts of a failed delivery (a network error, 429 or 5xx),
-	// after RetryBackoff, doubled each time; defaults 3 and 1 s.
+	// after RetryBackoff, doubled each time; defaults 3 (a negative Retries: none) and 1 s.
 	Retries      int
 	RetryBackoff time.Duration
 }
@@ -88,8 +88,11 @@ func NewDispatcher(cfg *Config, o DispatcherOptions) *Dispatcher {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 100
 	}
-	if o.Retries == 0 {
+	switch {
+	case o.Retries == 0:
 		o.Retries = 3
+	case o.Retries < 0:
+		o.Retries = 0
 	}
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = time.Second
@@ -136,7 +139,8 @@ func (d *Dispatcher) Send(e Event) {
 		e.Cluster = d.o.Cluster
 	}
 	c := condition{e.Namespace, e.Key}
-	sent := map[string]bool{} // a provider of several matching routes gets one message
+	// A provider of several matching routes gets one message, or one drop: its verdict.
+	verdict := map[string]bool{}
 	for i, r := range d.cfg.Routes {
 		if !r.Matches(e) {
 			continue
@@ -149,14 +153,18 @@ func (d *Dispatcher) Send(e Event) {
 		case !e.Resolved && open && (d.cfg.RepeatInterval == 0 || now.Sub(last) < d.cfg.RepeatInterval):
 			continue
 		}
-		t := d.targets[r.Provider]
-		if !sent[r.Provider] {
-			if !t.limiter.AllowN(now, 1) {
+		ok, decided := verdict[r.Provider]
+		if !decided {
+			t := d.targets[r.Provider]
+			if ok = t.limiter.AllowN(now, 1); ok {
+				d.enqueue(t, e)
+			} else {
 				t.droppedRate++
-				continue
 			}
-			d.enqueue(t, e)
-			sent[r.Provider] = true
+			verdict[r.Provider] = ok
+		}
+		if !ok {
+			continue
 		}
 		switch {
 		case e.Key == "":

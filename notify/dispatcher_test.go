@@ -287,3 +287,20 @@ func TestNoRetryOn4xx(t *testing.T) {
 		t.Errorf("a 404 was posted %d times, want 1", n)
 	}
 }
+
+func TestRateLimitCountsAnAlertOnce(t *testing.T) {
+	rc := newReceiver(t)
+	clk := newClock()
+	cfg := &Config{Providers: []Provider{{Name: "ops", Type: ProviderWebhook, URL: rc.URL + "/ops"}},
+		Routes: []Route{{Provider: "ops"}, {Provider: "ops", Severities: []Severity{SeverityError}}}}
+	d := dispatch(t, cfg, DispatcherOptions{Now: clk.Now, RatePerMinute: 1})
+	d.Send(failed("a"))
+	d.Send(failed("b")) // two routes, one provider: one alert dropped
+	clk.Add(time.Minute)
+	d.Send(failed("c"))
+	flush(t, d)
+	got := texts(rc.at("/ops"))
+	if len(got) != 2 || !strings.HasSuffix(got[1], "(1 more alert was dropped: rate limit)") {
+		t.Errorf("messages %q, want 2, the second noting 1 dropped", got)
+	}
+}
