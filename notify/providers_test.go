@@ -171,3 +171,37 @@ func TestMessageBounds(t *testing.T) {
 		}
 	}
 }
+
+// The bar at the dispatcher: a failed sync sends one Slack message and one signed
+// webhook, 20 failing syncs no more, the recovery one more each.
+func TestFailedSyncSlackAndWebhook(t *testing.T) {
+	rc := newReceiver(t)
+	key := []byte("k3y")
+	cfg := &Config{
+		Providers: []Provider{{Name: "ops-slack", Type: ProviderSlack, URL: rc.URL + "/slack"},
+			{Name: "hook", Type: ProviderWebhook, URL: rc.URL + "/hook", Secret: key}},
+		Routes: []Route{{Provider: "ops-slack", Reasons: []Reason{SyncFailed, SyncRecovered}}, {Provider: "hook"}},
+	}
+	d := dispatch(t, cfg, DispatcherOptions{Cluster: "prod"})
+	for range 20 {
+		d.Send(failed("sync"))
+	}
+	d.Send(recovered("sync"))
+	flush(t, d)
+	slackPosts, hookPosts := rc.at("/slack"), rc.at("/hook")
+	if len(slackPosts) != 2 || len(hookPosts) != 2 {
+		t.Fatalf("%d Slack messages and %d webhooks, want 2 and 2", len(slackPosts), len(hookPosts))
+	}
+	for i, want := range []string{"SyncFailed", "SyncRecovered"} {
+		headline := []string{"[prod] ERROR SyncFailed: ", "[prod] INFO SyncRecovered: "}[i]
+		if !strings.Contains(string(slackPosts[i].body), headline) {
+			t.Errorf("Slack message %d: %s", i, slackPosts[i].body)
+		}
+		p := hookPosts[i]
+		mac := hmac.New(sha256.New, key)
+		mac.Write(p.body)
+		if !hmac.Equal([]byte(p.header.Get("X-Gpuctl-Signature")), []byte("sha256="+hex.EncodeToString(mac.Sum(nil)))) || p.header.Get("X-Gpuctl-Event") != want {
+			t.Errorf("webhook %d: headers %v", i, p.header)
+		}
+	}
+}
