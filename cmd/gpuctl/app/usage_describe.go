@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"sort"
 	"time"
@@ -104,6 +105,11 @@ func readJobUsage(ctx context.Context, prom *options.Prometheus, m cluster.Model
 		return u
 	case err == nil:
 		series, err = pc.JobSeries(ctx, pods, start, now, step)
+	}
+	var answer *httpError
+	if errors.As(err, &answer) && answer.Code == http.StatusServiceUnavailable {
+		u.note = noPrometheusNote // the daemon has none either: the same line as without --server
+		return u
 	}
 	if err != nil {
 		u.note = oneLine(err.Error())
