@@ -11,6 +11,7 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
+	"github.com/gpuctl/gpuctl/notify"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,6 +52,9 @@ type Options struct {
 	Metrics *prometheus.GaugeVec
 	// Events records a Kubernetes Event on each drifted object; nil disables them.
 	Events record.EventRecorder
+	// Alerts receives a Drift or ShadowWorkload alert for each new item of the report, and
+	// DriftResolved when it leaves (alerts.go); default notify.Discard.
+	Alerts notify.Sender
 	Log    *slog.Logger
 }
 
@@ -106,6 +110,9 @@ func New(opts Options) (*Detector, error) {
 	}
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Alerts == nil {
+		opts.Alerts = notify.Discard
 	}
 	mc, err := metadata.NewForConfig(opts.Config)
 	if err != nil {

@@ -42,6 +42,7 @@ func (d *Detector) set(it drift.Item) {
 	if change != "" {
 		d.opts.Log.Info("drift "+string(change), "category", it.Category, "object", it.Object.String(), "manager", it.Manager, "message", it.Message)
 		d.event(it, corev1.EventTypeWarning, eventReason[it.Category], it.Message+fieldsNote(it))
+		d.alert(it)
 	}
 }
 
@@ -74,6 +75,7 @@ func (d *Detector) resolve(key string, how drift.Transition, why string) {
 	d.history.Add(drift.Entry{Time: now, Change: how, Item: it, Reason: why})
 	d.mu.Unlock()
 	d.opts.Log.Info("drift "+string(how), "category", it.Category, "object", it.Object.String(), "reason", why)
+	d.alertResolved(it, how)
 	switch how {
 	case drift.Corrected:
 		d.event(it, corev1.EventTypeNormal, "DriftCorrected", "gpuctl re-applied what Git declares: "+it.Message)
@@ -87,12 +89,14 @@ func (d *Detector) resolve(key string, how drift.Transition, why string) {
 // the same object leaves the report: the sync resolved it.
 func (d *Detector) TookBack(items []drift.Item) {
 	now := time.Now().UTC()
+	var resolved []drift.Item // reported items that leave the report
 	d.mu.Lock()
 	for i, it := range items {
 		key := it.Key()
 		if old, had := d.items[key]; had {
 			delete(d.items, key)
 			it.Detected, it.Changed = old.Detected, old.Changed
+			resolved = append(resolved, old)
 		}
 		delete(d.correcting, key)
 		d.history.Add(drift.Entry{Time: now, Change: drift.TakenBack, Item: it})
@@ -103,6 +107,9 @@ func (d *Detector) TookBack(items []drift.Item) {
 	for _, it := range items {
 		d.opts.Log.Info("drift "+string(drift.TakenBack), "object", it.Object.String(), "message", it.Message)
 		d.event(it, corev1.EventTypeNormal, "DriftTakenBack", "gpuctl applied a revision that changes this object: "+it.Message)
+	}
+	for _, it := range resolved {
+		d.alertResolved(it, drift.TakenBack)
 	}
 }
 

@@ -14,10 +14,12 @@ import (
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/notify"
 	"github.com/gpuctl/gpuctl/reconciler"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
 	"github.com/gpuctl/gpuctl/usage"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
@@ -78,6 +80,14 @@ type Options struct {
 	// IdleEvery is how often the leader evaluates the idle policy and gpuctl_team_gpus when
 	// Usage is set (default DefaultIdleEvery; idle.go).
 	IdleEvery time.Duration
+	// Alerts receives the Events of syncs and of the idle policy (notify.go; default
+	// notify.Discard).
+	Alerts notify.Sender
+	// Statuses reports each sync's result on its commit (a Git source with a forge); nil: none.
+	Statuses StatusReporter
+	// Recorder records each sync's result as a Kubernetes Event on the status ConfigMap; nil:
+	// none.
+	Recorder record.EventRecorder
 	// Metrics may be nil.
 	Metrics *Metrics
 	Log     *slog.Logger
@@ -189,6 +199,9 @@ func New(opts Options) *Daemon {
 	}
 	if opts.IdleEvery <= 0 {
 		opts.IdleEvery = DefaultIdleEvery
+	}
+	if opts.Alerts == nil {
+		opts.Alerts = notify.Discard
 	}
 	d := &Daemon{opts: opts, requests: make(chan struct{}, 1), firstSync: make(chan struct{}), release: newReleaser(),
 		api: apiHealth{suspect: make(chan struct{}, 1), back: make(chan struct{}, 1)}}
@@ -330,6 +343,9 @@ func (d *Daemon) syncOnce(ctx context.Context, r Request) Status {
 	}
 	d.opts.Metrics.observe(st)
 	d.log(st)
+	if ctx.Err() == nil { // a sync cut short by the end of the daemon tells nothing
+		d.tell(prev, st)
+	}
 	return st
 }
 

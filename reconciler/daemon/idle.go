@@ -74,6 +74,8 @@ type idleState struct {
 type idleRun struct {
 	start, seen   time.Time // when the run began; the round that last saw it
 	warned, acted bool
+	// told is the job once an IdleGPU alert opened its condition, closed when the run ends.
+	told *edit.JobRef
 }
 
 // runIdle evaluates the idle policy every IdleEvery after the first sync, until ctx ends.
@@ -170,8 +172,11 @@ func (d *Daemon) applyIdle(ctx context.Context, policy *review.Policy, pods []us
 	if len(errs) > 0 { // what a failed audit did not see may still be idle
 		return out, errors.Join(errs...)
 	}
-	for id := range d.idle.runs { // runs that ended, of jobs gone or busy again
+	for id, run := range d.idle.runs { // runs that ended, of jobs gone or busy again
 		if !seen[id] {
+			if run.told != nil {
+				d.idleEnded(run.told.Namespace, run.told.Name)
+			}
 			delete(d.idle.runs, id)
 		}
 	}
@@ -252,6 +257,9 @@ func (d *Daemon) idleAct(ctx context.Context, r *review.IdleRule, j usage.IdleJo
 		d.opts.Log.Warn("idle policy: paused an idle job", "job", ref.String(), "rule", r.Name, "commit", humanize.Revision(res.Commit))
 	}
 	d.idleEvent(ctx, j, act)
+	if act.Reason == ReasonIdleGPU {
+		run.told = &ref
+	}
 	return act, true
 }
 
@@ -282,6 +290,7 @@ func (d *Daemon) idleEvent(ctx context.Context, j usage.IdleJob, act IdleAction)
 	if _, err := d.opts.Store.Kube.CoreV1().Events(j.Namespace).Create(ctx, ev, metav1.CreateOptions{}); err != nil {
 		d.opts.Log.Warn("idle policy: cannot record an event", "job", act.Job.String(), "reason", act.Reason, "err", err)
 	}
+	d.alertIdle(ref.Kind, act)
 }
 
 // workloadRef is the object reference of a job's workload object: its Job (or JobSet, for

@@ -47,6 +47,8 @@ type Options struct {
 	Kube   kube.Options
 	Engine options.Engine
 	Rates  RateOptions
+	// Notify are the alerts, the commit statuses and the cluster's name (notify.go).
+	Notify NotifyOptions
 	// Prometheus is where GPU utilization is read (the API's metrics, the page's charts, the
 	// idle policy); without a URL there is none.
 	Prometheus options.Prometheus
@@ -89,6 +91,7 @@ func (o *Options) BindFlags(cmd *cobra.Command) {
 	o.Kube.BindFlags(fs)
 	o.Engine.BindFlags(fs)
 	o.Rates.BindFlags(fs)
+	o.Notify.BindFlags(fs)
 	o.Prometheus.BindFlags(fs)
 	fs.DurationVar(&o.IdleEvery, "idle-every", daemon.DefaultIdleEvery, "how often the leader, with --prometheus-url, applies gpuctl-policy.yaml's idle rules and sets gpuctl_team_gpus")
 	fs.StringVar(&o.Namespace, "namespace", keys.SystemNamespace, "the daemon's namespace: status, inventory, lease, pool registry")
@@ -223,21 +226,37 @@ func run(ctx context.Context, o *Options) error {
 	if err != nil {
 		return err
 	}
+	dispatcher, alerts, err := o.Notify.alerts(log.With("component", "alerts"))
+	if err != nil {
+		return err
+	}
+	if dispatcher != nil {
+		defer dispatcher.Close()
+	}
+	statuses, err := o.Notify.statuses(ctx, o.Source.Source, log.With("component", "forge"))
+	if err != nil {
+		return err
+	}
 	driftStore := drift.NewStore(kube, o.Namespace)
 	events := record.NewBroadcaster()
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
+	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gpuctl-reconciler"})
 	det, err := detector.New(detector.Options{Config: own, Kube: kube, Engine: engine, Store: driftStore, Mode: o.Drift,
 		DeleteShadow: o.DriftDelete, IgnoreManagers: o.DriftIgnore, HistorySize: o.DriftHistory, Resync: o.Interval,
-		Metrics: metrics.Drift, Events: events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gpuctl-reconciler"}),
-		Log: log.With("component", "drift")})
+		Metrics: metrics.Drift, Events: recorder, Alerts: alerts, Log: log.With("component", "drift")})
 	if err != nil {
 		return err
 	}
 	engine.SetWatched(det) // a plan reads the members from the detector's watches, not by listing
-	d := daemon.New(daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
+	dopts := daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
 		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
-		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, RenderCacheBytes: renderCacheBytes, Writes: o.Source.Writes, Usage: gpus, IdleEvery: o.IdleEvery, Metrics: metrics, Log: log.With("component", "sync")})
+		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, RenderCacheBytes: renderCacheBytes, Writes: o.Source.Writes, Usage: gpus, IdleEvery: o.IdleEvery,
+		Alerts: alerts, Recorder: recorder, Metrics: metrics, Log: log.With("component", "sync")}
+	if statuses != nil { // not a nil *forge.Reporter in the interface
+		dopts.Statuses = statuses
+	}
+	d := daemon.New(dopts)
 	if o.ProfilingListen != "" {
 		go serveProfiles(ctx, o.ProfilingListen, log)
 	}
