@@ -31,7 +31,7 @@ func (r *Reporter) post(ctx context.Context, p *pending) outcome {
 	resp, err := r.client.Do(req)
 	if err != nil {
 		// A *url.Error names the request's URL, which holds no token; redact all the same.
-		return outcome{err: errors.New(r.redact(err.Error())), retry: ctx.Err() == nil}
+		return outcome{err: errors.New(r.redact(err.Error())), retry: true}
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))

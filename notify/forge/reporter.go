@@ -115,7 +115,12 @@ func (r *Reporter) Run(ctx context.Context) {
 	for {
 		p, wait := r.take()
 		if p != nil {
-			r.finish(p, r.post(ctx, p))
+			o := r.post(ctx, p)
+			if ctx.Err() != nil { // stopped mid-post: the status waits for the next Run
+				r.finish(p, outcome{err: ctx.Err(), retry: true})
+				return
+			}
+			r.finish(p, o)
 			continue
 		}
 		var tick <-chan time.Time

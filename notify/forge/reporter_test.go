@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -310,4 +311,35 @@ func waitFor(t *testing.T, cond func() bool) {
 		}
 	}
 	t.Fatal("condition not met in 5 s")
+}
+
+func TestStoppedMidPostKeepsStatus(t *testing.T) {
+	var calls atomic.Int32
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		_, _ = io.Copy(io.Discard, req.Body) // read: the server then sees the client hang up
+		if calls.Add(1) == 1 {
+			<-req.Context().Done() // the first post hangs until the client gives up
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	}))
+	defer hs.Close()
+	r, err := New(Options{APIURL: hs.URL, TokenFile: writeToken(t, "tok"), Retry: fast}, "https://github.com/a/b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Report(testSHA, StateSuccess, "applied")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.Run(ctx); close(done) }()
+	waitFor(t, func() bool { return calls.Load() == 1 })
+	cancel()
+	<-done
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	defer cancel2()
+	go r.Run(ctx2)
+	flush(t, r)
+	if n := calls.Load(); n != 2 {
+		t.Errorf("%d posts, want 2: a status cut by the end of Run is posted by the next", n)
+	}
 }
