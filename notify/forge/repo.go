@@ -1,11 +1,10 @@
 package forge
 
 import (
-	"errors"
 	"fmt"
-	"net/url"
-	"regexp"
 	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/gitremote"
 )
 
 // repository is what a Git URL says about where statuses go.
@@ -18,44 +17,17 @@ type repository struct {
 	name   string // the path's last segment
 }
 
-// scpLike matches the scp form of an SSH remote: [user@]host:path, the path not starting
-// with a slash twice (which would be a URL).
-var scpLike = regexp.MustCompile(`^(?:[^@/:]+@)?([A-Za-z0-9.\-]+):([^/].*)$`)
-
 // hostKinds are the forges guessed from a host.
 var hostKinds = map[string]Kind{"github.com": GitHub, "gitlab.com": GitLab, "bitbucket.org": Bitbucket}
 
-// parseRepository reads a Git URL in its https, ssh:// or scp-like (git@host:owner/repo.git)
-// form. Errors name the URL without its credentials.
+// parseRepository reads a Git URL (gitremote.Parse) into a repository.
 func parseRepository(raw string) (repository, error) {
-	if raw == "" {
-		return repository{}, errors.New("a Git URL is required to know the repository")
+	r, err := gitremote.Parse(raw)
+	if err != nil {
+		return repository{}, err
 	}
-	var host, web, path string
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && strings.Contains(raw, "://") {
-		switch strings.ToLower(u.Scheme) {
-		case "https", "http":
-			web = strings.ToLower(u.Scheme) + "://" + u.Host
-		case "ssh", "git+ssh", "ssh+git":
-			web = "https://" + u.Hostname()
-		default:
-			return repository{}, fmt.Errorf("Git URL %s: scheme %q has no forge (want https, ssh:// or git@host:owner/repo)", shown(raw), u.Scheme)
-		}
-		host, path = u.Hostname(), u.Path
-	} else if m := scpLike.FindStringSubmatch(raw); m != nil && !strings.Contains(raw, "://") {
-		host, path = m[1], m[2]
-		web = "https://" + host
-	} else {
-		return repository{}, fmt.Errorf("Git URL %s: not an https, ssh:// or git@host:owner/repo URL", shown(raw))
-	}
-	path = strings.TrimSuffix(strings.Trim(path, "/"), ".git")
-	path = strings.Trim(path, "/")
-	segs := strings.Split(path, "/")
-	if host == "" || path == "" || len(segs) < 2 || slicesHasEmpty(segs) {
-		return repository{}, fmt.Errorf("Git URL %s: no owner/repository in its path", shown(raw))
-	}
-	return repository{host: strings.ToLower(host), web: web, path: path,
-		owner: strings.Join(segs[:len(segs)-1], "/"), name: segs[len(segs)-1]}, nil
+	segs := r.Segments()
+	return repository{host: r.Host, web: r.Web, path: r.Path, owner: strings.Join(segs[:len(segs)-1], "/"), name: segs[len(segs)-1]}, nil
 }
 
 // forKind checks that the path fits kind: GitLab takes any depth of groups, Gitea a path
@@ -75,25 +47,5 @@ func (r repository) forKind(kind Kind, raw string) (repository, error) {
 	return repository{}, fmt.Errorf("Git URL %s: %s wants owner/repository, the path has %d parts", shown(raw), kind, len(segs))
 }
 
-// slicesHasEmpty reports whether a path has an empty segment (a//b).
-func slicesHasEmpty(segs []string) bool {
-	for _, s := range segs {
-		if s == "" {
-			return true
-		}
-	}
-	return false
-}
-
-// shown is raw without credentials, for errors: a URL's userinfo and an scp-like remote's
-// user are dropped; what does not parse is not shown at all.
-func shown(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && strings.Contains(raw, "://") {
-		u.User = nil
-		return fmt.Sprintf("%q", u.String())
-	}
-	if m := scpLike.FindStringSubmatch(raw); m != nil && !strings.Contains(raw, "://") {
-		return fmt.Sprintf("%q", m[1]+":"+m[2])
-	}
-	return "(not shown: it may hold credentials)"
-}
+// shown is raw without credentials, for errors (gitremote.Shown).
+func shown(raw string) string { return gitremote.Shown(raw) }
