@@ -70,6 +70,30 @@ func TestWriteWithoutANamespace(t *testing.T) {
 		})
 	}
 
+	// Default's directory is an admin's however a team's token asks for it: by the request's
+	// namespace, or by its path (defaultNamespaceDir, the kind's directory); nothing is written.
+	all := Writer{Name: "dash", AllNamespaces: true}
+	for name, c := range map[string]struct {
+		by        Writer
+		namespace string
+		path      string
+		want      string
+	}{
+		"a team asks for namespace default":      {alice, "default", "", `"alice-bot" may not write in namespace default: only an admin`},
+		"a team names defaultNamespaceDir":       {alice, "", "jobs", `"alice-bot" may not write in jobs: no namespace rule maps it`},
+		"a team names the kind's directory":      {alice, "", "training", `"alice-bot" may not write in training: no namespace rule maps it`},
+		"namespaces=* names defaultNamespaceDir": {all, "", "jobs/", `"dash" may not write in jobs`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			fsys, dir := memTree(t, withDir)
+			res, err := New(Options{}).edit(fsys, dir, WriteRequest{Verb: VerbCreate, By: c.by, Files: []edit.File{sft("")}, Namespace: c.namespace, Path: c.path})
+			var fe *ForbiddenError
+			if !errors.As(err, &fe) || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("want a *ForbiddenError saying %q, got %T %v (%+v)", c.want, err, err, res)
+			}
+		})
+	}
+
 	// No directory for default: a rule maps the kind's, or the file has no workload.
 	mapped := maps.Clone(reviewTree)
 	mapped[".gpuctl.yaml"] += "  - path: training/**\n    namespace: ml\n"
