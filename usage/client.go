@@ -61,7 +61,7 @@ func New(o Options) (*Client, error) {
 	}
 	u, err := url.Parse(o.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("--prometheus-url %q: want http(s)://host[:port][/prefix]", redactURL(o.URL))
+		return nil, fmt.Errorf("--prometheus-url %q: want http(s)://host[:port][/prefix]", RedactURL(o.URL))
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	if o.CAFile != "" {
@@ -93,13 +93,13 @@ func New(o Options) (*Client, error) {
 	}
 	c, err := promapi.NewClient(promapi.Config{Address: o.URL, RoundTripper: rt})
 	if err != nil {
-		return nil, fmt.Errorf("--prometheus-url %s: %v", redactURL(o.URL), err)
+		return nil, fmt.Errorf("--prometheus-url %s: %v", RedactURL(o.URL), err)
 	}
 	timeout := o.Timeout
 	if timeout <= 0 {
 		timeout = DefaultTimeout
 	}
-	return &Client{api: promv1.NewAPI(c), url: redactURL(o.URL), selector: selector, timeout: timeout, now: time.Now}, nil
+	return &Client{api: promv1.NewAPI(c), url: RedactURL(o.URL), selector: selector, timeout: timeout, now: time.Now}, nil
 }
 
 // URL is Prometheus' URL without its password, for messages.
@@ -123,8 +123,9 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return b.next.RoundTrip(r)
 }
 
-// redactURL hides a URL's password.
-func redactURL(s string) string {
+// RedactURL is s with its password hidden ("(unparsable URL)" when it is none), for an
+// error or a log that names a URL a user gave.
+func RedactURL(s string) string {
 	u, err := url.Parse(s)
 	if err != nil {
 		return "(unparsable URL)"

@@ -15,6 +15,7 @@ import (
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/usage"
 )
 
 // The one place where a read verb (logs, events, ...) chooses its cluster.Model: the cluster
@@ -183,7 +184,7 @@ func (o *readOptions) source(warn io.Writer) (server, token string, err error) {
 		}
 	}
 	if server != "" && token == "" {
-		return "", "", fmt.Errorf("server %s: no token: give --token, $%s, or a token for this server in %s", server, envToken, configHint)
+		return "", "", fmt.Errorf("server %s: no token: give --token, $%s, or a token for this server in %s", usage.RedactURL(server), envToken, configHint)
 	}
 	return server, token, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/usage"
 )
 
 // remoteModel is cluster.Model over the daemon's API (gpuctl --server): each method is one GET
@@ -35,7 +36,7 @@ var _ cluster.Model = (*remoteModel)(nil)
 func newRemoteModel(server, token string) (*remoteModel, error) {
 	u, err := url.Parse(server)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("server %q: want an http:// or https:// URL", server)
+		return nil, fmt.Errorf("server %q: want an http:// or https:// URL", usage.RedactURL(server))
 	}
 	u.Path = strings.TrimSuffix(u.Path, "/") + "/api/v1/"
 	u.RawQuery, u.Fragment, u.User = "", "", nil

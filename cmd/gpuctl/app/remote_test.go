@@ -196,6 +196,15 @@ func TestReadOptionsChooseTheModel(t *testing.T) {
 	if _, _, err := choose("--server", "https://api.example"); err == nil || !strings.Contains(err.Error(), "no token") {
 		t.Errorf("no token: %v", err)
 	}
+	// A password in the server's URL is never echoed, nor is one in a URL that is refused.
+	for _, server := range []string{"https://ops:s3cret@api.example", "ftp://ops:s3cret@api.example"} {
+		if _, _, err := choose("--server", server); err == nil || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("--server %s: %v", server, err)
+		}
+		if _, _, err := choose("--server", server, "--token", testToken); err == nil && strings.HasPrefix(server, "ftp") || err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("--server %s --token: %v", server, err)
+		}
+	}
 	m, _, err := choose("--server", "https://api.example/gpuctl", "--token", testToken)
 	if err != nil || remote(m) != "https://api.example/gpuctl/api/v1/ "+testToken {
 		t.Errorf("flags: %s %v", remote(m), err)
