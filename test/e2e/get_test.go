@@ -237,7 +237,7 @@ func TestGetAndDescribe(t *testing.T) {
 	if out, _, _ := gpuctl(t, "describe", "job", "oom", "-n", ns); !strings.Contains(out, "container main: out of memory: raise resources.memory; exit code 137") {
 		t.Errorf("describe job oom:\n%s", out)
 	}
-	if out, _, _ := gpuctl(t, "describe", "job", ns+".multi"); !strings.Contains(out, "(rank 1)") || !strings.Contains(out, "1 GPU (t4-16g), 0 CPU, 0 memory per pod × 2 pods = 2 GPUs") {
+	if out, _, _ := gpuctl(t, "describe", "job", ns+".multi"); !strings.Contains(out, "(rank 1)") || !strings.Contains(out, "1 GPU (t4-16g) per pod × 2 pods = 2 GPUs") {
 		t.Errorf("describe job multi:\n%s", out)
 	}
 	var d cluster.JobDescription

@@ -167,7 +167,12 @@ func describeJob(w io.Writer, d cluster.JobDescription, now time.Time, u *jobUsa
 	if res.GPUShare > 0 {
 		perPod = append(perPod, fmt.Sprintf("%d GiB of GPU memory", res.GPUShare))
 	}
-	perPod = append(perPod, fmt.Sprintf("%g CPU", res.CPU), res.Memory+" memory")
+	if res.CPU > 0 { // a pod that asks for none has none shown, not "0 CPU"
+		perPod = append(perPod, fmt.Sprintf("%g CPU", res.CPU))
+	}
+	if res.Memory != "" && res.Memory != "0" {
+		perPod = append(perPod, res.Memory+" memory")
+	}
 	resources := strings.Join(perPod, ", ") + " per pod"
 	if res.Pods != 1 {
 		resources += fmt.Sprintf(" × %s = %s", humanize.Plural(res.Pods, "pod"), humanize.Plural(res.GPUTotal, "GPU"))
