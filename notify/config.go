@@ -70,20 +70,8 @@ func (r Route) Matches(e Event) bool {
 		(len(r.Teams) == 0 || e.Namespace != "" && slices.Contains(r.Teams, e.Namespace))
 }
 
-// ConfigError is a problem in an alerts file, with its position.
-type ConfigError struct {
-	File    string
-	Line    int
-	Message string
-}
-
-// Error formats the error as file:line: message.
-func (e *ConfigError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Message)
-	}
-	return e.File + ": " + e.Message
-}
+// ConfigError is a problem in an alerts file, with its position (file:line: message).
+type ConfigError = yamlerr.Error
 
 // fileConfig is the file as written.
 type fileConfig struct {
@@ -134,7 +122,7 @@ func ParseConfig(file string, data []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlErrors(file, err)
+		return nil, yamlerr.Errors(file, err, yamlTypes)
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root) // it decoded above, so it parses
@@ -269,13 +257,4 @@ func nodeLines(pos map[string]int, at string, n *yaml.Node) {
 			nodeLines(pos, k, c)
 		}
 	}
-}
-
-// yamlErrors turns go-yaml's errors into *ConfigErrors.
-func yamlErrors(file string, err error) error {
-	var errs []error
-	for _, p := range yamlerr.Problems(err, yamlTypes) {
-		errs = append(errs, &ConfigError{File: file, Line: p.Line, Message: p.Message})
-	}
-	return errors.Join(errs...)
 }

@@ -85,20 +85,8 @@ func (p *Policy) SeverityOf(r Rule) render.Severity {
 	return defaultSeverity[r]
 }
 
-// PolicyError is a problem in a policy file, with its position.
-type PolicyError struct {
-	File    string
-	Line    int
-	Message string
-}
-
-// Error formats the error as file:line: message.
-func (e *PolicyError) Error() string {
-	if e.Line > 0 {
-		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Message)
-	}
-	return e.File + ": " + e.Message
-}
+// PolicyError is a problem in a policy file, with its position (file:line: message).
+type PolicyError = yamlerr.Error
 
 // ParsePolicy reads a policy file strictly: unknown fields, wrong types, an unknown version,
 // unknown rules and severities are errors, each a *PolicyError with the file and line, joined.
@@ -107,7 +95,7 @@ func ParsePolicy(file string, data []byte) (*Policy, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(p); err != nil && !errors.Is(err, io.EOF) {
-		return nil, yamlErrors(file, err)
+		return nil, yamlerr.Errors(file, err, map[string]string{"review.Policy": "the policy"})
 	}
 	var root yaml.Node
 	_ = yaml.Unmarshal(data, &root) // it decoded above, so it parses
@@ -145,15 +133,6 @@ func ParsePolicy(file string, data []byte) (*Policy, error) {
 		return nil, errors.Join(errs...)
 	}
 	return p, nil
-}
-
-// yamlErrors turns go-yaml's "line N: message" errors into *PolicyErrors.
-func yamlErrors(file string, err error) error {
-	var errs []error
-	for _, p := range yamlerr.Problems(err, map[string]string{"review.Policy": "the policy"}) {
-		errs = append(errs, &PolicyError{File: file, Line: p.Line, Message: p.Message})
-	}
-	return errors.Join(errs...)
 }
 
 // keyLines maps the top-level keys, the keys of severity and those of each idle rule

@@ -2,6 +2,7 @@ package yamlerr
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -41,4 +42,30 @@ func Problems(err error, types map[string]string) []Problem {
 		ps = append(ps, p)
 	}
 	return ps
+}
+
+// Error is a problem in a file that a strict parser read, with its position: what review's
+// gpuctl-policy.yaml (review.PolicyError) and notify's gpuctl-alerts.yaml (notify.ConfigError)
+// return, joined.
+type Error struct {
+	File    string
+	Line    int // 0 when it names no line
+	Message string
+}
+
+// Error formats the error as file:line: message (file: message without a line).
+func (e *Error) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s:%d: %s", e.File, e.Line, e.Message)
+	}
+	return e.File + ": " + e.Message
+}
+
+// Errors turns err, from a yaml.v3 Decode of file, into *Errors (Problems, with types), joined.
+func Errors(file string, err error, types map[string]string) error {
+	var errs []error
+	for _, p := range Problems(err, types) {
+		errs = append(errs, &Error{File: file, Line: p.Line, Message: p.Message})
+	}
+	return errors.Join(errs...)
 }

@@ -2,6 +2,7 @@ package yamlerr
 
 import (
 	"bytes"
+	"errors"
 	"testing"
 
 	"go.yaml.in/yaml/v3"
@@ -32,5 +33,22 @@ func TestProblems(t *testing.T) {
 	syntax := yaml.Unmarshal([]byte("a: [\n"), &d)
 	if ps := Problems(syntax, nil); len(ps) != 1 || ps[0].Line == 0 {
 		t.Errorf("a syntax error: %+v (%v)", ps, syntax)
+	}
+}
+
+func TestErrors(t *testing.T) {
+	dec := yaml.NewDecoder(bytes.NewReader([]byte("name: a\ncount: many\n")))
+	dec.KnownFields(true)
+	var d doc
+	err := Errors("f.yaml", dec.Decode(&d), map[string]string{"yamlerr.doc": "the file"})
+	if want := "f.yaml:2: cannot unmarshal !!str `many` into int"; err == nil || err.Error() != want {
+		t.Errorf("Errors = %v, want %s", err, want)
+	}
+	var e *Error
+	if !errors.As(err, &e) || e.Line != 2 || e.File != "f.yaml" {
+		t.Errorf("Errors holds %+v, want an *Error of f.yaml line 2", e)
+	}
+	if got := (&Error{File: "f.yaml", Message: "empty"}).Error(); got != "f.yaml: empty" {
+		t.Errorf("an Error without a line = %q, want %q", got, "f.yaml: empty")
 	}
 }
