@@ -52,8 +52,16 @@ type Dispatcher struct {
 	wg      sync.WaitGroup
 
 	mu sync.Mutex
-	// open holds the conditions open on each route (its index): when each was last sent.
-	open []map[condition]time.Time
+	// open holds the conditions open on each route (its index).
+	open []map[condition]openCondition
+}
+
+// openCondition is a condition open on a route: when it was last sent, and whether an Event
+// closing it was dropped by the rate limit (then the next Event that opens it is sent as a
+// new one, and the next that closes it is tried again).
+type openCondition struct {
+	sent    time.Time
+	closing bool
 }
 
 // condition is what an Event opens or closes.
@@ -97,10 +105,10 @@ func NewDispatcher(cfg *Config, o DispatcherOptions) *Dispatcher {
 	if o.RetryBackoff <= 0 {
 		o.RetryBackoff = time.Second
 	}
-	d := &Dispatcher{cfg: cfg, o: o, targets: map[string]*target{}, open: make([]map[condition]time.Time, len(cfg.Routes))}
+	d := &Dispatcher{cfg: cfg, o: o, targets: map[string]*target{}, open: make([]map[condition]openCondition, len(cfg.Routes))}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	for i := range d.open {
-		d.open[i] = map[condition]time.Time{}
+		d.open[i] = map[condition]openCondition{}
 	}
 	for _, p := range cfg.Providers {
 		t := &target{p: p, limiter: rate.NewLimiter(rate.Limit(float64(o.RatePerMinute)/60), o.RatePerMinute), wake: make(chan struct{}, 1)}
@@ -123,8 +131,10 @@ func NewDispatcher(cfg *Config, o DispatcherOptions) *Dispatcher {
 // condition already open on the route is dropped unless RepeatInterval has passed since it
 // was sent; a Resolved Event of a condition not open is dropped (nothing to recover from);
 // an Event without a Key is always sent. What passes is queued for the route's provider, or
-// dropped and counted when the provider's rate is spent (the condition stays as it was, so
-// the next Event of it is tried again).
+// dropped and counted when the provider's rate is spent: a dropped opening Event leaves the
+// condition closed, so the next Event of it is tried again; a dropped closing Event leaves it
+// open but closing, so a later closing Event is tried again and the next opening Event is
+// sent as new (a DriftResolved is sent once: its loss must not silence that drift for good).
 func (d *Dispatcher) Send(e Event) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -145,12 +155,12 @@ func (d *Dispatcher) Send(e Event) {
 		if !r.Matches(e) {
 			continue
 		}
-		last, open := d.open[i][c]
+		oc, open := d.open[i][c]
 		switch {
 		case e.Key == "":
 		case e.Resolved && !open:
 			continue
-		case !e.Resolved && open && (d.cfg.RepeatInterval == 0 || now.Sub(last) < d.cfg.RepeatInterval):
+		case !e.Resolved && open && !oc.closing && (d.cfg.RepeatInterval == 0 || now.Sub(oc.sent) < d.cfg.RepeatInterval):
 			continue
 		}
 		ok, decided := verdict[r.Provider]
@@ -163,15 +173,17 @@ func (d *Dispatcher) Send(e Event) {
 			}
 			verdict[r.Provider] = ok
 		}
-		if !ok {
-			continue
-		}
 		switch {
 		case e.Key == "":
+		case !ok:
+			if e.Resolved {
+				oc.closing = true
+				d.open[i][c] = oc
+			}
 		case e.Resolved:
 			delete(d.open[i], c)
 		default:
-			d.open[i][c] = now
+			d.open[i][c] = openCondition{sent: now}
 		}
 	}
 }

@@ -304,3 +304,42 @@ func TestRateLimitCountsAnAlertOnce(t *testing.T) {
 		t.Errorf("messages %q, want 2, the second noting 1 dropped", got)
 	}
 }
+
+// A closing Event dropped by the rate limit (a DriftResolved, sent once) must not silence
+// the condition: the next opening Event of it is sent, and a later closing one is tried again.
+func TestRateLimitedResolveDoesNotSilence(t *testing.T) {
+	rc := newReceiver(t)
+	clk := newClock()
+	cfg := &Config{Providers: []Provider{{Name: "ops", Type: ProviderWebhook, URL: rc.URL + "/ops"}}, Routes: []Route{{Provider: "ops"}}}
+	d := dispatch(t, cfg, DispatcherOptions{Now: clk.Now, RatePerMinute: 1})
+	drift := Event{Reason: Drift, Severity: SeverityWarning, Namespace: "alice", Key: "drift/modified/Deployment/alice/web", Message: "spec.replicas changed"}
+	resolved := Event{Reason: DriftResolved, Severity: SeverityInfo, Namespace: "alice", Key: drift.Key, Resolved: true, Message: "matches Git again"}
+	d.Send(drift)
+	d.Send(resolved) // dropped: the rate is spent
+	clk.Add(time.Minute)
+	d.Send(drift) // drifted again: a new drift, to be told
+	flush(t, d)
+	got := texts(rc.at("/ops"))
+	if len(got) != 2 || !strings.Contains(got[1], "Drift alice") || !strings.HasSuffix(got[1], "(1 more alert was dropped: rate limit)") {
+		t.Fatalf("messages %q, want 2: the drift, and the drift again noting the dropped resolution", got)
+	}
+	clk.Add(time.Minute)
+	d.Send(resolved)
+	flush(t, d)
+	if got := texts(rc.at("/ops")); len(got) != 3 || !strings.Contains(got[2], "DriftResolved") {
+		t.Fatalf("messages %q, want 3, the last DriftResolved", got)
+	}
+
+	// A dropped resolution, then another: the second is tried (the condition is still open).
+	clk.Add(time.Minute)
+	d.Send(Event{Reason: Drift, Severity: SeverityWarning, Namespace: "alice", Key: "k2", Message: "other"})
+	clk.Add(time.Minute)
+	d.Send(Event{Reason: Drift, Severity: SeverityWarning, Namespace: "alice", Key: "k3", Message: "third"})
+	d.Send(Event{Reason: DriftResolved, Severity: SeverityInfo, Namespace: "alice", Key: "k2", Resolved: true, Message: "k2 resolved"}) // dropped
+	clk.Add(time.Minute)
+	d.Send(Event{Reason: DriftResolved, Severity: SeverityInfo, Namespace: "alice", Key: "k2", Resolved: true, Message: "k2 resolved"})
+	flush(t, d)
+	if got := texts(rc.at("/ops")); len(got) != 6 || !strings.Contains(got[5], "k2 resolved") {
+		t.Fatalf("messages %q, want 6, the last k2's resolution", got)
+	}
+}
