@@ -80,8 +80,9 @@ type Options struct {
 	// IdleEvery is how often the leader evaluates the idle policy and gpuctl_team_gpus when
 	// Usage is set (default DefaultIdleEvery; idle.go).
 	IdleEvery time.Duration
-	// Alerts receives the Events of syncs and of the idle policy (notify.go; default
-	// notify.Discard).
+	// Alerts receives the Events of syncs and of the idle policy (notify.go), and, while the
+	// daemon leads, of failed Jobs and reached quotas (jobwatch.go; default notify.Discard:
+	// nothing is watched for them).
 	Alerts notify.Sender
 	// Statuses reports each sync's result on its commit (a Git source with a forge); nil: none.
 	Statuses StatusReporter
@@ -245,6 +246,14 @@ func (d *Daemon) Run(ctx context.Context) error {
 		go func() {
 			defer close(done)
 			d.runIdle(ctx)
+		}()
+	}
+	if d.opts.Alerts != notify.Discard { // JobFailed and QuotaReached, while this replica leads (jobwatch.go)
+		done := make(chan struct{})
+		defer func() { <-done }()
+		go func() {
+			defer close(done)
+			d.watchJobs(ctx)
 		}()
 	}
 	timer := time.NewTimer(0) // the first sync starts at once
