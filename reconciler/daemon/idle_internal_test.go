@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/notify"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"
 	"github.com/gpuctl/gpuctl/test/gittest"
 	"github.com/gpuctl/gpuctl/usage"
@@ -390,4 +391,50 @@ func teamGauge(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 		}
 	}
 	return out
+}
+
+// TestIdleGPUAlerts: the idle policy's warning of a job opens its IdleGPU condition (Key
+// idle/<namespace>/<job>), its pause is one IdleGPU without a Key (always sent), and the end
+// of its idle run closes the condition.
+func TestIdleGPUAlerts(t *testing.T) {
+	h := newIdleHarness(t, notebooksPause, map[string]time.Duration{"alice/nb-0": 100 * time.Minute})
+	var alerts []notify.Event
+	h.d.opts.Alerts = sendFunc(func(e notify.Event) { alerts = append(alerts, e) })
+	take := func() []notify.Event { out := alerts; alerts = nil; return out }
+	setIdle := func(d time.Duration) {
+		h.prom.mu.Lock()
+		defer h.prom.mu.Unlock()
+		if d == 0 {
+			delete(h.prom.idle, "alice/nb-0")
+		} else {
+			h.prom.idle["alice/nb-0"] = d
+		}
+	}
+
+	h.round(t)
+	got := take()
+	if len(got) != 1 || got[0].Reason != notify.IdleGPU || got[0].Key != "idle/alice/nb" || got[0].Namespace != "alice" ||
+		got[0].Object != "StatefulSet alice.nb" || got[0].Resolved || got[0].Severity != notify.SeverityWarning ||
+		!strings.HasPrefix(got[0].Message, "idle below 5% for 1h40m on 4 GPUs (h100); gpuctl pauses it at 2h") {
+		t.Fatalf("the warning sent %+v, want one IdleGPU of Key idle/alice/nb", got)
+	}
+
+	setIdle(3 * time.Hour)
+	h.round(t)
+	got = take()
+	if len(got) != 1 || got[0].Reason != notify.IdleGPU || got[0].Key != "" || got[0].Resolved || got[0].Revision == "" ||
+		!strings.Contains(got[0].Message, "gpuctl paused it by policy notebooks in commit ") {
+		t.Fatalf("the pause sent %+v, want one IdleGPU without a Key, with its commit", got)
+	}
+
+	setIdle(0)
+	h.round(t)
+	got = take()
+	if len(got) != 1 || got[0].Reason != notify.IdleGPU || got[0].Key != "idle/alice/nb" || !got[0].Resolved || got[0].Namespace != "alice" {
+		t.Fatalf("the end of the idle run sent %+v, want one resolved IdleGPU of Key idle/alice/nb", got)
+	}
+	h.round(t)
+	if got := take(); len(got) != 0 {
+		t.Errorf("a busy job's round sent %+v", got)
+	}
 }
