@@ -10,7 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 )
 
 // QuotaList is every gpuctl quota, by namespace and name: the answer of GET /api/v1/quotas.
@@ -137,15 +136,6 @@ func (r *Reader) quotaJobs(ctx context.Context, namespace string) ([]QuotaJob, e
 	return out, nil
 }
 
-// quotaSelector selects gpuctl's ResourceQuotas: those labelled g8s.host/quota.
-var quotaSelector = func() labels.Selector {
-	r, err := labels.NewRequirement(keys.Quota, selection.Exists, nil)
-	if err != nil {
-		panic(err)
-	}
-	return labels.NewSelector().Add(*r)
-}()
-
 // noQuota is the error of a user without a gpuctl quota.
 func noQuota(user string) *NotFoundError {
 	return &NotFoundError{Kind: "user", Name: user, Hint: fmt.Sprintf(": no gpuctl quota in namespace %q", user)}
@@ -154,7 +144,7 @@ func noQuota(user string) *NotFoundError {
 // quotas lists gpuctl's quotas in a namespace ("" for all): its ResourceQuotas and the
 // ClusterQueues of its teams, by namespace, a ClusterQueue first, then by name.
 func (r *Reader) quotas(ctx context.Context, namespace string) ([]Quota, error) {
-	list, err := r.ObjectSource().ResourceQuotas(ctx, namespace, quotaSelector)
+	list, err := r.ObjectSource().ResourceQuotas(ctx, namespace, keys.QuotaSelector)
 	if err != nil {
 		return nil, fmt.Errorf("list resourcequotas: %w", err)
 	}

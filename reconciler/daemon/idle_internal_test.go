@@ -414,7 +414,7 @@ func TestIdleGPUAlerts(t *testing.T) {
 	h.round(t)
 	got := take()
 	if len(got) != 1 || got[0].Reason != notify.IdleGPU || got[0].Key != "idle/alice/nb" || got[0].Namespace != "alice" ||
-		got[0].Object != "StatefulSet alice.nb" || got[0].Resolved || got[0].Severity != notify.SeverityWarning ||
+		got[0].Object != "StatefulSet alice/nb" || got[0].Resolved || got[0].Severity != notify.SeverityWarning ||
 		!strings.HasPrefix(got[0].Message, "idle below 5% for 1h40m on 4 GPUs (h100); gpuctl pauses it at 2h") {
 		t.Fatalf("the warning sent %+v, want one IdleGPU of Key idle/alice/nb", got)
 	}

@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
@@ -43,7 +42,7 @@ func (d *Daemon) watchJobs(ctx context.Context) {
 		o.LabelSelector = labels.SelectorFromSet(labels.Set{keys.ManagedBy: keys.ManagedByValue}).String()
 	}))
 	quotas := informers.NewSharedInformerFactoryWithOptions(kube, 0, trim, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-		o.LabelSelector = quotaSelector.String()
+		o.LabelSelector = keys.QuotaSelector.String()
 	}))
 	w := &jobWatch{d: d, ctx: ctx, reached: map[string]bool{}}
 	handlers := []struct {
@@ -67,16 +66,6 @@ func (d *Daemon) watchJobs(ctx context.Context) {
 	jobs.Shutdown()
 	quotas.Shutdown()
 }
-
-// quotaSelector selects the teams' ResourceQuotas that render writes: those labelled
-// g8s.host/quota (as cluster's reads do).
-var quotaSelector = func() labels.Selector {
-	r, err := labels.NewRequirement(keys.Quota, selection.Exists, nil)
-	if err != nil {
-		panic(err)
-	}
-	return labels.NewSelector().Add(*r)
-}()
 
 // jobWatch turns what the informers see into alerts. Each informer calls its handlers one at
 // a time; reached is the quota handler's only.

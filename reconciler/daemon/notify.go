@@ -222,7 +222,7 @@ func (d *Daemon) tellEvent(st Status) {
 // not idle: no alert.
 func (d *Daemon) alertIdle(kind string, act IdleAction) {
 	e := notify.Event{Reason: notify.IdleGPU, Severity: notify.SeverityWarning, Namespace: act.Job.Namespace,
-		Object: kind + " " + act.Job.String(), Revision: act.Commit, Message: act.Message, Key: idleKey(act.Job.Namespace, act.Job.Name)}
+		Object: kind + " " + act.Job.Namespace + "/" + act.Job.Name, Revision: act.Commit, Message: act.Message, Key: idleKey(act.Job.Namespace, act.Job.Name)}
 	switch act.Reason {
 	case ReasonIdleGPU:
 	case ReasonIdlePaused:
