@@ -27,7 +27,11 @@ func newGetCommand(s Streams) *cobra.Command {
   gpuctl get quotas    each team's quota: GPUs, CPU and memory used of the limit
 
 -o wide adds columns, -o json|yaml prints the read model's data (the documents of the
-daemon's API), -o name the names only.`,
+daemon's API), -o name the names only.
+
+--clusters a,b or --all-clusters read the clusters of the config file's clusters: list at
+once and add a CLUSTER column first (a "cluster" field in -o json|yaml); a cluster that cannot
+be read is a line on standard error, the others still print, and the exit code is 1.`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newGetJobsCommand(s), newGetPoolsCommand(s), newGetNodesCommand(s), newGetQuotasCommand(s))
@@ -41,6 +45,7 @@ type getJobsOptions struct {
 	filter cluster.JobPodFilter
 	output string
 	watch  bool
+	fleet  fleetOptions
 }
 
 func newGetJobsCommand(s Streams) *cobra.Command {
@@ -78,6 +83,9 @@ each time they change, until Ctrl-C.`,
 			if o.watch && o.output != "" && o.output != outputWide {
 				return &ExitError{Code: ExitTrouble, Err: fmt.Errorf("--watch prints a table: use it without -o, or with -o wide")}
 			}
+			if o.fleet.on() {
+				return o.runFleet(cmd, s)
+			}
 			m, err := o.read.Model(s.Err)
 			if err != nil {
 				return err
@@ -110,6 +118,7 @@ each time they change, until Ctrl-C.`,
 	f.StringVarP(&o.filter.Selector, "selector", "l", "", "only jobs whose labels match this selector, e.g. g8s.host/priority=high")
 	f.StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name (default: a table)")
 	f.BoolVarP(&o.watch, "watch", "w", false, "after the list, print the rows that change, until interrupted")
+	o.fleet.BindFlags(f)
 	return cmd
 }
 
@@ -166,6 +175,16 @@ func statusCell(r cluster.JobPod) string {
 		return r.Status + " (" + r.Reason + ")"
 	}
 	return r.Status
+}
+
+// jobPodColumns are the columns of get jobs, for printList (a fleet's table).
+func jobPodColumns(now time.Time) listColumns[cluster.JobPod] {
+	return listColumns[cluster.JobPod]{
+		name:  func(r cluster.JobPod) string { return r.JobID },
+		head:  jobPodHeader(false),
+		wide:  jobPodHeader(true)[len(jobPodHeader(false)):],
+		cells: func(r cluster.JobPod, wide bool) []string { return jobPodCells(r, wide, now) },
+	}
 }
 
 // printJobPods prints the rows of get jobs in the -o format.
@@ -242,10 +261,12 @@ func watchJobs(cmd *cobra.Command, w io.Writer, m cluster.Model, f cluster.JobPo
 type getListOptions struct {
 	read   readOptions
 	output string
+	fleet  fleetOptions
 }
 
 func (o *getListOptions) bind(cmd *cobra.Command) {
 	o.read.BindFlags(cmd.Flags())
+	o.fleet.BindFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.output, "output", "o", "", "output format: wide, json, yaml or name (default: a table)")
 }
 
@@ -273,6 +294,12 @@ label; "default" holds the nodes in no pool. USED counts the GPUs that the activ
 pool's nodes request, whoever runs them.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.fleet.on() {
+				return getFleet(cmd, &o, "pools", poolColumns, func(ctx context.Context, m cluster.Model) ([]cluster.PoolSummary, error) {
+					list, err := m.Pools(ctx)
+					return list.Items, err
+				})
+			}
 			return o.run(cmd, func(ctx context.Context, m cluster.Model) error {
 				list, err := m.Pools(ctx)
 				if err != nil {
@@ -288,18 +315,21 @@ pool's nodes request, whoever runs them.`,
 
 // printPools prints the rows of get pools.
 func printPools(w io.Writer, list cluster.PoolList, output string) error {
-	return printList(w, output, list, list.Items, listColumns[cluster.PoolSummary]{
-		name: func(p cluster.PoolSummary) string { return p.Name },
-		head: []string{"NAME", "NODES", "GPU TYPE", "GPUS", "USED", "FREE"},
-		wide: []string{"STATUS", "DESCRIPTION"},
-		cells: func(p cluster.PoolSummary, wide bool) []string {
-			r := []string{p.Name, count(p.NodeCount), orNone(strings.Join(p.GPUType, ",")), count(p.GPUTotal), count(p.GPUUsed), count(p.GPUFree)}
-			if wide {
-				r = append(r, p.Status, orNone(p.Description))
-			}
-			return r
-		},
-	})
+	return printList(w, output, list, list.Items, poolColumns)
+}
+
+// poolColumns are the columns of get pools.
+var poolColumns = listColumns[cluster.PoolSummary]{
+	name: func(p cluster.PoolSummary) string { return p.Name },
+	head: []string{"NAME", "NODES", "GPU TYPE", "GPUS", "USED", "FREE"},
+	wide: []string{"STATUS", "DESCRIPTION"},
+	cells: func(p cluster.PoolSummary, wide bool) []string {
+		r := []string{p.Name, count(p.NodeCount), orNone(strings.Join(p.GPUType, ",")), count(p.GPUTotal), count(p.GPUUsed), count(p.GPUFree)}
+		if wide {
+			r = append(r, p.Status, orNone(p.Description))
+		}
+		return r
+	},
 }
 
 // listColumns say how printList prints the items of a list: the name of each for -o name, the
@@ -353,6 +383,12 @@ kubectl shows it. -o wide adds CPU, memory and the node's g8s.host/ labels.`,
   gpuctl get nodes --gpu-type a100-80g -o wide`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.fleet.on() {
+				return getFleet(cmd, &o.getListOptions, "nodes", nodeColumns, func(ctx context.Context, m cluster.Model) ([]cluster.NodeSummary, error) {
+					list, err := m.Nodes(ctx, o.filter)
+					return list.Items, err
+				})
+			}
 			return o.run(cmd, func(ctx context.Context, m cluster.Model) error {
 				list, err := m.Nodes(ctx, o.filter)
 				if err != nil {
@@ -379,22 +415,25 @@ func nodeStatus(status string, unschedulable bool) string {
 
 // printNodes prints the rows of get nodes.
 func printNodes(w io.Writer, list cluster.NodeList, output string) error {
-	return printList(w, output, list, list.Items, listColumns[cluster.NodeSummary]{
-		name: func(n cluster.NodeSummary) string { return n.NodeName },
-		head: []string{"NAME", "POOL", "GPU TYPE", "GPUS", "USED", "STATUS"},
-		wide: []string{"CPU", "MEMORY", "LABELS"},
-		cells: func(n cluster.NodeSummary, wide bool) []string {
-			r := []string{n.NodeName, n.Pool, orNone(n.GPUType), count(n.GPUTotal), count(n.GPUUsed), nodeStatus(n.Status, n.Unschedulable)}
-			if wide {
-				var labels []string
-				for _, l := range n.G8sLabels {
-					labels = append(labels, l.Key+"="+l.Value)
-				}
-				r = append(r, n.CPU, n.Memory, orNone(strings.Join(labels, ",")))
+	return printList(w, output, list, list.Items, nodeColumns)
+}
+
+// nodeColumns are the columns of get nodes.
+var nodeColumns = listColumns[cluster.NodeSummary]{
+	name: func(n cluster.NodeSummary) string { return n.NodeName },
+	head: []string{"NAME", "POOL", "GPU TYPE", "GPUS", "USED", "STATUS"},
+	wide: []string{"CPU", "MEMORY", "LABELS"},
+	cells: func(n cluster.NodeSummary, wide bool) []string {
+		r := []string{n.NodeName, n.Pool, orNone(n.GPUType), count(n.GPUTotal), count(n.GPUUsed), nodeStatus(n.Status, n.Unschedulable)}
+		if wide {
+			var labels []string
+			for _, l := range n.G8sLabels {
+				labels = append(labels, l.Key+"="+l.Value)
 			}
-			return r
-		},
-	})
+			r = append(r, n.CPU, n.Memory, orNone(strings.Join(labels, ",")))
+		}
+		return r
+	},
 }
 
 func newGetQuotasCommand(s Streams) *cobra.Command {
@@ -415,6 +454,9 @@ queue's pending and admitted workloads.`,
   gpuctl get quotas alice -o wide`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if o.fleet.on() {
+				return getQuotasFleet(cmd, &o, args)
+			}
 			return o.run(cmd, func(ctx context.Context, m cluster.Model) error {
 				var list cluster.QuotaList
 				if len(args) == 0 {
@@ -442,9 +484,14 @@ queue's pending and admitted workloads.`,
 // is its Kueue ClusterQueue, one per pool of it, with the columns POOL and BORROWED (and -o
 // wide the queue's limits and workloads).
 func printQuotas(w io.Writer, list cluster.QuotaList, output string) error {
-	var rows []quotaRow
-	queues := false
-	for _, q := range list.Items {
+	rows, queues := quotaRows(list.Items, output)
+	return printList(w, output, list, rows, quotaColumns(queues))
+}
+
+// quotaRows are the rows of the quotas: one per quota, or one per pool of a team's
+// ClusterQueue (then queues is true).
+func quotaRows(quotas []cluster.Quota, output string) (rows []quotaRow, queues bool) {
+	for _, q := range quotas {
 		if q.Queue == nil || len(q.Queue.Pools) == 0 || output == outputName {
 			rows = append(rows, quotaRow{quota: q})
 			continue
@@ -454,6 +501,11 @@ func printQuotas(w io.Writer, list cluster.QuotaList, output string) error {
 			rows = append(rows, quotaRow{quota: q, pool: &q.Queue.Pools[i]})
 		}
 	}
+	return rows, queues
+}
+
+// quotaColumns are the columns of get quotas; with queues, those of ClusterQueues' pools.
+func quotaColumns(queues bool) listColumns[quotaRow] {
 	c := listColumns[quotaRow]{
 		name: func(r quotaRow) string { return r.quota.User },
 		head: []string{"TEAM", "GPU", "CPU", "MEMORY"},
@@ -472,7 +524,7 @@ func printQuotas(w io.Writer, list cluster.QuotaList, output string) error {
 		c.wide = []string{"GPU USE", "BORROWING LIMIT", "LENDING LIMIT", "PENDING", "ADMITTED"}
 		c.cells = quotaRow.queueCells
 	}
-	return printList(w, output, list, rows, c)
+	return c
 }
 
 // quotaRow is a row of get quotas: a quota, or one pool of a team's ClusterQueue.

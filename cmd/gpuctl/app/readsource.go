@@ -1,6 +1,7 @@
 package app
 
 import (
+	"bytes"
 	"cmp"
 	"errors"
 	"fmt"
@@ -10,11 +11,12 @@ import (
 	"path/filepath"
 
 	"github.com/spf13/pflag"
-	sigsyaml "sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/gpuctl/gpuctl/cluster"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/internal/yamlerr"
 	"github.com/gpuctl/gpuctl/usage"
 )
 
@@ -74,13 +76,19 @@ func (o *readOptions) bindServerFlags(fs *pflag.FlagSet, name, short, usage stri
 	fs.StringVar(&o.token, "token", "", "the API token for --server (default: $"+envToken+", else the config file's token; a flag shows in the process list)")
 }
 
-// clientConfig is the config file of the API's client, YAML:
+// clientConfig is the config file of the API's client, YAML: the server and token that the
+// read verbs ask by default, and the clusters of the fleet (fleetconfig.go) that --clusters
+// and --all-clusters read:
 //
 //	server: https://gpuctl.example.com
 //	token: 0123abcd...
+//	clusters:
+//	  - name: onprem-a100
+//	    context: onprem
 type clientConfig struct {
-	Server string `json:"server"`
-	Token  string `json:"token"`
+	Server   string         `yaml:"server"`
+	Token    string         `yaml:"token"`
+	Clusters []fleetCluster `yaml:"clusters"`
 }
 
 // Model is the read model that the flags, the environment and the config file choose: the
@@ -201,8 +209,9 @@ func configPath() (string, error) {
 	return filepath.Join(home, ".config", "gpuctl", "config"), nil
 }
 
-// readClientConfig reads the config file; a missing one is empty. It warns, as helm does for a
-// kubeconfig, when a file that holds a token is readable by its group or by others.
+// readClientConfig reads the config file strictly (errors name file:line); a missing one is
+// empty. It warns, as helm does for a kubeconfig, when a file that holds a token is readable by
+// its group or by others.
 func readClientConfig(path string, warn io.Writer) (clientConfig, error) {
 	var cfg clientConfig
 	data, err := os.ReadFile(path)
@@ -212,10 +221,21 @@ func readClientConfig(path string, warn io.Writer) (clientConfig, error) {
 	if err != nil {
 		return cfg, fmt.Errorf("config file: %w", err)
 	}
-	if err := sigsyaml.UnmarshalStrict(data, &cfg); err != nil {
-		return cfg, fmt.Errorf("config file %s: %w", path, err)
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil && !errors.Is(err, io.EOF) {
+		return cfg, fmt.Errorf("config file: %w", yamlerr.Errors(path, err, configTypes))
 	}
-	if info, err := os.Stat(path); err == nil && cfg.Token != "" && info.Mode().Perm()&0o077 != 0 {
+	var root yaml.Node
+	_ = yaml.Unmarshal(data, &root) // it decoded above, so it parses
+	if errs := cfg.checkClusters(path, &root); len(errs) > 0 {
+		return cfg, fmt.Errorf("config file: %w", errors.Join(errs...))
+	}
+	inClear := cfg.Token != ""
+	for _, c := range cfg.Clusters {
+		inClear = inClear || c.Token != ""
+	}
+	if info, err := os.Stat(path); err == nil && inClear && info.Mode().Perm()&0o077 != 0 {
 		fmt.Fprintf(warn, "warning: %s holds a token and is readable by others (mode %04o): chmod 600 %s\n",
 			path, info.Mode().Perm(), path)
 	}

@@ -248,7 +248,7 @@ func TestReadOptionsChooseTheModel(t *testing.T) {
 		t.Errorf("group/world-readable config: %q", warn)
 	}
 	writeConfig("server: https://cfg.example\ntokn: cfg-token\n", 0o600)
-	if _, _, err := choose(); err == nil || !strings.Contains(err.Error(), `unknown field "tokn"`) || strings.Contains(err.Error(), "cfg-token") {
+	if _, _, err := choose(); err == nil || !strings.Contains(err.Error(), "gpuctl/config:2: field tokn not found in the config file") || strings.Contains(err.Error(), "cfg-token") {
 		t.Errorf("a typo: %v", err)
 	}
 }

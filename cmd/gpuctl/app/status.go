@@ -26,6 +26,7 @@ func storeFor(ko *kube.Options, namespace string) (*daemon.Store, error) {
 
 func newStatusCommand(s Streams) *cobra.Command {
 	var ro readOptions
+	var fleet fleetOptions
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
@@ -33,14 +34,21 @@ func newStatusCommand(s Streams) *cobra.Command {
 		Long: `Read the status that gpuctl-reconciler records in its namespace (ConfigMap gpuctl-status):
 the source and revision, the result of the last sync, when it ran, the plan summary and the
 errors. Needs only a kubeconfig that can read ConfigMaps in that namespace, or the daemon's
-API (--server, $GPUCTL_SERVER) and a token: a team's token sees what concerns its namespaces.`,
+API (--server, $GPUCTL_SERVER) and a token: a team's token sees what concerns its namespaces.
+--clusters a,b or --all-clusters read the clusters of the config file's clusters: list, one row
+each (CLUSTER, REVISION, RESULT, LAST SYNC, MESSAGE); a cluster that cannot be read is a row
+that says so, and the exit code is 1.`,
 		Example: `  gpuctl status
   gpuctl status -o json
-  gpuctl status --server https://gpuctl.example.com`,
+  gpuctl status --server https://gpuctl.example.com
+  gpuctl status --all-clusters`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := outputFlag(output, "text", "json", "yaml"); err != nil {
 				return err
+			}
+			if fleet.on() {
+				return statusFleet(cmd, s, &fleet, output)
 			}
 			rec, err := ro.Records(s.Err)
 			if err != nil {
@@ -54,6 +62,7 @@ API (--server, $GPUCTL_SERVER) and a token: a team's token sees what concerns it
 		},
 	}
 	ro.BindRecordFlags(cmd.Flags())
+	fleet.BindFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text, json or yaml")
 	return cmd
 }
