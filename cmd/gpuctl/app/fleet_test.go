@@ -226,3 +226,43 @@ clusters:
 		t.Errorf("a typo: exit %d, %s", code, errOut)
 	}
 }
+
+// TestFleetKubeconfigContexts: a cluster of a kubeconfig context is read with the kubeconfig;
+// one whose API server does not answer is unreachable (exit 1), one whose context the
+// kubeconfig lacks is its own configuration's fault (exit 2); the daemon's cluster still prints.
+func TestFleetKubeconfigContexts(t *testing.T) {
+	cloud := fleetAPI(t, "cloud", "tok-SECRET-cloud")
+	down := httptest.NewServer(http.NotFoundHandler())
+	down.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters:
+  - name: onprem
+    cluster: {server: `+down.URL+`}
+users:
+  - name: me
+    user: {token: kube-SECRET}
+contexts:
+  - name: onprem
+    context: {cluster: onprem, user: me}
+current-context: onprem
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("clusters:\n  - name: cloud-h100\n    server: %s\n    token: tok-SECRET-cloud\n"+
+		"  - name: onprem-a100\n    context: onprem\n    kubeconfig: %s\n", cloud.URL, kubeconfig)
+	fleetConfig(t, cfg)
+	out, errOut, code := runDriftCommand(t, "get", "pools", "--all-clusters")
+	if code != ExitFailed || !strings.Contains(out, "cloud-h100   pool-cloud ") ||
+		!regexp.MustCompile(`(?m)^cluster onprem-a100: unreachable: .*connection refused`).MatchString(errOut) {
+		t.Errorf("an unreachable context: exit %d\n%s%s", code, out, errOut)
+	}
+	fleetConfig(t, cfg+"  - name: gone\n    context: gone\n    kubeconfig: "+kubeconfig+"\n")
+	out, errOut, code = runDriftCommand(t, "get", "pools", "--all-clusters")
+	if code != ExitTrouble || !strings.Contains(out, "cloud-h100   pool-cloud ") ||
+		!regexp.MustCompile(`(?m)^cluster gone: kubeconfig: .*"gone"`).MatchString(errOut) {
+		t.Errorf("a missing context: exit %d\n%s%s", code, out, errOut)
+	}
+	noSecret(t, out, errOut)
+}
