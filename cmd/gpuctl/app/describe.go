@@ -22,6 +22,8 @@ type describeOptions struct {
 	output    string
 	// prom is describe job's Prometheus, for its Usage section.
 	prom options.Prometheus
+	// fleet finds the job in the cluster of the fleet that has it (describe job).
+	fleet fleetOptions
 }
 
 func newDescribeCommand(s Streams) *cobra.Command {
@@ -100,7 +102,13 @@ func describeSub(s Streams, use, what, short string, run describeFunc) *cobra.Co
 			if err := outputFlag(o.output, "", outputJSON, outputYAML); err != nil {
 				return err
 			}
-			m, err := o.read.Model(s.Err)
+			var m cluster.Model
+			var err error
+			if o.fleet.on() {
+				m, err = o.fleet.jobModel(cmd.Context(), s.Err, jobID(o.namespace, args[0]))
+			} else {
+				m, err = o.read.Model(s.Err)
+			}
 			if err != nil {
 				return err
 			}
@@ -115,6 +123,7 @@ func describeSub(s Streams, use, what, short string, run describeFunc) *cobra.Co
 		cmd.Example = "  gpuctl describe job alice.qwen2-sft\n  gpuctl describe job qwen2-sft -n alice -o json"
 		cmd.Flags().StringVarP(&o.namespace, "namespace", "n", "", "the job's namespace (else JOB is <namespace>.<name> or a name one namespace has)")
 		o.prom.BindFlags(cmd.Flags())
+		o.fleet.BindFlags(cmd.Flags())
 	}
 	return cmd
 }

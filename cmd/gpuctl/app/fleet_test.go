@@ -38,6 +38,29 @@ func fleetAPI(t *testing.T, name, token string) *httptest.Server {
 	mux.Handle("GET /api/v1/pools", answer(cluster.PoolList{Items: []cluster.PoolSummary{{Name: "pool-" + name, NodeCount: 2}}}))
 	mux.Handle("GET /api/v1/status", answer(daemon.Status{Result: daemon.ResultSucceeded, Revision: "main@0123456789abcdef0123456789abcdef01234567",
 		LastAttempt: time.Now().Add(-3 * time.Minute), Message: "applied " + name}))
+	// Jobs: sft-<name> (bare or alice.), and "shared", which both stubs have.
+	job := func(id string) (string, bool) {
+		switch id {
+		case "sft-" + name, "alice.sft-" + name:
+			return "alice.sft-" + name, true
+		case "shared", "alice.shared":
+			return "alice.shared", true
+		}
+		return "", false
+	}
+	mux.HandleFunc("GET /api/v1/jobs/{id}", func(w http.ResponseWriter, r *http.Request) {
+		id, ok := job(r.PathValue("id"))
+		if !ok {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"error":"x","code":404,"notFound":{"kind":"job","name":%q}}`, r.PathValue("id"))
+			return
+		}
+		answer(cluster.JobDetail{JobID: id})(w, r)
+	})
+	mux.HandleFunc("GET /api/v1/jobs/{id}/logs", func(w http.ResponseWriter, r *http.Request) {
+		id, _ := job(r.PathValue("id"))
+		fmt.Fprintf(w, `{"pod":"p","container":"main","prefix":"rank-0","text":"log of %s in %s"}`+"\n", id, name)
+	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
@@ -265,4 +288,29 @@ current-context: onprem
 		t.Errorf("a missing context: exit %d\n%s%s", code, out, errOut)
 	}
 	noSecret(t, out, errOut)
+}
+
+// TestLogsAllClusters: logs finds the job in the cluster that has it; a job of two clusters is
+// exit 2 naming both; a job of none is exit 1, and with a cluster down says it was not
+// searched.
+func TestLogsAllClusters(t *testing.T) {
+	twoClusters(t, false)
+	out, errOut, code := runDriftCommand(t, "logs", "sft-onprem", "--all-clusters")
+	if code != 0 || out != "[rank-0] log of alice.sft-onprem in onprem\n" {
+		t.Errorf("logs: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := runDriftCommand(t, "logs", "shared", "--all-clusters"); code != ExitTrouble ||
+		!strings.Contains(errOut, `job "shared" is in more than one place: cloud-h100 alice.shared, onprem-a100 alice.shared`) {
+		t.Errorf("a job of two clusters: exit %d, %s", code, errOut)
+	}
+	if _, errOut, code := runDriftCommand(t, "describe", "job", "nope", "--clusters", "cloud-h100", "-o", "json"); code != ExitFailed ||
+		!strings.Contains(errOut, `"nope"`) {
+		t.Errorf("a job of no cluster: exit %d, %s", code, errOut)
+	}
+	twoClusters(t, true)
+	if _, errOut, code := runDriftCommand(t, "logs", "sft-onprem", "--all-clusters"); code != ExitFailed ||
+		!strings.Contains(errOut, "cluster onprem-a100: unreachable") ||
+		!strings.Contains(errOut, `job "sft-onprem" is in none of the clusters that answered; not searched: onprem-a100`) {
+		t.Errorf("the job's cluster down: exit %d, %s", code, errOut)
+	}
 }

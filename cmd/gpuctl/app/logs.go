@@ -17,6 +17,8 @@ type logsOptions struct {
 	namespace string
 	opts      cluster.LogOptions
 	color     string
+	// fleet finds the job in the cluster of the fleet that has it.
+	fleet fleetOptions
 }
 
 func newLogsCommand(s Streams) *cobra.Command {
@@ -32,14 +34,21 @@ JOB is <namespace>.<name>, or a name that one namespace has (or with -n). By def
 current pods are shown: a pod that failed and was replaced only with --all-pods. With -f the
 lines come as they are written, and pods that start or restart meanwhile are picked up, until
 Ctrl-C. Exits 1 when the job is unknown or no container of it has started yet, 2 when the
-name is ambiguous (the error lists the candidates).`,
+name is ambiguous (the error lists the candidates). --clusters a,b or --all-clusters find the
+job in the cluster of the config file's clusters: list that has it.`,
 		Example: `  gpuctl logs alice.qwen2-sft -f
   gpuctl logs qwen2-sft --tail 20 --grep loss
   gpuctl logs qwen2-sft --pod qwen2-sft-1-x7k2p --previous`,
 		Args:              cobra.ExactArgs(1),
 		ValidArgsFunction: completeJobs(&o.read),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			r, err := o.read.Model(s.Err)
+			var r cluster.Model
+			var err error
+			if o.fleet.on() {
+				r, err = o.fleet.jobModel(cmd.Context(), s.Err, jobID(o.namespace, args[0]))
+			} else {
+				r, err = o.read.Model(s.Err)
+			}
 			if err != nil {
 				return err
 			}
@@ -62,6 +71,7 @@ name is ambiguous (the error lists the candidates).`,
 	f.BoolVar(&o.opts.AllPods, "all-pods", false, "also the pods that have terminated, when the job has newer ones")
 	f.BoolVarP(&o.opts.Previous, "previous", "p", false, "the log of each container's previous instance (after a restart)")
 	f.StringVar(&o.color, "color", "auto", "colour the prefixes: auto (when a terminal), always or never")
+	o.fleet.BindFlags(f)
 	cmd.MarkFlagsMutuallyExclusive("pod", "all-pods")
 	cmd.MarkFlagsMutuallyExclusive("follow", "previous")
 	return cmd
