@@ -38,6 +38,15 @@ func fleetAPI(t *testing.T, name, token string) *httptest.Server {
 	mux.Handle("GET /api/v1/pools", answer(cluster.PoolList{Items: []cluster.PoolSummary{{Name: "pool-" + name, NodeCount: 2}}}))
 	mux.Handle("GET /api/v1/status", answer(daemon.Status{Result: daemon.ResultSucceeded, Revision: "main@0123456789abcdef0123456789abcdef01234567",
 		LastAttempt: time.Now().Add(-3 * time.Minute), Message: "applied " + name}))
+	mux.HandleFunc("GET /api/v1/quotas/{user}", func(w http.ResponseWriter, r *http.Request) {
+		if r.PathValue("user") != name {
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprintf(w, `{"error":"x","code":404,"notFound":{"kind":"user","name":%q}}`, r.PathValue("user"))
+			return
+		}
+		gpus := int64(4)
+		answer(cluster.Quota{User: name, Hard: cluster.QuotaResources{GPU: &gpus}})(w, r)
+	})
 	// Jobs: sft-<name> (bare or alice.), and "shared", which both stubs have.
 	job := func(id string) (string, bool) {
 		switch id {
@@ -312,5 +321,18 @@ func TestLogsAllClusters(t *testing.T) {
 		!strings.Contains(errOut, "cluster onprem-a100: unreachable") ||
 		!strings.Contains(errOut, `job "sft-onprem" is in none of the clusters that answered; not searched: onprem-a100`) {
 		t.Errorf("the job's cluster down: exit %d, %s", code, errOut)
+	}
+}
+
+// TestGetQuotaAllClusters: a team is listed where a cluster knows it; a team that no cluster
+// knows is exit 1.
+func TestGetQuotaAllClusters(t *testing.T) {
+	twoClusters(t, false)
+	out, errOut, code := runDriftCommand(t, "get", "quotas", "onprem", "--all-clusters")
+	if code != 0 || !regexp.MustCompile(`^CLUSTER +TEAM +GPU +CPU +MEMORY\nonprem-a100 +onprem +0/4 +<none> +<none>\n$`).MatchString(out) {
+		t.Errorf("a team of one cluster: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, errOut, code := runDriftCommand(t, "get", "quotas", "nobody", "--all-clusters"); code != ExitFailed || !strings.Contains(errOut, "in no cluster: ") {
+		t.Errorf("a team of no cluster: exit %d, %s", code, errOut)
 	}
 }
