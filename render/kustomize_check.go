@@ -27,10 +27,12 @@ func (st *run) scopeOf(dir string) kscope {
 	if rel == ".." || strings.HasPrefix(rel, "../") {
 		return kscope{} // outside the repository: only an admin's kustomization reaches there
 	}
-	root, ns, ok := st.cfg.TenantRoot(rel)
+	inner, prefix := st.clusterRel(rel) // below clusters/NAME/, the rules match as at the root
+	root, ns, ok := st.cfg.TenantRoot(inner)
 	if !ok {
 		return kscope{}
 	}
+	root = prefix + root
 	abs := filepath.Join(st.repo, filepath.FromSlash(root))
 	return kscope{mapped: true, root: abs, real: realPath(st.fsys, abs), display: root, namespace: ns}
 }

@@ -58,6 +58,10 @@ type Options struct {
 	// as what it declares without its values, marked keys.Encrypted (the engine leaves it as it
 	// is), with a warning.
 	Decryptor *Decryptor
+	// Cluster names the cluster the render is for (a DNS label): the shared files and those of
+	// clusters/<Cluster>/, not the other clusters' directories (cluster_dirs.go). Empty: none of
+	// clusters/ is read, with a warning, unless the rendered path lies in clusters/<name>/.
+	Cluster string
 }
 
 // Renderer turns a tree of gpuctl files into Kubernetes objects. It is a pure function of the
@@ -172,6 +176,8 @@ type run struct {
 	// namespaces memoizes cfg.NamespaceFor by directory (namespaceFor).
 	namespaces   map[string]mappedNamespace
 	namespacesMu sync.Mutex
+	// cluster is the cluster the render is for (clusterScope), "" for none.
+	cluster string
 }
 
 // mappedNamespace is what Config.NamespaceFor says of a directory.
@@ -190,7 +196,8 @@ func (st *run) namespaceFor(dir string) (string, bool) {
 		if st.namespaces == nil {
 			st.namespaces = map[string]mappedNamespace{}
 		}
-		m.ns, m.mapped = st.cfg.NamespaceFor(dir)
+		inner, _ := st.clusterRel(dir) // below clusters/NAME/, the rules match as at the root
+		m.ns, m.mapped = st.cfg.NamespaceFor(inner)
 		st.namespaces[dir] = m
 	}
 	return m.ns, m.mapped
@@ -334,6 +341,9 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 			return nil, err
 		}
 	}
+	if err := st.clusterScope(r.opts.Cluster); err != nil {
+		return nil, err
+	}
 	if st.cache != nil {
 		st.cfgDigest = configDigest(st.cfg)
 		st.cache.beginRender()
@@ -476,6 +486,9 @@ func (st *run) collect(path, abs string) error {
 			if p != path && strings.HasPrefix(name, ".") {
 				return filepath.SkipDir
 			}
+			if st.skipClusterDir(filepath.ToSlash(relTo(st.repo, pAbs)), p) {
+				return filepath.SkipDir
+			}
 			if st.heldFile(filepath.ToSlash(filepath.Join(relTo(st.repo, pAbs), "kustomization.yaml"))) {
 				return nil // its files are held, and so is its kustomization
 			}
@@ -492,6 +505,10 @@ func (st *run) collect(path, abs string) error {
 			return nil
 		}
 		if msg := st.adminFile(rel); msg != "" {
+			st.ds.errorf(p, Pos{}, "", "%s", msg)
+			return nil
+		}
+		if msg := st.clusterFileProblem(rel); msg != "" {
 			st.ds.errorf(p, Pos{}, "", "%s", msg)
 			return nil
 		}

@@ -294,7 +294,8 @@ func (st *run) checkTenantNamespace(s *source, ns string) {
 		return
 	}
 	if rule, problem := st.cfg.namespaceProblem(ns); problem != "" {
-		_, i, _ := st.cfg.namespaceRule(path.Dir(s.rel))
+		inner, _ := st.clusterRel(path.Dir(s.rel))
+		_, i, _ := st.cfg.namespaceRule(inner)
 		msg := fmt.Sprintf("the mapping %s namespaces[%d] gives %s/ the namespace %q, which is %s", keys.ConfigFile, i, path.Dir(s.rel), ns, problem)
 		if rule != "" {
 			msg = tenancyProblem(rule, "%s", msg)

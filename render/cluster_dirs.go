@@ -1,0 +1,96 @@
+package render
+
+import (
+	"fmt"
+	"path"
+	"path/filepath"
+	"strings"
+
+	"github.com/gpuctl/gpuctl/internal/keys"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// One repository serves several clusters (docs/fleet.md): clusters/<name>/ holds what only
+// cluster <name> gets (its pools, its quotas, its jobs, its teams' directories), everything
+// outside clusters/ is shared. A render for cluster NAME (Options.Cluster) reads the shared
+// files and clusters/NAME/, and never lists the other clusters' directories; a render without
+// a cluster reads none of clusters/, with a warning. Below clusters/NAME/ the namespace rules
+// of .gpuctl.yaml match the path relative to clusters/NAME/, as if it were the root:
+// clusters/a/teams/alice/x.yaml is in teams/alice/ for the rule teams/*/** -> $1.
+
+// ClustersDir is the directory (at the repository root) of the per-cluster directories.
+const ClustersDir = "clusters"
+
+// clusterScope checks Options.Cluster against the tree and sets the run's cluster: a DNS label
+// whose directory clusters/NAME exists at the root. A render of a directory below
+// clusters/X/ is a render for X (for its namespace rules); with another cluster it is an error.
+func (st *run) clusterScope(name string) error {
+	if name != "" {
+		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+			return fmt.Errorf("cluster %q: not a valid cluster name (a DNS label): %s", name, strings.Join(errs, "; "))
+		}
+		dir := filepath.Join(st.repo, ClustersDir, name)
+		if !st.fsys.IsDir(dir) {
+			return fmt.Errorf("cluster %q: no directory %s/ (each cluster's files are in %s/<name>/ at the root of the repository, %s)",
+				name, path.Join(ClustersDir, name), ClustersDir, st.repo)
+		}
+	}
+	st.cluster = name
+	rel := filepath.ToSlash(relTo(st.repo, st.argAbs))
+	if inner, ok := strings.CutPrefix(rel, ClustersDir+"/"); ok {
+		of, _, _ := strings.Cut(inner, "/")
+		switch {
+		case name == "":
+			st.cluster = of
+		case of != name:
+			return fmt.Errorf("%s is in the directory of cluster %q, not of cluster %q", st.argDir, of, name)
+		}
+	}
+	return nil
+}
+
+// skipClusterDir reports whether the walk leaves out the directory at rel (slash-separated,
+// relative to the root): clusters/ without a cluster (with a warning naming display), and
+// the directory of every other cluster.
+func (st *run) skipClusterDir(rel, display string) bool {
+	if rel == ClustersDir && st.cluster == "" {
+		st.ds.warnf(display, Pos{}, "", "%s/ is not rendered: it holds the files of each cluster, and this render is for none (give the cluster, --cluster NAME)", ClustersDir)
+		return true
+	}
+	dir, name := path.Split(rel)
+	return dir == ClustersDir+"/" && name != st.cluster
+}
+
+// clusterFileProblem is the error on a file (rel: slash-separated, relative to the root) that
+// a render for a cluster does not read: a file directly in clusters/, which belongs to no
+// cluster, and a .gpuctl.yaml in the cluster's directory (one configuration serves every
+// cluster). "" when rel is neither.
+func (st *run) clusterFileProblem(rel string) string {
+	if st.cluster == "" {
+		return ""
+	}
+	switch dir, name := path.Split(rel); {
+	case dir == ClustersDir+"/" && isSourceFile(name):
+		return fmt.Sprintf("a file directly in %s/ belongs to no cluster and is not read: move it to %s/<name>/ (one cluster) or out of %s/ (every cluster)", ClustersDir, ClustersDir, ClustersDir)
+	case dir == ClustersDir+"/"+st.cluster+"/" && name == keys.ConfigFile:
+		return fmt.Sprintf("%s is not read in a cluster's directory: the one at the root configures every cluster", keys.ConfigFile)
+	}
+	return ""
+}
+
+// clusterRel splits rel (slash-separated, relative to the root) into its path relative to
+// the directory of the run's cluster and that directory's prefix ("clusters/NAME/"); a path
+// outside it is returned whole, with no prefix. Namespace rules match the inner path.
+func (st *run) clusterRel(rel string) (inner, prefix string) {
+	if st.cluster == "" {
+		return rel, ""
+	}
+	dir := ClustersDir + "/" + st.cluster
+	if rel == dir {
+		return ".", dir + "/"
+	}
+	if rest, ok := strings.CutPrefix(rel, dir+"/"); ok {
+		return rest, dir + "/"
+	}
+	return rel, ""
+}
