@@ -14,7 +14,8 @@ import (
 // cluster <name> gets (its pools, its quotas, its jobs, its teams' directories), everything
 // outside clusters/ is shared. A render for cluster NAME (Options.Cluster) reads the shared
 // files and clusters/NAME/, and never lists the other clusters' directories; a render without
-// a cluster reads none of clusters/, with a warning. Below clusters/NAME/ the namespace rules
+// a cluster reads none of clusters/, with a warning. A repository without clusters/ is
+// rendered whole for any cluster (the daemon's --cluster names it in notifications too). Below clusters/NAME/ the namespace rules
 // of .gpuctl.yaml match the path relative to clusters/NAME/, as if it were the root:
 // clusters/a/teams/alice/x.yaml is in teams/alice/ for the rule teams/*/** -> $1.
 
@@ -22,7 +23,8 @@ import (
 const ClustersDir = "clusters"
 
 // clusterScope checks Options.Cluster against the tree and sets the run's cluster: a DNS label
-// whose directory clusters/NAME exists at the root. A render of a directory below
+// whose directory clusters/NAME exists at the root, or any name in a repository without
+// clusters/ (one that every cluster gets whole). A render of a directory below
 // clusters/X/ is a render for X (for its namespace rules); with another cluster it is an error.
 func (st *run) clusterScope(name string) error {
 	if name != "" {
@@ -30,6 +32,9 @@ func (st *run) clusterScope(name string) error {
 			return fmt.Errorf("cluster %q: not a valid cluster name (a DNS label): %s", name, strings.Join(errs, "; "))
 		}
 		dir := filepath.Join(st.repo, ClustersDir, name)
+		if !st.fsys.IsDir(filepath.Join(st.repo, ClustersDir)) {
+			return nil // a repository of one cluster: every cluster gets all of it
+		}
 		if !st.fsys.IsDir(dir) {
 			return fmt.Errorf("cluster %q: no directory %s/ (each cluster's files are in %s/<name>/ at the root of the repository, %s)",
 				name, path.Join(ClustersDir, name), ClustersDir, st.repo)

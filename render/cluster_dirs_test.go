@@ -163,6 +163,8 @@ func TestClusterBadInput(t *testing.T) {
 		"path of a":   {cluster: "b", sub: "clusters/a", want: `/repo/clusters/a is in the directory of cluster "a", not of cluster "b"`},
 		"file in clusters/": {cluster: "a", file: "clusters/x.yaml", content: clusterJob("x"),
 			want: "/repo/clusters/x.yaml: a file directly in clusters/ belongs to no cluster"},
+		"shared object again": {cluster: "a", file: "clusters/a/teams/bob/job.yaml", content: clusterJob("bob-job"),
+			want: "is rendered twice: also from"},
 		"config of a": {cluster: "a", file: "clusters/a/.gpuctl.yaml", content: tenantConfig,
 			want: "/repo/clusters/a/.gpuctl.yaml: .gpuctl.yaml is not read in a cluster's directory"},
 	}
@@ -177,5 +179,21 @@ func TestClusterBadInput(t *testing.T) {
 				t.Fatalf("got %v, want an error with %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestClusterOneClusterRepo: a repository without clusters/ is rendered whole for any cluster
+// (a daemon that names its cluster for its notifications renders what it did before).
+func TestClusterOneClusterRepo(t *testing.T) {
+	files := map[string]string{".gpuctl.yaml": tenantConfig, "pools/p.yaml": clusterPool("p", "n-0"), "teams/bob/job.yaml": clusterJob("bob-job")}
+	res, err := renderCluster(t, files, "a", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := objectNames(res); !slices.Contains(got, "Node /n-0") || !slices.Contains(got, "Job bob/bob-job") {
+		t.Errorf("objects %v, want the whole repository's", got)
+	}
+	if _, err := renderCluster(t, files, "Not_a_label", ""); err == nil {
+		t.Error("an invalid cluster name rendered")
 	}
 }

@@ -62,6 +62,9 @@ func mdHeader(sb *strings.Builder, rep *Report) {
 	if rep.Path != "." {
 		fmt.Fprintf(sb, " in %s", markdown.Code(rep.Path))
 	}
+	if rep.Cluster != "" {
+		fmt.Fprintf(sb, " for cluster %s", markdown.Code(rep.Cluster))
+	}
 	sb.WriteString("\n\n")
 	status := "✅"
 	if rep.Summary.Errors > 0 {

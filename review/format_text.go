@@ -35,7 +35,11 @@ func (t textWriter) action(a DiffAction, s string) string {
 // budget, the violations and a summary line.
 func WriteText(w io.Writer, rep *Report, opts TextOptions) error {
 	t := textWriter{w: w, p: term.Palette{On: opts.Color}}
-	fmt.Fprintf(w, "%s\n", t.p.Bold(fmt.Sprintf("gpuctl diff %s → %s (path %s)", rep.Base.Label(), rep.Head.Label(), rep.Path)))
+	where := "path " + rep.Path
+	if rep.Cluster != "" {
+		where += ", cluster " + rep.Cluster
+	}
+	fmt.Fprintf(w, "%s\n", t.p.Bold(fmt.Sprintf("gpuctl diff %s → %s (%s)", rep.Base.Label(), rep.Head.Label(), where)))
 	t.changes(rep)
 	t.budget(rep.Budget)
 	t.violations(rep.Violations)

@@ -46,9 +46,11 @@ func (r *Rendered) Errors() []*render.Diagnostic {
 }
 
 // renderRevision renders the files of rev below under. Files with errors are left out and
-// the rest rendered again, so that one broken file does not hide the other changes.
-func renderRevision(rev *Revision, under string) (*Rendered, error) {
-	res, err := renderFiles(rev.Files, under)
+// the rest rendered again, so that one broken file does not hide the other changes. With a
+// cluster, the revision is rendered for it (clusterFiles).
+func renderRevision(rev *Revision, under, cluster string) (*Rendered, error) {
+	files, cluster := clusterFiles(rev.Files, cluster)
+	res, err := renderFiles(files, under, cluster)
 	if err == nil || res == nil {
 		return res, err
 	}
@@ -56,17 +58,17 @@ func renderRevision(rev *Revision, under string) (*Rendered, error) {
 	for _, d := range res.Errors() {
 		bad[d.File] = true
 	}
-	rest := make(map[string]string, len(rev.Files))
-	for p, c := range rev.Files {
+	rest := make(map[string]string, len(files))
+	for p, c := range files {
 		if !bad[p] {
 			rest[p] = c
 		}
 	}
-	if bad[""] || bad[path.Join(path.Clean(under), keys.ConfigFile)] || len(rest) == len(rev.Files) {
+	if bad[""] || bad[path.Join(path.Clean(under), keys.ConfigFile)] || len(rest) == len(files) {
 		res.Failed = true
 		return res, nil
 	}
-	again, err2 := renderFiles(rest, under)
+	again, err2 := renderFiles(rest, under, cluster)
 	if err2 != nil || again == nil {
 		res.Failed = true
 		return res, nil
@@ -81,7 +83,7 @@ func renderRevision(rev *Revision, under string) (*Rendered, error) {
 
 // renderFiles renders files (repository-relative) from memory. A *render.ValidationError is
 // returned with the result; other errors without.
-func renderFiles(files map[string]string, under string) (*Rendered, error) {
+func renderFiles(files map[string]string, under, cluster string) (*Rendered, error) {
 	fsys, err := render.MemFS(vroot, files)
 	if err != nil {
 		return nil, err
@@ -90,7 +92,7 @@ func renderFiles(files map[string]string, under string) (*Rendered, error) {
 	if !fsys.Exists(target) {
 		return &Rendered{}, nil // nothing below the path at this revision
 	}
-	res, err := render.New(render.Options{}).Render(fsys, target)
+	res, err := render.New(render.Options{Cluster: cluster}).Render(fsys, target)
 	var ve *render.ValidationError
 	if err != nil && !errors.As(err, &ve) {
 		return nil, err
@@ -117,4 +119,37 @@ func relFile(p string) string {
 		return "."
 	}
 	return p
+}
+
+// clusterFiles are the files of a revision to render for cluster, and the cluster to render
+// them for: all of them for it when the revision has its directory (clusters/<cluster>/) or
+// no clusters/ at all (a repository of one cluster); the shared files alone, for no cluster,
+// when it has other clusters but not this one (a cluster that a change adds has nothing in
+// its base but what every cluster gets).
+func clusterFiles(files map[string]string, cluster string) (map[string]string, string) {
+	if cluster == "" || hasCluster(files, cluster) {
+		return files, cluster
+	}
+	dir := render.ClustersDir + "/"
+	shared := make(map[string]string, len(files))
+	for p, c := range files {
+		if !strings.HasPrefix(p, dir) {
+			shared[p] = c
+		}
+	}
+	return shared, ""
+}
+
+// hasCluster reports whether files (repository-relative) give cluster its files: they hold
+// clusters/<cluster>/, or no clusters/ at all (a repository of one cluster, whole for any).
+func hasCluster(files map[string]string, cluster string) bool {
+	dir := render.ClustersDir + "/"
+	layout := false
+	for p := range files {
+		if strings.HasPrefix(p, dir+cluster+"/") {
+			return true
+		}
+		layout = layout || strings.HasPrefix(p, dir)
+	}
+	return !layout
 }

@@ -49,7 +49,9 @@ type Summary struct {
 // Report is the result of a review: the object changes, the GPU budget and the violations.
 type Report struct {
 	// Path is the compared directory, relative to the repository root.
-	Path       string        `json:"path"`
+	Path string `json:"path"`
+	// Cluster is the cluster both revisions were rendered for (Options.Cluster), "" for none.
+	Cluster    string        `json:"cluster,omitempty"`
 	Base       RevisionInfo  `json:"base"`
 	Head       RevisionInfo  `json:"head"`
 	Summary    Summary       `json:"summary"`

@@ -18,6 +18,9 @@ type Options struct {
 	Base string
 	// Head is the head revision; empty: the working tree.
 	Head string
+	// Cluster, when set, renders both revisions for that cluster (render.Options.Cluster):
+	// the shared files and clusters/<Cluster>/, so the budget is that cluster's.
+	Cluster string
 }
 
 // Run reads, renders and compares the two revisions and checks the head.
@@ -50,17 +53,25 @@ func Run(opts Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Compose(base, head, under)
+	return composeFor(base, head, under, opts.Cluster)
 }
 
 // Compose renders and compares two revisions that were already read; under is the compared
 // directory relative to the repository root.
 func Compose(base, head *Revision, under string) (*Report, error) {
-	b, err := renderRevision(base, under)
+	return composeFor(base, head, under, "")
+}
+
+// composeFor is Compose with both revisions rendered for cluster ("": none).
+func composeFor(base, head *Revision, under, cluster string) (*Report, error) {
+	if cluster != "" && !hasCluster(base.Files, cluster) && !hasCluster(head.Files, cluster) {
+		return nil, fmt.Errorf("cluster %q: neither %s nor %s has a directory %s/%s/", cluster, base.Name, head.Name, render.ClustersDir, cluster)
+	}
+	b, err := renderRevision(base, under, cluster)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", base.Name, err)
 	}
-	h, err := renderRevision(withAdminFilesOf(head, base), under)
+	h, err := renderRevision(withAdminFilesOf(head, base), under, cluster)
 	if err != nil {
 		return nil, fmt.Errorf("render %s: %w", head.Name, err)
 	}
@@ -68,7 +79,7 @@ func Compose(base, head *Revision, under string) (*Report, error) {
 	polViolations = append(polViolations, adminChanges(pol, base, head)...)
 	polViolations = append(polViolations, renderViolations(pol, h)...)
 	rep := compose(b, h, pol, polViolations, skippedViolations(pol, head))
-	rep.Path, rep.Base, rep.Head = under, info(base, b), info(head, h)
+	rep.Path, rep.Cluster, rep.Base, rep.Head = under, cluster, info(base, b), info(head, h)
 	return rep, nil
 }
 

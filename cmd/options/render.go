@@ -34,6 +34,10 @@ type Render struct {
 	// (render.Decryptor): "admin" for the admin's files, one named after each team's namespace
 	// for its files. "" (and no $GPUCTL_AGE_KEYS): none, such files render sealed.
 	AgeKeys string
+	// Cluster is the cluster the render is for (render.Options.Cluster): the shared files and
+	// clusters/<Cluster>/. BindClusterFlag binds it as --cluster; the daemon sets it from its
+	// own --cluster, which names the cluster in its notifications too.
+	Cluster string
 }
 
 // The names of the render flags.
@@ -44,6 +48,7 @@ const (
 	flagWritable = "writable-host-path-prefixes"
 	flagQueueing = "queueing"
 	flagAgeKeys  = "age-keys"
+	flagCluster  = "cluster"
 )
 
 // EnvAgeKeys names the directory of age keys when --age-keys is not given.
@@ -57,6 +62,11 @@ func (o *Render) BindFlags(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&o.WritableHostPathPrefixes, flagWritable, nil, "host directories below which workdirs are mounted read-write; elsewhere read-only (default "+strings.Join(render.DefaultWritableHostPathPrefixes(), ",")+")")
 	fs.StringVar(&o.Queueing, flagQueueing, "", "how team quotas hold workloads: "+render.QueueingResourceQuota+" (ResourceQuotas, the default) or "+render.QueueingKueue+" (Kueue queues with borrowing between teams)")
 	fs.StringVar(&o.AgeKeys, flagAgeKeys, "", "a directory of age keys that decrypt SOPS-encrypted files: 'admin' for the admin's files, one file per team namespace for the team's (default $"+EnvAgeKeys+"; without: encrypted files are not decrypted, and left as they are in the cluster)")
+}
+
+// BindClusterFlag adds --cluster (not among BindFlags: the daemon has its own --cluster).
+func (o *Render) BindClusterFlag(fs *pflag.FlagSet) {
+	fs.StringVar(&o.Cluster, flagCluster, "", "render for this cluster: the shared files and those of clusters/NAME/ (docs/fleet.md); without it, no file of clusters/ is read")
 }
 
 // Given reports whether any render setting was given.
@@ -85,6 +95,7 @@ func (o *Render) Options() (render.Options, error) {
 	if err != nil {
 		return render.Options{}, err
 	}
+	opts.Cluster = o.Cluster
 	opts.Decryptor, err = o.decryptor()
 	return opts, err
 }

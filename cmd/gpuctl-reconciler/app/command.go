@@ -24,6 +24,7 @@ import (
 	"github.com/gpuctl/gpuctl/internal/logging"
 	"github.com/gpuctl/gpuctl/internal/version"
 	"github.com/gpuctl/gpuctl/reconciler/daemon"
+	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"
 	"github.com/gpuctl/gpuctl/usage"
@@ -160,6 +161,13 @@ func (o *Options) identity() string {
 	return h
 }
 
+// renderOptions are the render's options: the render flags', for the cluster of --cluster
+// (which names it in the notifications too): the shared files and clusters/<cluster>/.
+func (o *Options) renderOptions() (render.Options, error) {
+	o.Render.Cluster = o.Notify.Cluster
+	return o.Render.Options()
+}
+
 func run(ctx context.Context, o *Options) error {
 	if o.Source.Source == "" {
 		return errors.New("--source is required: dir:PATH or git:URL")
@@ -178,7 +186,7 @@ func run(ctx context.Context, o *Options) error {
 		return err
 	}
 	setGCPercent()
-	renderOpts, err := o.Render.Options()
+	renderOpts, err := o.renderOptions()
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,8 @@ package app
 import (
 	"runtime/debug"
 	"testing"
+
+	"github.com/spf13/cobra"
 )
 
 // TestMemoryLimit: auto is 80 % of the container's limit, or 400Mi without one; a size is
@@ -35,5 +37,20 @@ func TestGCPercent(t *testing.T) {
 	setGCPercent()
 	if got := debug.SetGCPercent(100); got != 100 {
 		t.Errorf("GOGC=100: the collector's percentage is %d, want 100 (the environment wins)", got)
+	}
+}
+
+// TestClusterSelectsTheRender: the daemon's --cluster, which names it in its notifications,
+// also selects what it renders: the shared files and clusters/<cluster>/.
+func TestClusterSelectsTheRender(t *testing.T) {
+	var o Options
+	cmd := &cobra.Command{}
+	o.BindFlags(cmd)
+	if err := cmd.Flags().Parse([]string{"--cluster", "a"}); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := o.renderOptions()
+	if err != nil || opts.Cluster != "a" {
+		t.Fatalf("render options %+v, %v; want cluster a", opts, err)
 	}
 }

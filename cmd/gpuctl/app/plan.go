@@ -32,6 +32,7 @@ type planOptions struct {
 // bindFlags adds the flags shared by diff and sync.
 func (o *planOptions) bindFlags(fs *pflag.FlagSet) {
 	o.render.BindFlags(fs)
+	o.render.BindClusterFlag(fs)
 	o.kube.BindFlags(fs)
 	o.engine.BindFlags(fs)
 	fs.StringVarP(&o.output, "output", "o", "text", "output format: text or json")

@@ -64,6 +64,7 @@ Exit code 0: rendered; 1: invalid input; 2: could not run.`,
 		},
 	}
 	ro.BindFlags(cmd.Flags())
+	ro.BindClusterFlag(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "output format: yaml or json")
 	cmd.Flags().BoolVar(&showSecrets, "show-secrets", false, "decrypt SOPS-encrypted files with --age-keys and print their values (default: sealed, without values)")
 	return cmd

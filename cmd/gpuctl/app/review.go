@@ -71,7 +71,7 @@ func runReviewDiff(cmd *cobra.Command, s Streams, args []string, o *planOptions)
 	if len(args) == 1 {
 		target = args[0]
 	}
-	rep, err := reviewReport(target, base, head)
+	rep, err := reviewReport(target, base, head, o.render.Cluster)
 	if err != nil {
 		return &ExitError{Code: ExitTrouble, Err: err}
 	}
@@ -85,7 +85,7 @@ func runReviewDiff(cmd *cobra.Command, s Streams, args []string, o *planOptions)
 }
 
 // reviewReport opens the repository holding target and compares base with head there.
-func reviewReport(target, base, head string) (*review.Report, error) {
+func reviewReport(target, base, head, cluster string) (*review.Report, error) {
 	dir := target
 	if st, err := os.Stat(target); err != nil {
 		return nil, err
@@ -100,7 +100,7 @@ func reviewReport(target, base, head string) (*review.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return review.Run(review.Options{Dir: dir, Path: rel, Base: base, Head: head})
+	return review.Run(review.Options{Dir: dir, Path: rel, Base: base, Head: head, Cluster: cluster})
 }
 
 func writeReview(s Streams, rep *review.Report, o *planOptions, command string) error {

@@ -67,6 +67,7 @@ with file, line, column and field. Exit code 0: valid; 1: invalid; 2: could not 
 		},
 	}
 	ro.BindFlags(cmd.Flags())
+	ro.BindClusterFlag(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
 	return cmd
 }
