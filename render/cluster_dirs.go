@@ -99,3 +99,11 @@ func (st *run) clusterRel(rel string) (inner, prefix string) {
 	}
 	return rel, ""
 }
+
+// inClustersDir reports whether rel (slash-separated, relative to a directory holding a
+// .gpuctl.yaml) lies in that directory's clusters/: a directory there is configured by the
+// .gpuctl.yaml above clusters/, with its namespace rules matched below clusters/NAME/, never by
+// one of its own (outerConfig).
+func inClustersDir(rel string) bool {
+	return rel == ClustersDir || strings.HasPrefix(rel, ClustersDir+"/")
+}

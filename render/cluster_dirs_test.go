@@ -197,3 +197,36 @@ func TestClusterOneClusterRepo(t *testing.T) {
 		t.Error("an invalid cluster name rendered")
 	}
 }
+
+// TestClusterNestedConfigNeverConfigures: a .gpuctl.yaml that a team commits in its directory
+// below clusters/NAME/ never configures a render, even of that directory alone (gpuctl
+// validate clusters/a/teams/alice): the root's rules map the directory, as at the root
+// (TestRedTeamNestedConfigNeverConfigures), so the team's pod is held to the pod policy; nor
+// does one in clusters/a/, rendering clusters/a alone.
+func TestClusterNestedConfigNeverConfigures(t *testing.T) {
+	files := clusterRepo()
+	files["clusters/a/teams/alice/.gpuctl.yaml"] = "namespaces: []\n"
+	files["clusters/a/teams/alice/evil.yaml"] = deployment("securityContext: {privileged: true}", "")
+	for _, cluster := range []string{"a", ""} {
+		for _, sub := range []string{"", "clusters/a/teams/alice"} {
+			if cluster == "" && sub == "" {
+				continue // a render for no cluster reads none of clusters/
+			}
+			_, err := renderCluster(t, files, cluster, sub)
+			for _, want := range []string{
+				"/repo/clusters/a/teams/alice/.gpuctl.yaml: tenancy admin-file: .gpuctl.yaml is the admin's file",
+				"/repo/clusters/a/teams/alice/evil.yaml:13:41: spec.template.spec.containers[0].securityContext.privileged: pod policy privileged",
+			} {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("render /repo/%s for cluster %q: want %q, got %v", sub, cluster, want, err)
+				}
+			}
+		}
+	}
+	// Nor does one in the cluster's own directory, which is an error there as at the root.
+	files = clusterRepo()
+	files["clusters/a/.gpuctl.yaml"] = "namespaces: []\n"
+	if _, err := renderCluster(t, files, "a", "clusters/a"); err == nil || !strings.Contains(err.Error(), "/repo/clusters/a/.gpuctl.yaml: .gpuctl.yaml is not read in a cluster's directory") {
+		t.Errorf("render /repo/clusters/a for a: got %v, want the error of clusters/a/.gpuctl.yaml", err)
+	}
+}

@@ -418,8 +418,9 @@ func (st *run) atTop(d string) bool {
 }
 
 // outerConfig returns the configuration file of a directory above dir that maps dir to a
-// namespace, or "": a .gpuctl.yaml in a tenant directory is the tenant's file, and it never
-// configures a render, even of that directory alone (it is an error, see collect).
+// namespace, or holds dir in its clusters/, or "": a .gpuctl.yaml in a tenant directory is the
+// tenant's file, and one below clusters/ is nobody's; neither configures a render, even of
+// that directory alone (they are errors, see collect).
 func (st *run) outerConfig(dir string) string {
 	for d := dir; !st.atTop(d); {
 		d = filepath.Dir(d)
@@ -431,8 +432,12 @@ func (st *run) outerConfig(dir string) string {
 		if err != nil || len(data) > MaxFileSize {
 			return "" // reported when it is read for its own directory
 		}
+		rel := filepath.ToSlash(relTo(d, dir))
+		if inClustersDir(rel) {
+			return f // one configuration serves every cluster: a .gpuctl.yaml below clusters/ is an error
+		}
 		cfg, _ := ParseConfig(f, data)
-		if _, ok := cfg.NamespaceFor(filepath.ToSlash(relTo(d, dir))); ok {
+		if _, ok := cfg.NamespaceFor(rel); ok {
 			return f
 		}
 		return ""
