@@ -230,8 +230,11 @@ func testKilledMidSync(t *testing.T, name string, etcd bool) {
 	st := converged(t, h, failed)
 	took := time.Since(back)
 	t.Logf("converged %s after %s was back (the backoff: a minute after %s)", took.Round(time.Millisecond), o.what(), failed.LastAttempt.Format(time.TimeOnly))
-	if took > 10*time.Second {
-		t.Errorf("the daemon synced %s after %s was back; want within 10 s", took.Round(time.Millisecond), o.what())
+	// What is tested is that the daemon does not wait out its backoff (a minute after the
+	// failed sync): a bound well below it, not a speed bar, so that a loaded machine (etcd's
+	// own recovery took 10.4 s on 2 busy cores) does not fail it.
+	if took > 40*time.Second {
+		t.Errorf("the daemon synced %s after %s was back; want well before its backoff's minute", took.Round(time.Millisecond), o.what())
 	}
 	if got := jobSet(t, h, ns); len(got) != 42 {
 		t.Errorf("%d Jobs after the outage, want the 42 of R2", len(got))
