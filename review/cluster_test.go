@@ -72,6 +72,10 @@ func TestClusterBudget(t *testing.T) {
 			if rep.Cluster != cluster || !strings.Contains(Markdown(rep, MarkdownOptions{}), "for cluster `"+cluster+"`") {
 				t.Errorf("the report does not name cluster %q", cluster)
 			}
+			// Each cluster's review is its own pull-request comment.
+			if md := Markdown(rep, MarkdownOptions{}); !strings.HasPrefix(md, "<!-- gpuctl-review cluster="+cluster+" -->\n") {
+				t.Errorf("the comment of cluster %s starts %.60q, want its own marker", cluster, md)
+			}
 		})
 	}
 	base, head := clusterRevisions()

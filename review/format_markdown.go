@@ -16,6 +16,17 @@ import (
 // comment instead of adding another.
 const CommentMarker = "<!-- gpuctl-review -->"
 
+// Marker is the first line of the markdown report of a review for cluster ("" for none):
+// CommentMarker, or <!-- gpuctl-review cluster=NAME --> so that the reviews of a fleet's
+// clusters (diff --base --cluster NAME) each update their own comment. A cluster name is a
+// DNS label (render checks it), so it cannot end the comment.
+func Marker(cluster string) string {
+	if cluster == "" {
+		return CommentMarker
+	}
+	return "<!-- gpuctl-review cluster=" + cluster + " -->"
+}
+
 // Caps of one markdown report; what is left out is counted in a note.
 const (
 	maxTableRows   = 100
@@ -58,7 +69,7 @@ func Markdown(rep *Report, opts MarkdownOptions) string {
 }
 
 func mdHeader(sb *strings.Builder, rep *Report) {
-	fmt.Fprintf(sb, "%s\n### gpuctl diff: %s → %s", CommentMarker, markdown.Code(rep.Base.Label()), markdown.Code(rep.Head.Label()))
+	fmt.Fprintf(sb, "%s\n### gpuctl diff: %s → %s", Marker(rep.Cluster), markdown.Code(rep.Base.Label()), markdown.Code(rep.Head.Label()))
 	if rep.Path != "." {
 		fmt.Fprintf(sb, " in %s", markdown.Code(rep.Path))
 	}
