@@ -31,7 +31,10 @@ func TestAgainstPrometheus(t *testing.T) {
 	lower := []dcgmtest.GPU{mig}
 
 	// 3 h of history of alice's idle and burst pods: idle at 0 %; a 5-minute burst each hour.
-	end := time.Now().Add(-time.Minute).Truncate(time.Minute)
+	// The history ends now, not at the last whole minute: Prometheus takes some seconds to
+	// start, and a history that ended more than a step before the audit's query left a step
+	// with no sample between it and the live series (an idle run cut to 1m).
+	end := time.Now().Truncate(time.Second)
 	start := end.Add(-3 * time.Hour)
 	history := dcgmtest.OpenMetrics(dcgmtest.Plain, plain[2:4], start, end, time.Minute, func(g dcgmtest.GPU, at time.Time) dcgmtest.GPU {
 		if g.Pod == "burst-0" && at.Sub(start)%time.Hour < 5*time.Minute {
