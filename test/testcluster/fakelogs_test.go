@@ -66,19 +66,7 @@ func TestFakePodLogs(t *testing.T) {
 	}
 
 	// Following the trainer's log sees a new step within a few rounds.
-	stream, err := client.CoreV1().Pods(ns).GetLogs("trainer", &corev1.PodLogOptions{Follow: true}).Stream(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close()
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(stream)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := followLog(t, client, ns, "trainer")
 	had := strings.Count(readLog(t, client, ns, "trainer"), "\n")
 	timeout := time.After(5 * time.Second)
 	for n := 0; n <= had; n++ {
@@ -128,6 +116,26 @@ func TestFakePodLogs(t *testing.T) {
 }
 
 // readLog reads a pod's log through the API server ("" when it has none yet).
+// followLog follows a pod's log (the API server's pods/log with follow) and sends its lines
+// until the stream ends; the stream closes when the test ends.
+func followLog(t *testing.T, client kubernetes.Interface, ns, pod string) <-chan string {
+	t.Helper()
+	stream, err := client.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{Follow: true}).Stream(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stream.Close() })
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stream)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	return lines
+}
+
 func readLog(t *testing.T, client kubernetes.Interface, ns, pod string) string {
 	t.Helper()
 	body, _ := client.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(t.Context())

@@ -1,7 +1,6 @@
 package testcluster_test
 
 import (
-	"bufio"
 	"testing"
 	"time"
 
@@ -44,19 +43,7 @@ func TestPodLogsThroughTheAPIServer(t *testing.T) {
 		t.Fatalf("previous: %q, %v", body, err)
 	}
 
-	stream, err := client.CoreV1().Pods(ns).GetLogs("logger", &corev1.PodLogOptions{Follow: true}).Stream(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Close()
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(stream)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
+	lines := followLog(t, client, ns, "logger")
 	for _, want := range []string{"epoch 1 loss 0.9", "epoch 2 loss 0.7"} {
 		if got := <-lines; got != want {
 			t.Fatalf("follow: %q, want %q", got, want)
