@@ -39,27 +39,32 @@ func (d *Detector) found(ctx context.Context, qkey string, it drift.Item, fix fu
 		return nil
 	}
 	d.set(it)
+	d.awaitResolution(key, drift.Corrected)
 	err := fix(ctx)
-	if errors.Is(err, errRetry) {
-		return err
-	}
 	if err != nil {
-		it.Error = err.Error()
-		d.set(it)
+		d.awaitResolution(key, "")
+		if !errors.Is(err, errRetry) {
+			it.Error = err.Error()
+			d.set(it)
+		}
 		return err
 	}
-	d.corrected(key, drift.Corrected)
+	d.attempt(key, true)
 	d.queue.AddAfter(qkey, 500*time.Millisecond)
 	return nil
 }
 
-// corrected records a repair: one more attempt for the loop guard, and how the item's
-// resolution, when its watch event comes, is to be recorded.
-func (d *Detector) corrected(key string, how drift.Transition) {
-	d.attempt(key, true)
+// awaitResolution records how the item's resolution is to be recorded (Corrected, ShadowDeleted) when
+// the repair's watch event comes, or forgets it with "". It is recorded before the repair is
+// sent: another worker's evaluation may see the repaired object before the repair returns.
+func (d *Detector) awaitResolution(key string, how drift.Transition) {
 	d.mu.Lock()
+	defer d.mu.Unlock()
+	if how == "" {
+		delete(d.correcting, key)
+		return
+	}
 	d.correcting[key] = how
-	d.mu.Unlock()
 }
 
 // attempt counts the recent corrections of an item, recording one more with add.
@@ -109,12 +114,14 @@ func (d *Detector) deleteShadow(ctx context.Context, kind string, m metav1.Objec
 	}
 	policy := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: metav1.NewUIDPreconditions(string(m.GetUID()))}
+	d.awaitResolution(key, drift.ShadowDeleted)
 	err := d.dyn.Resource(workloadResources[kind]).Namespace(m.GetNamespace()).Delete(ctx, m.GetName(), opts)
 	if err != nil {
+		d.awaitResolution(key, "")
 		it.Error = fmt.Sprintf("%s: delete: %v", it.Object, err)
 		d.set(it)
 		return err
 	}
-	d.corrected(key, drift.ShadowDeleted)
+	d.attempt(key, true)
 	return nil
 }
