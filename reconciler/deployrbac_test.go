@@ -99,7 +99,8 @@ func asDeployedReconciler(e *env) {
 
 // TestDeployedRBACCoversKueue: the ClusterRole of deploy/base lets gpuctl-reconciler apply and
 // prune what queueing kueue renders (ResourceFlavors, ClusterQueues, LocalQueues,
-// WorkloadPriorityClasses) and read Kueue's Workloads, and patch them (a paused job's
+// WorkloadPriorityClasses; on a MultiKueue manager AdmissionChecks, MultiKueueConfigs and
+// MultiKueueClusters) and read Kueue's Workloads, and patch them (a paused job's
 // spec.active) but not create, update or delete them. The API server's
 // authorizer answers without Kueue's CRDs; applying the objects themselves needs them.
 func TestDeployedRBACCoversKueue(t *testing.T) {
@@ -120,7 +121,8 @@ func TestDeployedRBACCoversKueue(t *testing.T) {
 		}
 		return sar.Status.Allowed
 	}
-	for _, r := range []string{"resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses"} {
+	for _, r := range []string{"resourceflavors", "clusterqueues", "localqueues", "workloadpriorityclasses",
+		"admissionchecks", "multikueueconfigs", "multikueueclusters"} { // the last three: MultiKueue on a manager
 		for _, verb := range []string{"get", "list", "watch", "create", "update", "patch", "delete"} {
 			if !allowed(r, verb) {
 				t.Errorf("gpuctl-reconciler may not %s %s.%s", verb, r, keys.KueueGroup)

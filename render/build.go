@@ -64,6 +64,7 @@ func (st *run) build() []*unstructured.Unstructured {
 		}
 	}
 	objs = st.kueueObjects(objs)
+	objs = st.multiKueueObjects(objs)
 	st.suspendQueuedJobs(objs)
 	if !st.ds.hasErrors() { // an error in a tenant's output would also collide with its identity
 		configFile := st.displayOf(filepath.Join(st.repo, keys.ConfigFile))

@@ -37,6 +37,9 @@ type Config struct {
 	// MultiNode is how multi-node training (node_count > 1) is rendered: MultiNodeJob (the
 	// default, "" too) or MultiNodeJobSet (docs/format.md §2.2).
 	MultiNode string `gpuctl:"multiNode"`
+	// MultiKueue makes one cluster of the repository a MultiKueue manager that runs its teams'
+	// jobs in the worker clusters (multikueue.go, docs/fleet.md); needs QueueingKueue.
+	MultiKueue MultiKueue `gpuctl:"multiKueue"`
 	// Teams maps people (their Git user.email) to their team, the namespace whose directory
 	// `gpuctl create` writes their files to (TeamOf, TeamDir). Rendering does not use it.
 	Teams []TeamMember `gpuctl:"teams"`
@@ -165,6 +168,7 @@ func ParseConfig(name string, data []byte) (*Config, []*Diagnostic) {
 		cfg.checkTeams(name, d.pos, ds)
 		cfg.checkDefaultDir(name, d.pos, ds)
 		cfg.checkSecrets(name, d.pos, ds)
+		cfg.checkMultiKueue(name, d.pos, ds)
 	}
 	return cfg, ds.sorted()
 }

@@ -224,7 +224,13 @@ func (st *run) kueueObjects(objs []*unstructured.Unstructured) []*unstructured.U
 				}
 				field := "users." + u.Name
 				quotas := flavorQuotas(u, doc.Has, field, flavors)
-				for _, o := range []*unstructured.Unstructured{clusterQueue(doc.Quota, u, s.rel, flavors, quotas), localQueue(doc.Quota, u, s.rel)} {
+				cq := clusterQueue(doc.Quota, u, s.rel, flavors, quotas)
+				if st.multiKueueManager() {
+					if err := withMultiKueueCheck(cq); err != nil {
+						st.ds.errorf(doc.File, doc.At(field), field, "%s", err)
+					}
+				}
+				for _, o := range []*unstructured.Unstructured{cq, localQueue(doc.Quota, u, s.rel)} {
 					objs = st.add(objs, o, doc.File, doc.At(field))
 				}
 			}

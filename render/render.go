@@ -743,6 +743,8 @@ var kindOrder = map[string]int{
 	// Kueue (queueing kueue): the flavors and priority classes that the queues name, then the
 	// queues, before any workload is created suspended in them.
 	"ResourceFlavor": 1, "WorkloadPriorityClass": 1, "ClusterQueue": 2, "LocalQueue": 2,
+	// MultiKueue (multiKueue, on the manager): the check that the queues name, and its parameters.
+	"MultiKueueCluster": 1, "MultiKueueConfig": 1, "AdmissionCheck": 1,
 	"ServiceAccount": 3, "Role": 3, "ClusterRole": 3, "RoleBinding": 3, "ClusterRoleBinding": 3,
 	// Pool labels go on nodes before any workload is created, so that the scheduler places
 	// the workloads by them.
