@@ -43,6 +43,10 @@ type Options struct {
 	// Jobs, pods, Deployments and StatefulSets that carry a kueue.x-k8s.io/queue-name label, or
 	// live in a namespace with a LocalQueue named default.
 	Kueue bool
+	// KueueConfig is the repository path of the Kueue Configuration to run Kueue with, its
+	// server settings replaced; KueueConfigFile if empty (a MultiKueue manager's is
+	// MultiKueueManagerConfigFile).
+	KueueConfig string
 	// JobSet also starts the JobSet controller (kubernetes-sigs/jobset, built with Kueue) once
 	// the nodes are up, before Kueue: its CRD and its webhook configurations pointing at it on
 	// 127.0.0.1 are installed, and Start returns once its webhook answers. gpuctl renders
@@ -135,7 +139,7 @@ func Start(ctx context.Context, opts Options) (_ *Cluster, err error) {
 		}
 	}
 	if opts.Kueue {
-		if err := c.startKueue(ctx); err != nil {
+		if err := c.startKueue(ctx, opts.KueueConfig); err != nil {
 			return nil, err
 		}
 	}

@@ -50,6 +50,10 @@ const kueueFeatureGates = "VisibilityOnDemand=false"
 // admin to install; the local cluster runs Kueue with it, its server settings replaced.
 const KueueConfigFile = "deploy/kueue/controller_manager_config.yaml"
 
+// MultiKueueManagerConfigFile is the Kueue Configuration of a MultiKueue manager cluster
+// (docs/fleet.md): KueueConfigFile with only the integrations whose kinds every worker serves.
+const MultiKueueManagerConfigFile = "deploy/kueue/multikueue_manager_config.yaml"
+
 // kueueConvertedCRDs are the plural names of the CRDs whose v1beta1 and v1beta2 Kueue converts
 // through its /convert webhook (the patches of config/components/crd in the Kueue module).
 var kueueConvertedCRDs = []string{"localqueues", "clusterqueues", "cohorts", "workloads", "multikueueclusters"}
@@ -63,6 +67,7 @@ var kueueNamespacedWebhooks = []string{
 // kueueRun are the files and ports of one Kueue, all under <Dir>/kueue.
 type kueueRun struct {
 	dir                    string // <Dir>/kueue
+	source                 string // the repository path of the Configuration it runs with
 	config                 string // its Configuration
 	webhookCerts           string // tls.crt and tls.key of its webhook server
 	metricsCerts           string // tls.crt and tls.key of its (disabled) metrics server
@@ -77,7 +82,7 @@ func (k kueueRun) webhookURL() string {
 // startKueue installs Kueue's namespace, CRDs and webhook configurations, starts the kueue
 // binary out of cluster with the admin kubeconfig, and waits until it answers: its /readyz, and
 // its Job webhook suspending a Job with a queue-name label.
-func (c *Cluster) startKueue(ctx context.Context) error {
+func (c *Cluster) startKueue(ctx context.Context, configFile string) error {
 	begin := time.Now()
 	if err := c.checkComponent(kueueBinary); err != nil {
 		return err
@@ -87,7 +92,10 @@ func (c *Cluster) startKueue(ctx context.Context) error {
 		return err
 	}
 	k := kueueRun{
-		dir: filepath.Join(c.Dir, "kueue"), webhookPort: free[0], probePort: free[1],
+		dir: filepath.Join(c.Dir, "kueue"), source: configFile, webhookPort: free[0], probePort: free[1],
+	}
+	if k.source == "" {
+		k.source = KueueConfigFile
 	}
 	k.config = filepath.Join(k.dir, "config.yaml")
 	k.webhookCerts, k.metricsCerts = filepath.Join(k.dir, "webhook-certs"), filepath.Join(k.dir, "metrics-certs")
@@ -164,7 +172,7 @@ func kueueCert() *x509.Certificate {
 	}
 }
 
-// kueueConfig is KueueConfigFile's Configuration (config.kueue.x-k8s.io/v1beta2) for a
+// kueueConfig is k.source's Configuration (KueueConfigFile's by default) (config.kueue.x-k8s.io/v1beta2) for a
 // controller out of cluster: webhooks on NodeIP with the certificates of writeKueueFiles, no
 // metrics server, no leader election, no certificate management of its own, and the client
 // limits of RESTConfig, so that admission is not throttled. The integrations, the namespaces
@@ -174,12 +182,12 @@ func kueueConfig(k kueueRun) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	docs, err := readYAMLFile(filepath.Join(root, KueueConfigFile))
+	docs, err := readYAMLFile(filepath.Join(root, k.source))
 	if err != nil {
 		return nil, err
 	}
 	if len(docs) != 1 || docs[0].GetKind() != "Configuration" {
-		return nil, fmt.Errorf("%s: want one Kueue Configuration", KueueConfigFile)
+		return nil, fmt.Errorf("%s: want one Kueue Configuration", k.source)
 	}
 	cfg := docs[0].Object
 	for key, v := range map[string]any{
