@@ -58,7 +58,9 @@ func TestClusterFlag(t *testing.T) {
 }
 
 // TestClusterDiffBase: the review of a change in clusters/a/ for cluster a shows a's budget
-// (and fails on the change, as --fail-on changes does); for cluster b, no change.
+// (and fails on the change, as --fail-on changes does); for cluster b, no change. So do the
+// pull-request comments (-o markdown): a's, under its own marker, has the GPU budget with the
+// change's 6 GPUs; b's has no budget and no change.
 func TestClusterDiffBase(t *testing.T) {
 	r := gittest.New(t, nil)
 	r.Commit("base", layoutFiles())
@@ -71,5 +73,17 @@ func TestClusterDiffBase(t *testing.T) {
 	out, errOut, code = run(t, "diff", r.Work, "--base", "base", "--cluster", "b")
 	if code != 0 || !strings.Contains(out, "0 added, 0 changed, 0 removed") || !strings.Contains(out, "cluster b") {
 		t.Errorf("diff --cluster b: exit %d\n%s%s", code, out, errOut)
+	}
+
+	out, errOut, code = run(t, "diff", r.Work, "--base", "base", "--cluster", "a", "-o", "markdown")
+	if code != app.ExitFailed || !strings.HasPrefix(out, "<!-- gpuctl-review cluster=a -->\n") || !strings.Contains(out, "**GPUs 2 → 8 (+6)**") ||
+		!strings.Contains(out, "#### GPU budget") || !strings.Contains(out, "| default | default | any | 0 | 6 | **+6** |") ||
+		!strings.Contains(out, "clusters/a/jobs/big.yaml") {
+		t.Errorf("diff --cluster a -o markdown: exit %d, want a's comment with the budget of big's 6 GPUs\n%s%s", code, out, errOut)
+	}
+	out, errOut, code = run(t, "diff", r.Work, "--base", "base", "--cluster", "b", "-o", "markdown")
+	if code != 0 || !strings.HasPrefix(out, "<!-- gpuctl-review cluster=b -->\n") || !strings.Contains(out, "**0 added, 0 changed, 0 removed** · **GPUs 4 (unchanged)**") ||
+		strings.Contains(out, "GPU budget") || strings.Contains(out, "big") {
+		t.Errorf("diff --cluster b -o markdown: exit %d, want b's comment without a budget or a's change\n%s%s", code, out, errOut)
 	}
 }
