@@ -68,3 +68,55 @@ func TestPruneKeepsMetadata(t *testing.T) {
 		t.Errorf("deployment not pruned: %v", err)
 	}
 }
+
+// TestMultiKueueCopyIsNotPruned: in a MultiKueue worker, Kueue's copy of a manager's job
+// carries the manager's gpuctl labels (the inventory label, managed-by, its source), which may
+// be this cluster's too: the worker's sync does not prune it (the manager's job, in Git there),
+// and says nothing of it. The same Job without MultiKueue's two labels is pruned.
+func TestMultiKueueCopyIsNotPruned(t *testing.T) {
+	opts := reconciler.DefaultOptions()
+	opts.MaxPrune = 1
+	e := newEnv(t, opts)
+	ns := "mkcopy"
+	files := teamFiles(ns, "pytorch:1", 1)
+	e.sync(renderFiles(t, files))
+	sft, err := e.kube.BatchV1().Jobs(ns).Get(e.ctx, "sft", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, extra := range map[string]map[string]string{
+		"copy":  {keys.MultiKueueOrigin: "multikueue", keys.KueuePrebuiltWorkload: "job-copy-1a2b3"},
+		"stray": nil,
+	} {
+		j := sft.DeepCopy()
+		j.ObjectMeta = metav1.ObjectMeta{Name: name, Namespace: ns, Labels: sft.Labels, Annotations: map[string]string{
+			keys.Source: "clusters/hub/teams/" + ns + "/" + name + ".yaml"}}
+		j.Spec.Selector, j.Spec.ManualSelector = nil, nil
+		for _, k := range []string{"batch.kubernetes.io/controller-uid", "controller-uid", "batch.kubernetes.io/job-name", "job-name"} {
+			delete(j.Spec.Template.Labels, k) // the Job controller's, set again for this Job
+		}
+		j.Labels = map[string]string{}
+		for k, v := range sft.Labels {
+			j.Labels[k] = v
+		}
+		for k, v := range extra {
+			j.Labels[k] = v
+		}
+		if _, err := e.kube.BatchV1().Jobs(ns).Create(e.ctx, j, metav1.CreateOptions{FieldManager: "kueue-multikueue"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan, _ := e.sync(renderFiles(t, files))
+	if c := find(plan, "Job", "copy"); c.Action != "" {
+		t.Errorf("the sync plans %s of the MultiKueue copy: %s", c.Action, c.Reason)
+	}
+	if c := find(plan, "Job", "stray"); c.Action != reconciler.ActionDelete {
+		t.Errorf("the Job with gpuctl's labels and no MultiKueue label: %q, want delete\n%s", c.Action, actions(plan))
+	}
+	if _, err := e.kube.BatchV1().Jobs(ns).Get(e.ctx, "copy", metav1.GetOptions{}); err != nil {
+		t.Fatalf("the MultiKueue copy: %v", err)
+	}
+	if _, err := e.kube.BatchV1().Jobs(ns).Get(e.ctx, "stray", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("the stray Job: %v, want it pruned", err)
+	}
+}

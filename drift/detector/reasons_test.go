@@ -4,12 +4,14 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/drift/detector"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -169,4 +171,41 @@ func gpuJob(meta metav1.ObjectMeta, rl corev1.ResourceList) *batchv1.Job {
 	return &batchv1.Job{ObjectMeta: meta,
 		Spec: batchv1.JobSpec{Suspend: ptr(true), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			Containers: []corev1.Container{{Name: "c", Image: "x", Resources: corev1.ResourceRequirements{Limits: rl, Requests: rl}}}}}}}
+}
+
+// TestMultiKueueCopyIsNotAShadow: in a MultiKueue worker, Kueue's copy of a manager's job
+// (labels multikueue-origin and prebuilt-workload-name, and the manager's gpuctl labels) is the
+// manager's, in Git there: not a shadow, and not deleted in correct mode with
+// --drift-delete-shadow. A Job with the origin label alone (which Kueue queues as any other) is
+// one.
+func TestMultiKueueCopyIsNotAShadow(t *testing.T) {
+	run := uniq()
+	ns := "drift-mk-" + run
+	h := newHarness(t, "mk-"+run, detector.Options{Mode: drift.ModeCorrect, DeleteShadow: true, Resync: 200 * time.Millisecond}, files(ns, "mk-pool", "gpu-t4-1"))
+	copied := gpuJob(metav1.ObjectMeta{Name: "copy", Namespace: ns, Labels: map[string]string{
+		keys.ApplySetPartOf: "applyset-of-the-manager-v1", keys.ManagedBy: keys.ManagedByValue,
+		keys.MultiKueueOrigin: "multikueue", keys.KueuePrebuiltWorkload: "job-copy-1a2b3"}}, oneGPU)
+	half := gpuJob(metav1.ObjectMeta{Name: "half", Namespace: ns, Labels: map[string]string{keys.MultiKueueOrigin: "multikueue"}}, oneGPU)
+	for _, j := range []*batchv1.Job{copied, half} {
+		if _, err := h.kube.BatchV1().Jobs(ns).Create(h.ctx, j, metav1.CreateOptions{FieldManager: "kueue-multikueue"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.poll("the Job with the origin label alone deleted as a shadow", func() (bool, string) {
+		_, err := h.kube.BatchV1().Jobs(ns).Get(h.ctx, "half", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), fmt.Sprint(err)
+	})
+	h.write("note.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: note, namespace: "+ns+"}\ndata: {a: b}\n") // a sync
+	after := time.Now()
+	for range 2 {
+		r, _ := h.waitReport("a full evaluation", func(r drift.Report) bool { return r.Generated.After(after) })
+		after = r.Generated
+	}
+	if r, _, _ := h.det.Current(); item(r, drift.Shadow, "Job", "copy") != nil {
+		t.Fatalf("the MultiKueue copy is a shadow: %s", itemsOf(r))
+	}
+	if _, err := h.kube.BatchV1().Jobs(ns).Get(h.ctx, "copy", metav1.GetOptions{}); err != nil {
+		_, hist, _ := h.det.Current()
+		t.Fatalf("the MultiKueue copy: %v; history %s", err, changes(hist))
+	}
 }

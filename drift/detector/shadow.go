@@ -7,6 +7,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/object"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -162,6 +163,8 @@ func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj 
 		return "no longer requests GPUs", false
 	case ignored(m.GetAnnotations()):
 		return whyIgnored, false
+	case keys.MultiKueueCopy(m.GetLabels()):
+		return "a MultiKueue copy of a job of the manager cluster, in Git there", false
 	case ds.held[m.GetNamespace()] && ours(m, ds.partOf):
 		return "held: the files of namespace " + m.GetNamespace() + " have errors, and its objects stay as they were", false
 	case ours(m, ds.partOf) && ds.objects[object.KeyOf(workloadGK(kind), m.GetNamespace(), m.GetName())] != nil:

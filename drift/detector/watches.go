@@ -453,12 +453,13 @@ func slim(obj any) (any, error) {
 	return obj, nil
 }
 
-// slimMeta keeps identity, the inventory label, owners, the drift annotation, and the manager that created
+// slimMeta keeps identity, the inventory label, MultiKueue's labels, owners, the drift annotation, and the manager that created
 // the object (its first managedFields entry outside status), without its field set.
 func slimMeta(m metav1.Object) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
 		Generation: m.GetGeneration(), CreationTimestamp: m.GetCreationTimestamp(), OwnerReferences: m.GetOwnerReferences()}
-	for _, k := range []string{keys.ApplySetPartOf, keys.ManagedBy} { // the only labels read: gpuctl applied it (ours)
+	// The only labels read: gpuctl applied it (ours), Kueue's MultiKueue copied it (keys.MultiKueueCopy).
+	for _, k := range []string{keys.ApplySetPartOf, keys.ManagedBy, keys.MultiKueueOrigin, keys.KueuePrebuiltWorkload} {
 		if v, ok := m.GetLabels()[k]; ok {
 			if out.Labels == nil {
 				out.Labels = map[string]string{}

@@ -204,6 +204,9 @@ const (
 	KueueQueueName = KueuePrefix + "queue-name"
 	// KueuePriorityClass is the label that names a workload's WorkloadPriorityClass.
 	KueuePriorityClass = KueuePrefix + "priority-class"
+	// KueuePrebuiltWorkload names the Workload that such a copy runs under, which the manager's
+	// Kueue made; Kueue runs a Job with this label only under that Workload.
+	KueuePrebuiltWorkload = KueuePrefix + "prebuilt-workload-name"
 	// KueueLocalQueue is the name of the LocalQueue gpuctl renders in each team namespace:
 	// Kueue also puts workloads without a queue-name label in the LocalQueue of this name.
 	KueueLocalQueue = "default"
@@ -213,4 +216,21 @@ const (
 	KueueGroup = "kueue.x-k8s.io"
 	// KueueVersion is the version of Kueue's API that gpuctl renders and reads.
 	KueueVersion = "v1beta2"
+	// MultiKueueManager is the spec.managedBy of a Job (or JobSet) that Kueue's MultiKueue
+	// dispatches from a manager cluster to a worker cluster: no pod of it runs in the manager,
+	// and MultiKueue copies the worker's copy's status onto it.
+	MultiKueueManager = KueuePrefix + "multikueue"
+	// MultiKueueOrigin is the label of MultiKueue's copy of a job (and of its Workload) in a
+	// worker cluster; its value names the manager's Kueue (its multiKueue.origin).
+	MultiKueueOrigin = KueuePrefix + "multikueue-origin"
 )
+
+// MultiKueueCopy reports whether an object's labels are those of a MultiKueue copy in a worker
+// cluster: MultiKueueOrigin, and KueuePrebuiltWorkload, without which Kueue would queue it as
+// any job of the namespace. A worker's reconciler neither prunes such a copy (it carries the
+// manager's gpuctl labels) nor calls it a shadow workload: it is the manager's, in Git there.
+// Labels alone are only a claim, and this one is safe to believe: a Job that forges both never
+// runs, unless a Workload of that name exists, which only the manager's Kueue makes.
+func MultiKueueCopy(labels map[string]string) bool {
+	return labels[MultiKueueOrigin] != "" && labels[KueuePrebuiltWorkload] != ""
+}
