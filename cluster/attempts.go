@@ -428,7 +428,8 @@ func memoryLimit(p *corev1.Pod, container string) string {
 //     requeued at #2"; never a failed attempt.
 //   - Failed: the reason of the attempt that failed it ("Error: exit code 1", "OOMKilled (64Gi
 //     limit)", "Preempted by default/sft (gpuctl-high)"), and "BackoffLimitExceeded after 3
-//     attempts" when it was tried more than once.
+//     attempts" when it was tried more than once; "failed on cluster gpu-b (MultiKueue), where
+//     its pods and events are" when MultiKueue ran it and its Job says no more.
 //   - Running or pending after an attempt ended: "Evicted: node gpu-a100-0 unreachable, retried
 //     (attempt 2 of 4)".
 //   - Succeeded after more than one attempt: "Completed on attempt 2 (after: ...)".
@@ -479,6 +480,9 @@ func jobReason(w workloadView, attempts []Attempt) string {
 			tail = join(w.FailedReason, oneLine(w.FailedMessage))
 		}
 		if lastWords == "" && tail == "" {
+			if c := w.Queue.Worker(); c != "" {
+				return "failed on cluster " + c + " (MultiKueue), where its pods and events are"
+			}
 			return humanize.Plural(max(w.Failed, 1), "failed attempt") + "; no pod or event is left that says why"
 		}
 		return join(lastWords, tail)

@@ -90,11 +90,12 @@ func (s *sharedReads) managedPods(ctx context.Context, objs Objects) []*corev1.P
 // needsHistory reports whether a Job's reason needs the events of its pods: it failed, a pod
 // of it failed (counted or not), it has more pods than it runs at once, a pod of it was made
 // after it started or counts earlier attempts (a replaced pod), or none is left while it has
-// not finished. Other Jobs ran without a hitch so far, and their reason is Kueue's, if any.
+// not finished. Other Jobs ran without a hitch so far, and their reason is Kueue's, if any; so
+// is a Job that MultiKueue runs in a worker cluster (none of its pods is here).
 func needsHistory(w workload, pods []*corev1.Pod) bool {
 	j := w.job
-	if j == nil {
-		return false
+	if j == nil || w.multiKueue {
+		return false // a MultiKueue Job's pods and their events are in its worker cluster
 	}
 	if w.status == StatusFailed || j.Status.Failed > 0 {
 		return true

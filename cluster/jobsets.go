@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/humanize"
+	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -175,6 +176,8 @@ func fromJobSet(u *unstructured.Unstructured) workload {
 		Labels: u.GetLabels(), Annotations: u.GetAnnotations(), CreationTimestamp: u.GetCreationTimestamp()}
 	sel := &metav1.LabelSelector{MatchLabels: map[string]string{jobSetNameLabel: u.GetName()}}
 	w := newWorkload(render.JobSetKind, meta, spec.Template, sel, int32(copies)*replicas(spec.Parallelism))
+	manager, _, _ := unstructured.NestedString(u.Object, "spec", "managedBy")
+	w.multiKueue = manager == keys.MultiKueueManager
 	restarts, _, _ := unstructured.NestedInt64(u.Object, "status", "restarts")
 	w.restarts = int32(restarts)
 	w.status, w.note = jobSetStatus(u)

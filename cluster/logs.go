@@ -79,16 +79,24 @@ func (l LogLine) Format(paint func(string) string) string {
 	return prefix + " " + l.Text
 }
 
-// NoLogsError is a job that has no container that has started, so no log to show yet.
+// NoLogsError is a job that has no container that has started, so no log to show yet; or a
+// job that Kueue's MultiKueue runs in another cluster (Cluster), whose logs are there.
 type NoLogsError struct {
 	// JobID is the job; Status its status; Pods the number of its pods (none have started).
 	JobID  string `json:"jobId"`
 	Status string `json:"status"`
 	Pods   int    `json:"pods"`
+	// Cluster is the worker cluster that runs the job (QueueState.Cluster), "" for a job of
+	// this cluster.
+	Cluster string `json:"cluster,omitempty"`
 }
 
-// Error says why there is no log: "job alice.sft has no pods yet (status Pending)".
+// Error says why there is no log: "job alice.sft has no pods yet (status Pending)", "job
+// alice.sft runs on cluster gpu-b (MultiKueue): its pods and logs are there".
 func (e *NoLogsError) Error() string {
+	if e.Cluster != "" {
+		return fmt.Sprintf("job %s runs on cluster %s (MultiKueue): its pods and logs are there", e.JobID, e.Cluster)
+	}
 	if e.Pods == 0 && (e.Status == StatusSucceeded || e.Status == StatusFailed) {
 		return fmt.Sprintf("job %s has no pods left (status %s; `gpuctl events %s` says why)", e.JobID, e.Status, e.JobID)
 	}
@@ -103,7 +111,9 @@ func (e *NoLogsError) Error() string {
 // creation, and a job without a started container is a *NoLogsError. With Follow, lines come
 // as they are written, and Logs returns nil when ctx ends. emit is never called concurrently;
 // an error from it ends Logs with that error. A pod that opts.Pod names but the job does not
-// have is a *NotFoundError; refused options are a *FilterError.
+// have is a *NotFoundError; refused options are a *FilterError. A job that Kueue's MultiKueue
+// dispatches to a worker cluster has no pod here, followed or not: a *NoLogsError, with the
+// worker's name once one runs it.
 func (r *Reader) Logs(ctx context.Context, id string, opts LogOptions, emit func(LogLine) error) error {
 	if err := opts.Validate(); err != nil {
 		return err
@@ -111,6 +121,13 @@ func (r *Reader) Logs(ctx context.Context, id string, opts LogOptions, emit func
 	wl, err := r.findWorkload(ctx, id)
 	if err != nil {
 		return err
+	}
+	if wl.multiKueue {
+		pods, err := r.queuedJobPods(ctx, &wl)
+		if err != nil {
+			return err
+		}
+		return &NoLogsError{JobID: wl.id(), Status: wl.status, Pods: len(pods), Cluster: wl.queue.Worker()}
 	}
 	emit = serialize(emit)
 	if opts.Follow {

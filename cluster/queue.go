@@ -87,6 +87,17 @@ type QueueState struct {
 	// Message is Kueue's message about a waiting job (its QuotaReserved condition), e.g.
 	// "couldn't assign flavors to pod set main: insufficient unused quota ...".
 	Message string `json:"message,omitempty"`
+	// Cluster is the worker cluster that runs a job that Kueue's MultiKueue dispatched from
+	// this cluster, its manager (the Workload's status.clusterName: the name of the manager's
+	// MultiKueueCluster): its pods, events and logs are there, none here. "" otherwise.
+	Cluster string `json:"cluster,omitempty"`
+	// Nominated are the worker clusters to which MultiKueue sent the job while none has
+	// admitted it yet (status.nominatedClusterNames); empty once Cluster is set.
+	Nominated []string `json:"nominatedClusters,omitempty"`
+	// Origin is set on a worker cluster's copy of a job that MultiKueue dispatched from a
+	// manager cluster: the manager's MultiKueue origin, the copy's label
+	// kueue.x-k8s.io/multikueue-origin. "" for a job committed to this cluster.
+	Origin string `json:"origin,omitempty"`
 	// QueuedAt orders the job in its queue: the Workload's creation, or its last eviction for
 	// a timeout or an admission check. AdmittedAt, EvictedAt and FinishedAt are the times of
 	// those conditions.
@@ -137,6 +148,30 @@ type Preemptor struct {
 // Evicted and not re-admitted yet).
 func (q *QueueState) Waiting() bool { return q != nil && q.Position > 0 }
 
+// Worker is the worker cluster that runs the job (Cluster), "" for a job that MultiKueue did
+// not dispatch or for a nil state.
+func (q *QueueState) Worker() string {
+	if q == nil {
+		return ""
+	}
+	return q.Cluster
+}
+
+// Dispatch says where MultiKueue dispatched the job, in words: "runs on cluster gpu-b
+// (MultiKueue)", "sent to gpu-a, gpu-b by MultiKueue, admitted by none yet"; "" for a
+// job that MultiKueue did not dispatch from here.
+func (q *QueueState) Dispatch() string {
+	switch {
+	case q == nil:
+		return ""
+	case q.Cluster != "":
+		return "runs on cluster " + q.Cluster + " (MultiKueue)"
+	case len(q.Nominated) > 0:
+		return "sent to " + strings.Join(q.Nominated, ", ") + " by MultiKueue, admitted by none yet"
+	}
+	return ""
+}
+
 // Summary is the state in one line, as get jobs shows it in its REASON column: "#3 in alice:
 // waits for 4 × a100-80g in training-pool, team alice at 8/8, cohort lending 0", "preempted
 // by bob.big (reclamation within the cohort); #1 in alice: ...", "admitted to
@@ -156,7 +191,11 @@ func (q *QueueState) Summary() string {
 		if q.State == QueueReserved {
 			word = "quota reserved in "
 		}
-		return word + orDash(strings.Join(q.Flavors, ",")) + " in " + q.ClusterQueue
+		s := word + orDash(strings.Join(q.Flavors, ",")) + " in " + q.ClusterQueue
+		if d := q.Dispatch(); d != "" {
+			s += "; " + d
+		}
+		return s
 	case QueueFinished:
 		return ""
 	}
@@ -237,7 +276,10 @@ type kueueWorkload struct {
 	} `json:"spec"`
 	Status struct {
 		Conditions []metav1.Condition `json:"conditions"`
-		Admission  *struct {
+		// ClusterName and NominatedClusterNames are MultiKueue's, in a manager cluster.
+		ClusterName           *string  `json:"clusterName"`
+		NominatedClusterNames []string `json:"nominatedClusterNames"`
+		Admission             *struct {
 			ClusterQueue      string `json:"clusterQueue"`
 			PodSetAssignments []struct {
 				Flavors       map[string]string   `json:"flavors"`
@@ -408,7 +450,7 @@ func (q *queues) addUsage(w *kueueWorkload) {
 
 // of is the queue state of the Workload owned by the object of uid (a Job, StatefulSet or
 // Pod), or nil when it has none. wl is the gpuctl workload it belongs to (its pool and GPU
-// type name what a waiting job waits for).
+// type name what a waiting job waits for; its labels, whether it is MultiKueue's copy).
 func (q *queues) of(uid types.UID, wl *workload) *QueueState {
 	if q == nil {
 		return nil
@@ -421,6 +463,13 @@ func (q *queues) of(uid types.UID, wl *workload) *QueueState {
 		Priority: w.priority(), QueuedAt: w.orderTime().UTC()}
 	if r := w.Spec.PriorityClassRef; r != nil {
 		s.PriorityClass = r.Name
+	}
+	if c := w.Status.ClusterName; c != nil {
+		s.Cluster = *c
+	}
+	s.Nominated = slices.Clone(w.Status.NominatedClusterNames)
+	if wl != nil {
+		s.Origin = wl.meta.Labels[keys.MultiKueueOrigin]
 	}
 	s.AdmittedAt = condTime(w.cond(condAdmitted))
 	s.EvictedAt = condTime(w.cond(condEvicted))

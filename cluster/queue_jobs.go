@@ -67,7 +67,8 @@ func (q *queues) attach(ws []workload, byNS map[string][]*corev1.Pod) {
 
 // setQueue sets the workload's queue state and the status and note that follow from it: a
 // pending workload, or a suspended Job whose pods are still being stopped, that Kueue holds
-// back is Queued or Preempted.
+// back is Queued or Preempted; a pending one with quota reserved, or that MultiKueue
+// dispatched to a worker cluster, says so in its note.
 func (w *workload) setQueue(s *QueueState) {
 	w.queue = s
 	if s == nil || w.status != StatusPending && !(w.suspend && !w.terminal()) {
@@ -75,8 +76,8 @@ func (w *workload) setQueue(s *QueueState) {
 	}
 	if st := heldStatus(s); st != "" {
 		w.status, w.note = st, s.Summary()
-	} else if s.State == QueueReserved {
-		w.note = s.Summary()
+	} else if s.State == QueueReserved || s.Dispatch() != "" {
+		w.note = s.Summary() // MultiKueue's worker runs it: its status is copied here soon
 	}
 }
 

@@ -101,11 +101,15 @@ type workload struct {
 	queues   *queues      // Kueue's view it was attached from, for the states of its pods
 	job      *batchv1.Job // the Job, for a Job: its status tells its attempts (attempts.go)
 	restarts int32        // a JobSet's restarts (status.restarts)
+	// multiKueue is a Job or JobSet that Kueue's MultiKueue dispatches to a worker cluster
+	// (spec.managedBy): no pod of it runs here, and its status is its worker copy's.
+	multiKueue bool
 }
 
 func fromJob(j *batchv1.Job) workload {
 	w := newWorkload("Job", j.ObjectMeta, j.Spec.Template, j.Spec.Selector, replicas(j.Spec.Parallelism))
 	w.status, w.started, w.job = JobStatus(j), j.Status.StartTime, j
+	w.multiKueue = j.Spec.ManagedBy != nil && *j.Spec.ManagedBy == keys.MultiKueueManager
 	if j.Spec.Suspend != nil && *j.Spec.Suspend {
 		w.note, w.suspend = "suspended", true
 	}

@@ -136,8 +136,9 @@ func createTeams(t *testing.T, kube kubernetes.Interface, dyn dynamic.Interface,
 }
 
 // trainingJob creates a gpuctl training Job as render writes it under Kueue: suspended, in
-// the team's LocalQueue with a priority class, 4 GPUs of type a100-80g in the pool.
-func trainingJob(t *testing.T, kube kubernetes.Interface, ns, name, priority string, gpus int64) {
+// the team's LocalQueue with a priority class, gpus GPUs of type a100-80g in the pool; each of
+// change then changes it before it is created.
+func trainingJob(t *testing.T, kube kubernetes.Interface, ns, name, priority string, gpus int64, change ...func(*batchv1.Job)) {
 	t.Helper()
 	l := map[string]string{keys.ManagedBy: keys.ManagedByValue, keys.JobType: "training", keys.App: name, keys.Pool: pool,
 		keys.Priority: priority, keys.KueueQueueName: keys.KueueLocalQueue, keys.KueuePriorityClass: "gpuctl-" + priority}
@@ -153,6 +154,9 @@ func trainingJob(t *testing.T, kube kubernetes.Interface, ns, name, priority str
 				Containers: []corev1.Container{{Name: "main", Image: "trainer:v1",
 					Resources: corev1.ResourceRequirements{Requests: requests, Limits: corev1.ResourceList{keys.ResourceGPU: requests[keys.ResourceGPU]}}}}},
 		}},
+	}
+	for _, ch := range change {
+		ch(job)
 	}
 	if _, err := kube.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
@@ -217,14 +221,22 @@ func state(r cluster.JobPod) string {
 	return r.Queue.State
 }
 
-// gpuctl runs the CLI with the cluster's kubeconfig.
-func gpuctl(t *testing.T, args ...string) string {
+// cliRun runs the CLI in-process and returns its output, errors and exit code.
+func cliRun(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
 	var out, errOut bytes.Buffer
-	if code := app.Run(t.Context(), app.Streams{Out: &out, Err: &errOut}, append(args, "--kubeconfig", testcluster.Current().Kubeconfig)); code != 0 {
-		t.Fatalf("gpuctl %s: exit %d: %s", strings.Join(args, " "), code, errOut.String())
+	code := app.Run(t.Context(), app.Streams{Out: &out, Err: &errOut}, args)
+	return out.String(), errOut.String(), code
+}
+
+// gpuctl runs the CLI with the cluster's kubeconfig and wants exit 0.
+func gpuctl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errOut, code := cliRun(t, append(args, "--kubeconfig", testcluster.Current().Kubeconfig)...)
+	if code != 0 {
+		t.Fatalf("gpuctl %s: exit %d: %s", strings.Join(args, " "), code, errOut)
 	}
-	return out.String()
+	return out
 }
 
 // line is the line of out that contains all of words, or "".

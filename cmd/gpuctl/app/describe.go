@@ -52,10 +52,30 @@ func newDescribeCommand(s Streams) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return printDescribed(w, o.output, d, func() error {
+			// MultiKueue runs the job in a worker cluster: its pods are there. Without the
+			// worker, what the manager knows is printed, and the exit code is 1.
+			var unread error
+			if worker := d.Job.Queue.Worker(); worker != "" {
+				wm, err := workerModel(s.Err, d.Job.JobID, worker, "pods")
+				if err == nil {
+					var wd cluster.JobDescription
+					if wd, err = wm.JobDescription(ctx, d.Job.JobID); err == nil {
+						d = withWorker(d, wd)
+					}
+					err = workerError(worker, err)
+				}
+				if Code(err) == ExitTrouble {
+					return err
+				}
+				unread = err
+			}
+			if err := printDescribed(w, o.output, d, func() error {
 				u := readJobUsage(ctx, &o.prom, m, d, now)
 				return describeJob(w, d, now, &u)
-			})
+			}); err != nil {
+				return err
+			}
+			return unread
 		}),
 		describeSub(s, "pool POOL", "pool", "Describe a pool: its nodes and their free GPUs, its jobs",
 			func(ctx context.Context, m cluster.Model, o *describeOptions, name string, w io.Writer, _ time.Time) error {
@@ -190,6 +210,7 @@ func describeJob(w io.Writer, d cluster.JobDescription, now time.Time, u *jobUsa
 		"Name", j.Name, "Namespace", j.Namespace, "Job ID", j.JobID,
 		"Kind", j.Kind+" ("+j.K8sResources.Kind+" "+j.K8sResources.JobName+")",
 		"Description", j.Description, "Status", j.Status, "Reason", jobReasons(j.Reason, d.Pods),
+		"Runs on", runsOn(j.Queue), "Dispatched by", dispatchedBy(j.Queue),
 		"Source", orNone(j.Source), "Revision", orNone(humanize.Revision(d.Revision)),
 		"Pool", j.Pool, "Priority", orNone(j.Priority), "Resources", resources,
 		"Created", at(&j.CreatedAt, now), "Started", at(j.StartedAt, now),
@@ -233,6 +254,27 @@ func describeJob(w io.Writer, d cluster.JobDescription, now time.Time, u *jobUsa
 		drifted = append(drifted, []string{string(it.Category), it.Object.String(), orNone(it.Manager), oneLine(it.Message)})
 	}
 	return section(w, "Drift", drifted)
+}
+
+// runsOn is where Kueue's MultiKueue runs a job it dispatched from this cluster: "cluster gpu-b
+// (MultiKueue)", "no cluster yet (MultiKueue sent it to gpu-a, gpu-b)"; "" for another job.
+func runsOn(q *cluster.QueueState) string {
+	switch {
+	case q.Worker() != "":
+		return "cluster " + q.Cluster + " (MultiKueue)"
+	case q != nil && len(q.Nominated) > 0:
+		return "no cluster yet (MultiKueue sent it to " + strings.Join(q.Nominated, ", ") + ")"
+	}
+	return ""
+}
+
+// dispatchedBy says that a job is MultiKueue's copy of a manager cluster's job: "MultiKueue of
+// a manager cluster (origin multikueue)"; "" for a job committed to this cluster.
+func dispatchedBy(q *cluster.QueueState) string {
+	if q == nil || q.Origin == "" {
+		return ""
+	}
+	return "MultiKueue of a manager cluster (origin " + q.Origin + ")"
 }
 
 // describeQueue writes a job's place in Kueue's queue, when Kueue queues it.

@@ -57,13 +57,9 @@ func (o *fleetOptions) selected(warn io.Writer) ([]fleetCluster, error) {
 			return nil, trouble(fmt.Errorf("--%s reads one cluster: the clusters of --clusters and --all-clusters are those of %s", one, configHint))
 		}
 	}
-	path, err := configPath()
+	path, cfg, err := readConfigFile(warn)
 	if err != nil {
-		return nil, trouble(err)
-	}
-	cfg, err := readClientConfig(path, warn)
-	if err != nil {
-		return nil, trouble(err)
+		return nil, err
 	}
 	if len(cfg.Clusters) == 0 {
 		return nil, trouble(fmt.Errorf("no clusters: list in %s: name each cluster with its kubeconfig context or its server (see docs/fleet.md)", path))
@@ -87,6 +83,19 @@ func (o *fleetOptions) selected(warn io.Writer) ([]fleetCluster, error) {
 	}
 	slices.SortStableFunc(out, func(a, b fleetCluster) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
+}
+
+// readConfigFile reads the client's config file: its path and what it holds. Its errors exit 2.
+func readConfigFile(warn io.Writer) (string, clientConfig, error) {
+	path, err := configPath()
+	if err != nil {
+		return "", clientConfig{}, trouble(err)
+	}
+	cfg, err := readClientConfig(path, warn)
+	if err != nil {
+		return "", clientConfig{}, trouble(err)
+	}
+	return path, cfg, nil
 }
 
 // model is the cluster's read model: the daemon's API for a server, else the kubeconfig's
@@ -222,14 +231,19 @@ func rowsOf[T any](answers []clusterAnswer[T]) []fleetRow[T] {
 	return rows
 }
 
-// withCluster are the columns c with CLUSTER first; -o name prints the cluster and the name.
+// withCluster are the columns c with CLUSTER first ("<cluster>→<worker>" for an item that runs
+// elsewhere: c.elsewhere); -o name prints the cluster and the name.
 func withCluster[T any](c listColumns[T]) listColumns[fleetRow[T]] {
 	return listColumns[fleetRow[T]]{
 		name: func(r fleetRow[T]) string { return r.cluster + " " + c.name(r.item) },
 		head: append([]string{"CLUSTER"}, c.head...),
 		wide: c.wide,
 		cells: func(r fleetRow[T], wide bool) []string {
-			return append([]string{r.cluster}, c.cells(r.item, wide)...)
+			where := r.cluster
+			if c.elsewhere != nil && c.elsewhere(r.item) != "" {
+				where += "→" + c.elsewhere(r.item)
+			}
+			return append([]string{where}, c.cells(r.item, wide)...)
 		},
 	}
 }

@@ -23,16 +23,7 @@ import (
 func fleetAPI(t *testing.T, name, token string) *httptest.Server {
 	t.Helper()
 	mux := http.NewServeMux()
-	answer := func(v any) http.HandlerFunc {
-		return func(w http.ResponseWriter, r *http.Request) {
-			if r.Header.Get("Authorization") != "Bearer "+token {
-				w.WriteHeader(http.StatusUnauthorized)
-				fmt.Fprint(w, `{"error":"invalid bearer token","code":401}`)
-				return
-			}
-			_ = json.NewEncoder(w).Encode(v)
-		}
-	}
+	answer := func(v any) http.HandlerFunc { return bearerJSON(token, v) }
 	mux.Handle("GET /api/v1/jobpods", answer(cluster.JobPodList{Items: []cluster.JobPod{{
 		Pod: "sft-" + name + "-0", JobID: "alice.sft-" + name, Name: "sft-" + name, Namespace: "alice", Kind: "training", Status: "Running"}}}))
 	mux.Handle("GET /api/v1/pools", answer(cluster.PoolList{Items: []cluster.PoolSummary{{Name: "pool-" + name, NodeCount: 2}}}))

@@ -16,7 +16,8 @@ import (
 
 // runFleet is get jobs over the fleet: each cluster's rows of the filter, in the namespace
 // of -n, of every namespace with -A, else as one cluster's get jobs chooses it (the
-// context's namespace, or every namespace the token sees).
+// context's namespace, or every namespace the token sees). A job that MultiKueue dispatched
+// from one cluster read to another is its manager's row only (dropWorkerCopies).
 func (o *getJobsOptions) runFleet(cmd *cobra.Command, s Streams) error {
 	if o.watch {
 		return trouble(errors.New("--watch reads one cluster: use it without --clusters and --all-clusters"))
@@ -37,6 +38,7 @@ func (o *getJobsOptions) runFleet(cmd *cobra.Command, s Streams) error {
 		list, err := m.JobPods(ctx, f)
 		return list.Items, err
 	})
+	dropWorkerCopies(answers, func(r cluster.JobPod) (string, *cluster.QueueState) { return r.JobID, r.Queue })
 	return printFleet(s.Out, s.Err, o.output, "jobs", answers, jobPodColumns(time.Now()))
 }
 

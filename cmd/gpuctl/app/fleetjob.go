@@ -16,7 +16,8 @@ import (
 // name that several namespaces of a cluster have, exits 2 listing them; a job in none exits 1
 // (the read model's not-found error). A cluster that cannot be read is a line on warn; when
 // no other cluster has the job, the exit code is 1 and the message says which clusters were
-// not searched.
+// not searched. A job that MultiKueue dispatched from one cluster to another is its manager's
+// (dropWorkerCopies): describe and logs read its pods in the worker from there.
 func (o *fleetOptions) jobModel(ctx context.Context, warn io.Writer, id string) (cluster.Model, error) {
 	clusters, err := o.selected(warn)
 	if err != nil {
@@ -25,6 +26,7 @@ func (o *fleetOptions) jobModel(ctx context.Context, warn io.Writer, id string) 
 	type found struct {
 		model cluster.Model
 		id    string
+		queue *cluster.QueueState
 	}
 	answers := readFleet(ctx, clusters, func(ctx context.Context, c fleetCluster) ([]found, error) {
 		m, err := c.model()
@@ -35,14 +37,16 @@ func (o *fleetOptions) jobModel(ctx context.Context, warn io.Writer, id string) 
 		if err != nil {
 			return nil, err
 		}
-		return []found{{m, j.JobID}}, nil
+		return []found{{m, j.JobID, j.Queue}}, nil
 	})
+	dropWorkerCopies(answers, func(f found) (string, *cluster.QueueState) { return f.id, f.queue })
 	var notFound error
 	var in, unread []string
 	var m cluster.Model
 	for _, a := range answers {
 		var amb *cluster.AmbiguousError
 		switch {
+		case a.err == nil && len(a.items) == 0: // MultiKueue's copy of a job of a manager read too
 		case errors.As(a.err, new(*cluster.NotFoundError)):
 			notFound = a.err
 		case errors.As(a.err, &amb):

@@ -31,7 +31,8 @@ daemon's API), -o name the names only.
 
 --clusters a,b or --all-clusters read the clusters of the config file's clusters: list at
 once and add a CLUSTER column first (a "cluster" field in -o json|yaml); a cluster that cannot
-be read is a line on standard error, the others still print, and the exit code is 1.`,
+be read is a line on standard error, the others still print, and the exit code is 1. A job that
+MultiKueue dispatched from one cluster read to another is one row, CLUSTER "hub→gpu-b".`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newGetJobsCommand(s), newGetPoolsCommand(s), newGetNodesCommand(s), newGetQuotasCommand(s))
@@ -66,6 +67,9 @@ REASON says why a job stands where it does, in words: "Error: exit code 1", "OOM
 limit)", "Preempted by default/sft (gpuctl-high), retried (attempt 2 of 4)", "Evicted: node
 gpu-a100-0 unreachable", "BackoffLimitExceeded after 3 attempts", "Preempted by bob.big
 (reclamation within the cohort), requeued at #2"; then the pod's own reason.
+
+A job that Kueue's MultiKueue runs in a worker cluster has no pod here: when one is listed, a
+CLUSTER column comes first, with the worker ("-" for a job that runs here).
 
 Jobs are those of the namespace -n, of every namespace with -A, else of the namespace of the
 kubeconfig's context, as kubectl has it. --status keeps the rows whose status or pod phase is
@@ -177,17 +181,40 @@ func statusCell(r cluster.JobPod) string {
 	return r.Status
 }
 
-// jobPodColumns are the columns of get jobs, for printList (a fleet's table).
+// jobPodColumns are the columns of get jobs, for printList (a fleet's table); a job that
+// MultiKueue runs in a worker cluster is elsewhere there.
 func jobPodColumns(now time.Time) listColumns[cluster.JobPod] {
 	return listColumns[cluster.JobPod]{
-		name:  func(r cluster.JobPod) string { return r.JobID },
-		head:  jobPodHeader(false),
-		wide:  jobPodHeader(true)[len(jobPodHeader(false)):],
-		cells: func(r cluster.JobPod, wide bool) []string { return jobPodCells(r, wide, now) },
+		name:      func(r cluster.JobPod) string { return r.JobID },
+		head:      jobPodHeader(false),
+		wide:      jobPodHeader(true)[len(jobPodHeader(false)):],
+		cells:     func(r cluster.JobPod, wide bool) []string { return jobPodCells(r, wide, now) },
+		elsewhere: func(r cluster.JobPod) string { return r.Queue.Worker() },
 	}
 }
 
-// printJobPods prints the rows of get jobs in the -o format.
+// runsElsewhere reports whether a row's job runs in another cluster (Kueue's MultiKueue
+// dispatched it to a worker): one cluster's get jobs then has a CLUSTER column.
+func runsElsewhere(rows []cluster.JobPod) bool {
+	return slices.ContainsFunc(rows, func(r cluster.JobPod) bool { return r.Queue.Worker() != "" })
+}
+
+// workerColumn puts first, when on, the CLUSTER of one cluster's get jobs: the header, or a
+// row's worker cluster ("-" for a job that runs in the cluster read).
+func workerColumn(on bool, r *cluster.JobPod, cells []string) []string {
+	switch {
+	case !on:
+		return cells
+	case r == nil:
+		return append([]string{"CLUSTER"}, cells...)
+	case r.Queue.Worker() == "":
+		return append([]string{"-"}, cells...)
+	}
+	return append([]string{r.Queue.Worker()}, cells...)
+}
+
+// printJobPods prints the rows of get jobs in the -o format, with CLUSTER first when a job runs
+// in a worker cluster (runsElsewhere).
 func printJobPods(w io.Writer, list cluster.JobPodList, output string, now time.Time) error {
 	if ok, err := writeData(w, output, list); ok {
 		return err
@@ -201,10 +228,10 @@ func printJobPods(w io.Writer, list cluster.JobPodList, output string, now time.
 		}
 		return (&table{}).write(w, columnOf(ids)...)
 	}
-	wide := output == outputWide
-	rows := [][]string{jobPodHeader(wide)}
+	wide, workers := output == outputWide, runsElsewhere(list.Items)
+	rows := [][]string{workerColumn(workers, nil, jobPodHeader(wide))}
 	for _, r := range list.Items {
-		rows = append(rows, jobPodCells(r, wide, now))
+		rows = append(rows, workerColumn(workers, &r, jobPodCells(r, wide, now)))
 	}
 	return (&table{}).write(w, rows...)
 }
@@ -222,22 +249,25 @@ func columnOf(values []string) [][]string {
 func rowKey(r cluster.JobPod) string { return r.JobID + "/" + r.Pod }
 
 // watchJobs prints the rows, then each row that changes, until the command's context ends. A
-// pod that is gone is printed once more with its last status and "Deleted".
+// pod that is gone is printed once more with its last status and "Deleted". The first rows
+// decide whether there is a CLUSTER column (printJobPods).
 func watchJobs(cmd *cobra.Command, w io.Writer, m cluster.Model, f cluster.JobPodFilter, wide bool) error {
 	tbl := &table{}
 	var prev map[string]cluster.JobPod
+	workers := false
 	return m.WatchJobPods(cmd.Context(), f, func(list cluster.JobPodList) error {
 		now := time.Now()
 		var rows [][]string
 		if prev == nil {
-			rows = append(rows, jobPodHeader(wide))
+			workers = runsElsewhere(list.Items)
+			rows = append(rows, workerColumn(workers, nil, jobPodHeader(wide)))
 		}
 		next := map[string]cluster.JobPod{}
 		for _, r := range list.Items {
 			k := rowKey(r)
 			next[k] = r
 			if old, ok := prev[k]; !ok || !reflect.DeepEqual(old, r) {
-				rows = append(rows, jobPodCells(r, wide, now))
+				rows = append(rows, workerColumn(workers, &r, jobPodCells(r, wide, now)))
 			}
 		}
 		var gone []string
@@ -250,7 +280,7 @@ func watchJobs(cmd *cobra.Command, w io.Writer, m cluster.Model, f cluster.JobPo
 		for _, k := range gone {
 			r := prev[k]
 			r.Status, r.Reason = "Deleted", ""
-			rows = append(rows, jobPodCells(r, wide, now))
+			rows = append(rows, workerColumn(workers, &r, jobPodCells(r, wide, now)))
 		}
 		prev = next
 		return tbl.write(w, rows...)
@@ -338,6 +368,10 @@ type listColumns[T any] struct {
 	name       func(T) string
 	head, wide []string
 	cells      func(item T, wide bool) []string
+	// elsewhere, when not nil, is the other cluster in which an item runs (a job that Kueue's
+	// MultiKueue dispatched to a worker), "" for one that runs where it is listed: a fleet's
+	// CLUSTER is then "<cluster>→<worker>".
+	elsewhere func(T) string
 }
 
 // printList prints a list as -o json or yaml (data), names, or a table.

@@ -35,7 +35,9 @@ current pods are shown: a pod that failed and was replaced only with --all-pods.
 lines come as they are written, and pods that start or restart meanwhile are picked up, until
 Ctrl-C. Exits 1 when the job is unknown or no container of it has started yet, 2 when the
 name is ambiguous (the error lists the candidates). --clusters a,b or --all-clusters find the
-job in the cluster of the config file's clusters: list that has it.`,
+job in the cluster of the config file's clusters: list that has it. A job that Kueue's
+MultiKueue runs in a worker cluster is read there, through the clusters: entry of the
+worker's name (without one, exit 1 says what to add).`,
 		Example: `  gpuctl logs alice.qwen2-sft -f
   gpuctl logs qwen2-sft --tail 20 --grep loss
   gpuctl logs qwen2-sft --pod qwen2-sft-1-x7k2p --previous`,
@@ -53,11 +55,21 @@ job in the cluster of the config file's clusters: list that has it.`,
 				return err
 			}
 			paint := logPainter(s.Out, o.color)
-			err = r.Logs(cmd.Context(), jobID(o.namespace, args[0]), o.opts, func(l cluster.LogLine) error {
+			emit := func(l cluster.LogLine) error {
 				_, err := fmt.Fprintln(s.Out, l.Format(paint))
 				return err
-			})
-			return readError(err)
+			}
+			err = r.Logs(cmd.Context(), jobID(o.namespace, args[0]), o.opts, emit)
+			var elsewhere *cluster.NoLogsError
+			if !errors.As(err, &elsewhere) || elsewhere.Cluster == "" {
+				return readError(err)
+			}
+			// MultiKueue runs the job in a worker cluster: its logs are there.
+			w, err := workerModel(s.Err, elsewhere.JobID, elsewhere.Cluster, "logs")
+			if err != nil {
+				return err
+			}
+			return workerError(elsewhere.Cluster, w.Logs(cmd.Context(), elsewhere.JobID, o.opts, emit))
 		},
 	}
 	f := cmd.Flags()
@@ -109,10 +121,11 @@ func completeJobs(ro *readOptions) cobra.CompletionFunc {
 
 // readError maps the errors of the read model to exit codes, as kubectl get and describe
 // do: an unknown job, pool, node, quota user or pod, and a job with no log yet, are 1 (the
-// answer is no); an ambiguous job name, a refused option or filter, or a failed read is 2.
+// answer is no); an ambiguous job name, a refused option or filter, or a failed read is 2. An
+// *ExitError keeps its code.
 func readError(err error) error {
-	if err == nil {
-		return nil
+	if err == nil || errors.As(err, new(*ExitError)) {
+		return err
 	}
 	if errors.As(err, new(*cluster.NoLogsError)) || errors.As(err, new(*cluster.NotFoundError)) {
 		return &ExitError{Code: ExitFailed, Err: err}
