@@ -5,7 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -33,41 +32,21 @@ func startClusters(t *testing.T, nodes []testcluster.NodeSpec, names ...string) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), waitTimeout)
 	defer cancel()
-	clusters := make([]*testcluster.Cluster, len(names))
-	errs := make([]error, len(names))
-	dirs := make([]string, len(names))
-	for i := range names {
-		dirs[i] = t.TempDir()
+	opts := map[string]testcluster.Options{}
+	for _, name := range names {
+		opts[name] = testcluster.Options{Dir: t.TempDir(), Nodes: nodes}
 	}
 	begin := time.Now()
-	var wg sync.WaitGroup
-	for i := range names {
-		wg.Go(func() {
-			opts := testcluster.Options{Dir: dirs[i], Nodes: nodes}
-			clusters[i], errs[i] = testcluster.Start(ctx, opts)
-			if errs[i] != nil && strings.Contains(errs[i].Error(), "address already in use") {
-				// A free port was taken before the component bound it (the clusters pick
-				// theirs at once): start again on new ports, as testcluster.Main does.
-				clusters[i], errs[i] = testcluster.Start(ctx, opts)
+	out, err := testcluster.StartSeveral(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, c := range out {
+		t.Cleanup(func() {
+			if err := c.Stop(); err != nil {
+				t.Logf("stop cluster %s: %v", name, err)
 			}
 		})
-	}
-	wg.Wait()
-	out := map[string]*testcluster.Cluster{}
-	for i, name := range names {
-		if c := clusters[i]; c != nil {
-			out[name] = c
-			t.Cleanup(func() {
-				if err := c.Stop(); err != nil {
-					t.Logf("stop cluster %s: %v", name, err)
-				}
-			})
-		}
-	}
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("cluster %s did not start: %v", names[i], err)
-		}
 	}
 	t.Logf("%d clusters of %d nodes up in %s", len(names), len(nodes), time.Since(begin).Round(100*time.Millisecond))
 	return out

@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -44,43 +42,23 @@ func run(m *testing.M) int {
 		return 1
 	}
 	begin := time.Now()
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	var errs []string
+	opts := map[string]testcluster.Options{}
 	for name := range nodes {
-		wg.Go(func() {
-			c, err := start(ctx, options(name, bin))
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				errs = append(errs, name+": "+err.Error())
-				return
-			}
-			clusters[name] = c
-		})
+		opts[name] = options(name, bin)
 	}
-	wg.Wait()
+	started, err := testcluster.StartSeveral(ctx, opts)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: the local clusters did not start, so no test ran:\n%v\n", err)
+		return 1
+	}
+	clusters = started
 	defer func() {
 		for _, c := range clusters {
 			_ = c.Stop()
 		}
 	}()
-	if len(errs) > 0 {
-		fmt.Fprintf(os.Stderr, "FAIL: the local clusters did not start, so no test ran:\n%s\n", strings.Join(errs, "\n"))
-		return 1
-	}
 	fmt.Fprintf(os.Stderr, "multikueue: %d clusters with Kueue up in %s\n", len(clusters), time.Since(begin).Round(100*time.Millisecond))
 	return m.Run()
-}
-
-// start starts one cluster, again on new ports if another process took one of its ports
-// between their choice and the bind (as testcluster.Main does).
-func start(ctx context.Context, opts testcluster.Options) (*testcluster.Cluster, error) {
-	c, err := testcluster.Start(ctx, opts)
-	for attempt := 1; err != nil && strings.Contains(err.Error(), "address already in use") && attempt < 3; attempt++ {
-		c, err = testcluster.Start(ctx, opts)
-	}
-	return c, err
 }
 
 // gpuctl runs the CLI against one cluster of the fleet.

@@ -12,7 +12,9 @@ import (
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/test/testcluster"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -194,6 +196,19 @@ func TestJobsGoWhereTheGPUsAre(t *testing.T) {
 	for _, c := range []string{gpuA, gpuB, hub} {
 		f.sync(c)
 	}
+	// The attack on the workers' trust in MultiKueue's labels (keys.MultiKueueCopy: such a copy
+	// is neither pruned nor a shadow): a team member forges them on a Job of their own in gpu-b.
+	// Kueue runs a Job with a prebuilt-workload-name only under that Workload, which only the
+	// manager makes: it never starts, and gpu-b's GPUs stay free for the manager's job.
+	forged := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: "alice", Labels: map[string]string{
+		keys.KueueQueueName: keys.KueueLocalQueue, keys.MultiKueueOrigin: "multikueue", keys.KueuePrebuiltWorkload: "job-forged-1a2b3"}},
+		Spec: batchv1.JobSpec{Suspend: new(bool), Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "main", Image: "registry.example.com/mine:v1", Resources: corev1.ResourceRequirements{
+				Limits: corev1.ResourceList{keys.ResourceGPU: resource.MustParse("1")}}}}}}}}
+	testcluster.RunFor(&forged.Spec.Template, time.Hour)
+	if _, err := f.kube[gpuB].BatchV1().Jobs("alice").Create(t.Context(), forged, metav1.CreateOptions{FieldManager: "kubectl-create"}); err != nil {
+		t.Fatal(err)
+	}
 	poll(t, "gpu-a's own job to run there", func(ctx context.Context) (bool, string) { return f.running(ctx, gpuA, "fill") })
 	poll(t, "the manager's MultiKueueClusters to be active", func(ctx context.Context) (bool, string) {
 		for _, w := range []string{gpuA, gpuB} {
@@ -221,6 +236,17 @@ func TestJobsGoWhereTheGPUsAre(t *testing.T) {
 		return w == gpuB, state
 	})
 	poll(t, "train-1 to run on gpu-b", func(ctx context.Context) (bool, string) { return f.running(ctx, gpuB, "train-1") })
+	if pods, err := f.kube[gpuB].CoreV1().Pods("alice").List(t.Context(), metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=forged"}); err != nil || len(pods.Items) > 0 {
+		t.Errorf("the Job with forged MultiKueue labels started %d pods in gpu-b (%v)", len(pods.Items), err)
+	}
+	// The worker's copy is the manager's job, not an object of the worker's files: its sync
+	// neither prunes it nor takes it over.
+	f.sync(gpuB)
+	time.Sleep(2 * time.Second)
+	if ok, state := f.running(t.Context(), gpuB, "train-1"); !ok {
+		j, err := f.kube[gpuB].BatchV1().Jobs("alice").Get(t.Context(), "train-1", metav1.GetOptions{})
+		t.Fatalf("after gpu-b's sync, train-1 no longer runs there: %s; job %v (err %v)", state, j.GetObjectMeta(), err)
+	}
 
 	// gpu-b is full now; gpu-a frees when its own job leaves its files.
 	f.remove("clusters/gpu-a/teams/alice/fill.yaml")

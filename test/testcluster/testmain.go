@@ -59,13 +59,7 @@ func Main(m *testing.M, opts Options) int {
 		}
 		opts.BinDir = bin
 	}
-	c, err := Start(ctx, opts)
-	for attempt := 1; err != nil && portTaken(err) && attempt < 3 && ctx.Err() == nil && opts.Dir == ""; attempt++ {
-		// A free port was taken by another process (a client's ephemeral port: packages run
-		// side by side) between freePorts and the component's bind: start again, on new ports.
-		fmt.Fprintf(os.Stderr, "testcluster: a port was taken before a component bound it; starting again: %v\n", err)
-		c, err = Start(ctx, opts)
-	}
+	c, err := StartRetrying(ctx, opts)
 	if err != nil {
 		return failMain(err)
 	}
