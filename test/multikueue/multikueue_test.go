@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -14,8 +15,8 @@ import (
 	"github.com/gpuctl/gpuctl/test/testcluster"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -42,18 +43,21 @@ func quota(gpus int) string {
 	return fmt.Sprintf("kind: quota\nversion: v0.1\nmetadata: {name: teams}\nusers:\n  alice: {cpu: 64, memory: 256Gi, gpu: %d}\n", gpus)
 }
 
-// job is a plain Job of one pod of 4 GPUs that kwok keeps Running for an hour.
+// job is a plain Job of one pod of 4 GPUs that kwok keeps Running for an hour, labelled as
+// gpuctl labels a training job (the read verbs list it as one).
 func job(name string) string {
 	return fmt.Sprintf(`apiVersion: batch/v1
 kind: Job
 metadata:
-  name: %s
+  name: %[1]s
+  labels: {%[3]s: training}
 spec:
   backoffLimit: 0
   template:
     metadata:
+      labels: {%[3]s: training}
       annotations:
-        %s: 1h
+        %[2]s: 1h
     spec:
       restartPolicy: Never
       containers:
@@ -62,7 +66,7 @@ spec:
           resources:
             limits:
               nvidia.com/gpu: 4
-`, name, testcluster.RunForAnnotation)
+`, name, testcluster.RunForAnnotation, keys.JobType)
 }
 
 var (
@@ -229,6 +233,9 @@ func TestJobsGoWhereTheGPUsAre(t *testing.T) {
 		return true, ""
 	})
 
+	logs, stopLogs := context.WithCancel(t.Context())
+	defer stopLogs()
+	go func() { _ = clusters[gpuB].ServeFakePodLogs(logs, testcluster.FakeLogsOptions{Namespaces: []string{"alice"}, Interval: 500 * time.Millisecond}) }()
 	f.write("clusters/hub/teams/alice/train-1.yaml", job("train-1"))
 	f.sync(hub)
 	poll(t, "train-1 to be admitted by gpu-b", func(ctx context.Context) (bool, string) {
@@ -239,6 +246,23 @@ func TestJobsGoWhereTheGPUsAre(t *testing.T) {
 	if pods, err := f.kube[gpuB].CoreV1().Pods("alice").List(t.Context(), metav1.ListOptions{LabelSelector: "batch.kubernetes.io/job-name=forged"}); err != nil || len(pods.Items) > 0 {
 		t.Errorf("the Job with forged MultiKueue labels started %d pods in gpu-b (%v)", len(pods.Items), err)
 	}
+	// What the manager's read verbs say of it: the worker runs it (CLUSTER), and, with the
+	// workers in the client's config, describe reads its pods there.
+	out, errOut, code := gpuctl(t, hub, "get", "jobs", "-n", "alice")
+	if code != 0 || !regexp.MustCompile(`(?m)^CLUSTER\s`).MatchString(out) || !regexp.MustCompile(`(?m)^gpu-b\s.*\btrain-1\s`).MatchString(out) {
+		t.Errorf("get jobs on the manager: exit %d\n%s%s", code, out, errOut)
+	}
+	useConfig(t, fmt.Sprintf("clusters:\n  - name: gpu-a\n    context: %s\n    kubeconfig: %s\n  - name: gpu-b\n    context: %s\n    kubeconfig: %s\n",
+		testcluster.ContextName, clusters[gpuA].Kubeconfig, testcluster.ContextName, clusters[gpuB].Kubeconfig))
+	out, errOut, code = gpuctl(t, hub, "describe", "job", "train-1", "-n", "alice")
+	if code != 0 || !strings.Contains(out, "cluster gpu-b (MultiKueue)") || !strings.Contains(out, "gpu-0") {
+		t.Errorf("describe job on the manager: exit %d\n%s%s", code, out, errOut)
+	}
+	poll(t, "logs of train-1, read in gpu-b from the manager", func(context.Context) (bool, string) {
+		out, errOut, code = gpuctl(t, hub, "logs", "train-1", "-n", "alice")
+		return code == 0 && strings.Contains(out, "step"), fmt.Sprintf("exit %d\n%s%s", code, out, errOut)
+	})
+
 	// The worker's copy is the manager's job, not an object of the worker's files: its sync
 	// neither prunes it nor takes it over.
 	f.sync(gpuB)
@@ -274,5 +298,19 @@ func TestJobsGoWhereTheGPUsAre(t *testing.T) {
 		if _, err := f.kube[c].BatchV1().Jobs("alice").Get(t.Context(), map[string]string{gpuA: "train-1", gpuB: "train-2"}[c], metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s still holds a copy of the job the other worker runs: %v", c, err)
 		}
+	}
+}
+
+// useConfig points the CLI's client config file ($XDG_CONFIG_HOME/gpuctl/config) at content
+// for the rest of the test.
+func useConfig(t *testing.T, content string) {
+	t.Helper()
+	home := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", home)
+	if err := os.MkdirAll(filepath.Join(home, "gpuctl"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(home, "gpuctl", "config"), []byte(content), 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
