@@ -235,7 +235,9 @@ func TestJobsGoWhereTheGPUsAre(t *testing.T) {
 
 	logs, stopLogs := context.WithCancel(t.Context())
 	defer stopLogs()
-	go func() { _ = clusters[gpuB].ServeFakePodLogs(logs, testcluster.FakeLogsOptions{Namespaces: []string{"alice"}, Interval: 500 * time.Millisecond}) }()
+	go func() {
+		_ = clusters[gpuB].ServeFakePodLogs(logs, testcluster.FakeLogsOptions{Namespaces: []string{"alice"}, Interval: 500 * time.Millisecond})
+	}()
 	f.write("clusters/hub/teams/alice/train-1.yaml", job("train-1"))
 	f.sync(hub)
 	poll(t, "train-1 to be admitted by gpu-b", func(ctx context.Context) (bool, string) {
