@@ -28,6 +28,8 @@ type Options struct {
 	// Source yields the revisions to apply.
 	Source sources.Source
 	// Render configures rendering; Root is set to each revision's directory when Config is set.
+	// Its Cluster, the cluster's name, also names it in the status, the metrics
+	// (gpuctl_reconciler_info), the Events of the idle policy and the commits of writes.
 	Render render.Options
 	// Engine plans and applies.
 	Engine *reconciler.Manager
@@ -209,6 +211,7 @@ func New(opts Options) *Daemon {
 	if opts.RenderCacheBytes >= 0 {
 		d.renderCache = render.NewCache(opts.RenderCacheBytes)
 	}
+	opts.Metrics.setInfo(opts.Render.Cluster)
 	return d
 }
 
@@ -322,7 +325,7 @@ func (d *Daemon) syncOnce(ctx context.Context, r Request) Status {
 	d.mu.Lock()
 	prev := d.last
 	d.mu.Unlock()
-	st := Status{Source: d.opts.Source.URL(), LastAttempt: start, Leader: d.opts.Identity, Mode: d.opts.DriftMode,
+	st := Status{Cluster: d.opts.Render.Cluster, Source: d.opts.Source.URL(), LastAttempt: start, Leader: d.opts.Identity, Mode: d.opts.DriftMode,
 		AppliedRevision: prev.AppliedRevision, AppliedDigest: prev.AppliedDigest, LastSuccess: prev.LastSuccess,
 		LastHandledRequest: prev.LastHandledRequest, HandledThrough: prev.HandledThrough, Held: prev.Held,
 		Applying: prev.Applying} // until an apply ends: the cluster may hold part of that revision

@@ -62,7 +62,7 @@ func (d *Daemon) fetchingSince() time.Time {
 // writeProgress records st, the status of the last sync with what the sync in progress is
 // doing (an apply begun, a slow fetch), in the status ConfigMap, as this replica's.
 func (d *Daemon) writeProgress(ctx context.Context, st *Status) error {
-	st.Source, st.Leader, st.Mode = d.opts.Source.URL(), d.opts.Identity, d.opts.DriftMode
+	st.Cluster, st.Source, st.Leader, st.Mode = d.opts.Render.Cluster, d.opts.Source.URL(), d.opts.Identity, d.opts.DriftMode
 	st.APIServer = nil // a write that succeeds reached it
 	if st.Result == "" {
 		st.Result = ResultPending

@@ -283,7 +283,7 @@ func (d *Daemon) idleEvent(ctx context.Context, j usage.IdleJob, act IdleAction)
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", j.Name, now.UnixNano()), Namespace: j.Namespace},
 		InvolvedObject: ref, Reason: act.Reason, Message: act.Message, Type: corev1.EventTypeWarning,
-		Source:         corev1.EventSource{Component: keys.ReconcilerFieldManager},
+		Source:         corev1.EventSource{Component: keys.ReconcilerFieldManager, Host: d.opts.Render.Cluster},
 		FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		ReportingController: keys.ReconcilerFieldManager, ReportingInstance: d.opts.Identity,
 	}

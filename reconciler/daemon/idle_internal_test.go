@@ -373,13 +373,19 @@ func TestTeamGPUs(t *testing.T) {
 // teamGauge is gpuctl_team_gpus by team/pool/state.
 func teamGauge(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
+	return gauge(t, reg, "gpuctl_team_gpus", func(l map[string]string) string { return l["team"] + "/" + l["pool"] + "/" + l["state"] })
+}
+
+// gauge is the series of the gauge name in reg, each by key of its labels.
+func gauge(t *testing.T, reg *prometheus.Registry, name string, key func(labels map[string]string) string) map[string]float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]float64{}
 	for _, mf := range mfs {
-		if mf.GetName() != "gpuctl_team_gpus" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
@@ -387,7 +393,7 @@ func teamGauge(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 			for _, p := range m.GetLabel() {
 				l[p.GetName()] = p.GetValue()
 			}
-			out[l["team"]+"/"+l["pool"]+"/"+l["state"]] = m.GetGauge().GetValue()
+			out[key(l)] = m.GetGauge().GetValue()
 		}
 	}
 	return out

@@ -17,6 +17,10 @@ type Metrics struct {
 	// TeamGPUs are the GPUs of each team (namespace) and pool: requested by its running pods,
 	// and of those GPUs the busy and the idle ones (idle.go), set each round of the idle policy.
 	TeamGPUs *prometheus.GaugeVec
+	// Info is gpuctl_reconciler_info{cluster}, 1 for the cluster that the daemon syncs (its
+	// --cluster; "" without one), so that a query or a dashboard of several clusters' daemons
+	// tells them apart by joining on it.
+	Info *prometheus.GaugeVec
 }
 
 // NewMetrics creates the metrics and registers them with reg.
@@ -42,9 +46,20 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "gpuctl_team_gpus", Help: "GPUs of each team (namespace) and pool: requested by its running pods, and of those the busy and the idle ones " +
 				"(utilization from dcgm-exporter's series in Prometheus, below the idle policy's threshold; GPUs without series are neither)."},
 			[]string{"team", "pool", "state"}),
+		Info: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "gpuctl_reconciler_info", Help: "The cluster that this gpuctl-reconciler syncs (its --cluster; empty without one), value 1."}, []string{"cluster"}),
 	}
-	reg.MustRegister(m.Duration, m.Syncs, m.Objects, m.LastSuccess, m.Revision, m.Drift, m.Held, m.TeamGPUs)
+	reg.MustRegister(m.Duration, m.Syncs, m.Objects, m.LastSuccess, m.Revision, m.Drift, m.Held, m.TeamGPUs, m.Info)
 	return m
+}
+
+// setInfo sets gpuctl_reconciler_info to the one series of cluster.
+func (m *Metrics) setInfo(cluster string) {
+	if m == nil {
+		return
+	}
+	m.Info.Reset()
+	m.Info.WithLabelValues(cluster).Set(1)
 }
 
 func (m *Metrics) observe(st Status) {

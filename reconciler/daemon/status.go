@@ -29,6 +29,9 @@ const (
 // Status is what the daemon reports about its syncs. It is stored as JSON in the status
 // ConfigMap (key "status") and served at /api/v1/status.
 type Status struct {
+	// Cluster is the name of the cluster that the daemon syncs (gpuctl-reconciler --cluster,
+	// render.Options.Cluster); "" without one.
+	Cluster string `json:"cluster,omitempty"`
 	// Source is where the files come from (no credentials).
 	Source string `json:"source"`
 	// Revision is the revision of the last attempt; AppliedRevision the last one applied.

@@ -182,7 +182,7 @@ func (d *Daemon) commit(ctx context.Context, c sources.Committer, req WriteReque
 		if res, err = d.edit(fsys, dir, req); err != nil {
 			return nil, err
 		}
-		e := &sources.Edit{Message: commitMessage(res, req)}
+		e := &sources.Edit{Message: commitMessage(res, req, d.opts.Render.Cluster)}
 		for _, ch := range res.Changes {
 			e.Files = append(e.Files, sources.FileChange{Path: ch.Path, Data: ch.New, Delete: ch.Action == edit.Deleted})
 		}
@@ -202,15 +202,22 @@ func (d *Daemon) commit(ctx context.Context, c sources.Committer, req WriteReque
 }
 
 // commitMessage is the commit message of a write: edit's, with the request's subject line
-// when it gives one.
-func commitMessage(res *edit.Result, req WriteRequest) string {
+// when it gives one, and, for a daemon of a named cluster, the trailer "Cluster: NAME", so
+// that git log tells which cluster's daemon wrote it (git log --format='%(trailers:key=Cluster)').
+func commitMessage(res *edit.Result, req WriteRequest, cluster string) string {
 	msg := res.CommitMessage(req.By.Name)
-	if req.Message == "" {
-		return msg
+	if req.Message != "" {
+		_, body, _ := strings.Cut(msg, "\n")
+		msg = strings.Join(strings.Fields(req.Message), " ") + "\n" + body
 	}
-	_, body, _ := strings.Cut(msg, "\n")
-	return strings.Join(strings.Fields(req.Message), " ") + "\n" + body
+	if cluster != "" {
+		msg += "\n" + clusterTrailer + ": " + cluster + "\n"
+	}
+	return msg
 }
+
+// clusterTrailer is the key of the Git trailer that names the cluster of a write's daemon.
+const clusterTrailer = "Cluster"
 
 // writeDir makes the write in the directory of a directory source, while no sync reads it.
 func (d *Daemon) writeDir(ctx context.Context, root string, req WriteRequest) (*WriteResult, error) {

@@ -249,7 +249,9 @@ func run(ctx context.Context, o *Options) error {
 	events := record.NewBroadcaster()
 	defer events.Shutdown()
 	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events("")})
-	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "gpuctl-reconciler"})
+	// The Events of syncs and of drift say the cluster as their source's host (kubectl get
+	// events -o wide: SOURCE gpuctl-reconciler, NAME; reportingInstance NAME).
+	recorder := events.NewRecorder(scheme.Scheme, corev1.EventSource{Component: keys.ReconcilerFieldManager, Host: o.Notify.Cluster})
 	det, err := detector.New(detector.Options{Config: own, Kube: kube, Engine: engine, Store: driftStore, Mode: o.Drift,
 		DeleteShadow: o.DriftDelete, IgnoreManagers: o.DriftIgnore, HistorySize: o.DriftHistory, Resync: o.Interval,
 		Metrics: metrics.Drift, Events: recorder, Alerts: alerts, Log: log.With("component", "drift")})
@@ -337,7 +339,7 @@ func (o *Options) serve(ctx context.Context, log *slog.Logger, kube kubernetes.I
 	} else {
 		objects = cluster.StartInformersAfter(ctx, readModel, kube, dyn, o.Namespace)
 	}
-	handler := httpapi.New(httpapi.Options{Backend: d, Writer: d, Kube: kube, Dynamic: dyn, Objects: objects, SystemNamespace: o.Namespace, Tokens: tokens,
+	handler := httpapi.New(httpapi.Options{Backend: d, Writer: d, Kube: kube, Dynamic: dyn, Objects: objects, SystemNamespace: o.Namespace, Cluster: o.Notify.Cluster, Tokens: tokens,
 		Registry: reg, Webhooks: hooks, Ready: d.Ready, Usage: gpus, RateLimit: o.Rates.APIQPS, RateBurst: o.Rates.APIBurst, Log: log.With("component", "http")})
 	srv, err := newHTTPServer(handler, defaultHTTPTimeouts, o.TLSCertFile, o.TLSKeyFile)
 	if err != nil {

@@ -26,7 +26,9 @@ type NotifyOptions struct {
 	// StatusTargetURL is their link.
 	StatusContext   string
 	StatusTargetURL string
-	// Cluster names the cluster in alerts and in the default status context.
+	// Cluster names the cluster in alerts and in the default status context, in the status,
+	// the metric gpuctl_reconciler_info, the Events' source, the commits of writes and the page;
+	// it also selects what is rendered (Options.renderOptions).
 	Cluster string
 }
 
@@ -38,7 +40,7 @@ func (o *NotifyOptions) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.ForgeTokenFile, "forge-token-file", "", "git: file holding the forge token that posts a commit status after each sync (no file: no status)")
 	fs.StringVar(&o.StatusContext, "status-context", "", "the context (name) of gpuctl's commit statuses (default gpuctl, or gpuctl/<cluster> with --cluster)")
 	fs.StringVar(&o.StatusTargetURL, "status-target-url", "", "the link of each commit status, such as the daemon's page")
-	fs.StringVar(&o.Cluster, "cluster", "", "the cluster's name in alerts and in the default status context, and what it renders: the shared files and clusters/NAME/ (docs/fleet.md)")
+	fs.StringVar(&o.Cluster, "cluster", "", "the cluster's name (in alerts, the default status context, the status, gpuctl_reconciler_info, Events, the commits of writes and the page), and what it renders: the shared files and clusters/NAME/ (docs/fleet.md)")
 }
 
 // alerts is the Dispatcher of --alerts-config (nil without one) and the Sender of the

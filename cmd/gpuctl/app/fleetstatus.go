@@ -15,7 +15,8 @@ import (
 // statusFleet is gpuctl status over the fleet (--clusters, --all-clusters): one row per
 // cluster with its reconciler's revision, result, last sync and message; a cluster that cannot
 // be read is a row that says so, and exit code 1. -o json|yaml lists each cluster's status
-// with its "cluster", and the clusters that could not be read.
+// with its "cluster", and the clusters that could not be read. A cluster whose reconciler
+// names another is a warning (warnMislabelled).
 func statusFleet(cmd *cobra.Command, s Streams, fleet *fleetOptions, output string) error {
 	if fleet.flags != nil && fleet.flags.Changed("namespace") {
 		return trouble(fmt.Errorf("--namespace reads one cluster: set a cluster's namespace: in %s", configHint))
@@ -35,11 +36,26 @@ func statusFleet(cmd *cobra.Command, s Streams, fleet *fleetOptions, output stri
 		}
 		return []daemon.Status{st}, nil
 	})
+	warnMislabelled(s.Err, answers)
 	switch output {
 	case outputJSON, outputYAML:
 		return printFleet(s.Out, s.Err, output, "clusters", answers, listColumns[daemon.Status]{})
 	}
 	return printStatusFleet(s.Out, answers, time.Now())
+}
+
+// warnMislabelled warns of each cluster whose reconciler names its cluster (its --cluster,
+// daemon.Status.Cluster) otherwise than the config file's entry does: the entry may read
+// another cluster than its name says. A reconciler without --cluster names none.
+func warnMislabelled(w io.Writer, answers []clusterAnswer[daemon.Status]) {
+	for _, a := range answers {
+		for _, st := range a.items {
+			if st.Cluster != "" && st.Cluster != a.cluster {
+				fmt.Fprintf(w, "warning: cluster %s: the config file names it %s, its gpuctl-reconciler says %s (--cluster): does the entry read the right cluster?\n",
+					a.cluster, a.cluster, st.Cluster)
+			}
+		}
+	}
 }
 
 // printStatusFleet prints one row per cluster: CLUSTER, REVISION, RESULT, LAST SYNC, MESSAGE;

@@ -85,6 +85,7 @@ func printStatus(w io.Writer, st daemon.Status, output string, p palette) error 
 			fmt.Fprintf(tw, "%s\t%s\n", k, v)
 		}
 	}
+	row("Cluster:", st.Cluster)
 	row("Source:", st.Source)
 	rev := humanize.Revision(st.Revision)
 	if st.RevisionMessage != "" {

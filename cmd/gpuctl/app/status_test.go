@@ -112,3 +112,25 @@ func TestStatusShowsAnAPIServerOutage(t *testing.T) {
 		t.Errorf("status:\n%s\nwant a line %q", buf.String(), want)
 	}
 }
+
+// TestStatusNamesTheCluster: the status of a daemon of a named cluster (--cluster) says it
+// first, and -o json has "cluster"; a status without one has no Cluster line.
+func TestStatusNamesTheCluster(t *testing.T) {
+	st := daemon.Status{Cluster: "gpu-a", Source: "git https://example.com/gpus.git", Result: daemon.ResultSucceeded}
+	var buf bytes.Buffer
+	if err := printStatus(&buf, st, "text", palette{}); err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^Cluster: +gpu-a\nSource: +git https://example\.com/gpus\.git\n`).MatchString(buf.String()) {
+		t.Errorf("status:\n%s\nwant Cluster: gpu-a first", buf.String())
+	}
+	buf.Reset()
+	if err := printStatus(&buf, st, "json", palette{}); err != nil || !strings.Contains(buf.String(), `"cluster": "gpu-a"`) {
+		t.Errorf("-o json (%v):\n%s", err, buf.String())
+	}
+	buf.Reset()
+	st.Cluster = ""
+	if err := printStatus(&buf, st, "text", palette{}); err != nil || strings.Contains(buf.String(), "Cluster") {
+		t.Errorf("a status without a cluster (%v):\n%s", err, buf.String())
+	}
+}

@@ -52,6 +52,9 @@ type Options struct {
 	Writer Writer
 	// SystemNamespace holds the pool registry (default keys.SystemNamespace).
 	SystemNamespace string
+	// Cluster is the name of the daemon's cluster (gpuctl-reconciler --cluster), which the
+	// web page shows in its title and top bar; "" names none.
+	Cluster string
 	// Tokens resolves bearer tokens. Without it, every /api/v1 request answers 401.
 	Tokens TokenSource
 	// Registry is served at /metrics and receives the API's request metrics; nil means the

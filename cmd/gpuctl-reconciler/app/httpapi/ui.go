@@ -65,6 +65,8 @@ type uiFrame struct {
 	Now     time.Time
 	User    string
 	Refresh int
+	// Cluster is the daemon's cluster (Options.Cluster), shown beside the name; "" none.
+	Cluster string
 }
 
 // uiPage is what the overview renders. Each section has its own error: a failed data source
@@ -189,19 +191,28 @@ func (s *server) authenticatePage(next http.Handler) http.Handler {
 }
 
 // frame is the frame of a page of that title, for the signed-in principal.
-func frame(ctx context.Context, title string, now time.Time) uiFrame {
-	f := uiFrame{Title: title, Now: now, Refresh: uiRefresh}
+func (s *server) frame(ctx context.Context, title string, now time.Time) uiFrame {
+	f := uiFrame{Title: title, Now: now, Refresh: uiRefresh, Cluster: s.opts.Cluster}
 	if p, ok := PrincipalFrom(ctx); ok {
 		f.User = p.Name
 	}
 	return f
 }
 
+// site is the name that ends each page's title: "gpuctl", after the cluster's name when the
+// daemon has one ("gpu-a · gpuctl"), so that the tabs of two clusters' pages differ.
+func (s *server) site() string {
+	if s.opts.Cluster == "" {
+		return "gpuctl"
+	}
+	return s.opts.Cluster + " · gpuctl"
+}
+
 // getPage serves GET / and GET /index.html: the read-only overview.
 func (s *server) getPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := time.Now()
-	page := uiPage{Frame: frame(ctx, "gpuctl", now)}
+	page := uiPage{Frame: s.frame(ctx, s.site(), now)}
 	var wg sync.WaitGroup
 	wg.Go(func() { page.Status = s.uiStatus(ctx) })
 	wg.Go(func() { page.Jobs = s.uiJobs(ctx) })

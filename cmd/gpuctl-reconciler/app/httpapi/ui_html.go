@@ -89,7 +89,8 @@ func document(f uiFrame, content g.Group, intro string, routes ...string) g.Node
 	}
 }
 
-// topBar is the bar at the top of every page: the name, when the page was made and by whom.
+// topBar is the bar at the top of every page: the name (and the cluster's), when the page was
+// made and by whom.
 func topBar(f uiFrame) g.Node {
 	meta := g.Group{g.Text("Updated " + uiStamp(f.Now) + " · refreshes every " + strconv.Itoa(f.Refresh) + " s")}
 	if f.User != "" {
@@ -98,6 +99,8 @@ func topBar(f uiFrame) g.Node {
 	return h.Header(h.Class("topbar"),
 		h.Div(h.Class("wrap topbar-inner"),
 			h.Div(h.Class("brand"), h.A(h.Class("logo"), h.Href("/"), g.Text("gpuctl")),
+				g.If(f.Cluster != "", h.Span(h.ID("cluster"), h.Class("badge badge-neutral"), h.Title("the cluster of this gpuctl-reconciler (--cluster)"),
+					g.Text("cluster "+f.Cluster))),
 				h.Span(h.Class("tagline"), g.Text("GitOps for GPU workloads"))),
 			h.Div(h.Class("topmeta"), meta),
 		),

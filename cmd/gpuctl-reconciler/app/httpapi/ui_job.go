@@ -63,7 +63,7 @@ func (s *server) getJobPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	now := time.Now()
 	id := r.PathValue("jobId")
-	page := uiJobPage{ID: id, Frame: frame(ctx, id+" · gpuctl", now)}
+	page := uiJobPage{ID: id, Frame: s.frame(ctx, id+" · "+s.site(), now)}
 	rd, err := s.model(ctx)
 	if err == nil {
 		page.Job, err = rd.Job(ctx, id)
@@ -78,7 +78,7 @@ func (s *server) getJobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page.ID = page.Job.JobID
-	page.Frame.Title = page.Job.JobID + " · " + page.Job.Status + " · gpuctl"
+	page.Frame.Title = page.Job.JobID + " · " + page.Job.Status + " · " + s.site()
 	var wg sync.WaitGroup
 	wg.Go(func() { page.Pods = s.uiPods(ctx, rd, page.Job) })
 	wg.Go(func() { page.Events = s.uiEvents(ctx, rd, page.Job.JobID) })

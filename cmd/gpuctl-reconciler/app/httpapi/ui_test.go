@@ -355,3 +355,24 @@ func TestPageShowsAnAPIServerOutage(t *testing.T) {
 		t.Error("the page shows an outage while the API server answers")
 	}
 }
+
+// TestPageNamesTheCluster (issue 37): the page of a daemon of cluster gpu-a (--cluster) says
+// so in the title of the overview and of a job's page, ahead of gpuctl, and in the top bar;
+// without a cluster it names none.
+func TestPageNamesTheCluster(t *testing.T) {
+	h, _ := testServerWith(t, func(o *Options) { o.Cluster = "gpu-a" })
+	badge := `<span id="cluster" class="badge badge-neutral" title="the cluster of this gpuctl-reconciler (--cluster)">cluster gpu-a</span>`
+	for path, title := range map[string]string{"/": "<title>gpu-a · gpuctl · ", "/jobs/alice.sft": "<title>alice.sft · Running · gpu-a · gpuctl</title>"} {
+		body := jobPage(t, h, path, http.StatusOK)
+		if !strings.Contains(body, title) || !strings.Contains(body, badge) {
+			t.Errorf("GET %s lacks %q or the cluster's badge:\n%s", path, title, strings.Join(pageHead.FindAllString(body, 2), "\n"))
+		}
+	}
+	h, _ = testServer(t)
+	if body := okPage(t, h); strings.Contains(body, `id="cluster"`) || !strings.Contains(body, "<title>gpuctl · ") {
+		t.Errorf("a page without a cluster names one:\n%s", strings.Join(pageHead.FindAllString(body, 2), "\n"))
+	}
+}
+
+// pageHead finds a page's title and top bar (its first two matches: the SVG charts have titles too).
+var pageHead = regexp.MustCompile(`<title>.*?</title>|(?s)<header class="topbar">.*?</header>`)
