@@ -71,6 +71,9 @@ func (r *Repo) Create(files []File, opts CreateOptions) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r, err = r.forDir(dir); err != nil {
+		return nil, err
+	}
 	res := &Result{Verb: "create"}
 	rename := map[string]string{}
 	for _, f := range files {
@@ -169,7 +172,26 @@ func (r *Repo) createDir(opts CreateOptions) (string, error) {
 	if !ok {
 		return "", &NoTeamDirError{Team: opts.Team}
 	}
-	return dir, nil
+	return r.ClusterDir(dir)
+}
+
+// forDir is the repository as a create in dir (relative to the Root) renders it: with the
+// files of cluster NAME for a directory of clusters/NAME/ (the Repo's Cluster, or NAME when
+// it has none), so that the render checks the new files. A directory of another cluster than
+// the Repo's, and clusters/ itself (a file there belongs to no cluster), are a *PathError.
+func (r *Repo) forDir(dir string) (*Repo, error) {
+	of, _ := render.SplitCluster(dir)
+	switch {
+	case dir == render.ClustersDir:
+		return nil, &PathError{Path: dir, Reason: fmt.Sprintf("a file directly in %s/ belongs to no cluster: give %s/NAME/...", render.ClustersDir, render.ClustersDir)}
+	case of == "" || of == r.Cluster:
+		return r, nil
+	case r.Cluster != "":
+		return nil, &PathError{Path: dir, Reason: fmt.Sprintf("is in the directory of cluster %q, not of cluster %q", of, r.Cluster)}
+	}
+	c := *r
+	c.Cluster = of
+	return &c, nil
 }
 
 // inputName is how diagnostics name an input file.

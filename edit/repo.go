@@ -27,6 +27,12 @@ type Repo struct {
 	Root string
 	// Config is the parsed .gpuctl.yaml (empty when there is none).
 	Config *render.Config
+	// Cluster is the cluster the edits are for (render.Options.Cluster: gpuctl create
+	// --cluster, the daemon's --cluster), in a tree of several clusters (docs/fleet.md): the
+	// edits read the shared files and those of clusters/<Cluster>/, and Create puts a file
+	// of a team's directory, without a path, in clusters/<Cluster>/ (ClusterDir). "": the
+	// shared files only, as render reads a tree with clusters/ for no cluster.
+	Cluster string
 	// Namespaces, when not nil, are the only namespaces whose workloads delete, pause, resume
 	// and scale find: a bare name resolves among them, and a job of another namespace is not
 	// found (the daemon's API sets a team token's namespaces). nil: every namespace.
@@ -54,7 +60,31 @@ func (r *Repo) render(fsys filesys.FileSystem) (*render.Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	return render.New(render.Options{Config: r.Config, Root: r.Root}).RenderContext(ctx, fsys, r.Root)
+	return render.New(render.Options{Config: r.Config, Root: r.Root, Cluster: r.Cluster}).RenderContext(ctx, fsys, r.Root)
+}
+
+// HasClusters reports whether the tree has clusters/ at the Root: a repository of several
+// clusters, whose files outside clusters/ every cluster runs.
+func (r *Repo) HasClusters() bool {
+	return r.FS.IsDir(filepath.Join(r.Root, render.ClustersDir))
+}
+
+// ClusterDir is the directory (relative to the Root) where a new file of dir goes, dir being
+// where the namespace rules put it (a team's directory, namespace default's): below
+// clusters/<Cluster>/ in a tree with clusters/, so that only that cluster runs it; dir itself
+// without a Cluster, or in a tree without clusters/ (every cluster gets it whole). The
+// Cluster must be one of the tree (render.CheckCluster): its error otherwise.
+func (r *Repo) ClusterDir(dir string) (string, error) {
+	if r.Cluster == "" {
+		return dir, nil
+	}
+	if err := render.CheckCluster(r.FS, r.Root, r.Cluster); err != nil {
+		return "", err
+	}
+	if !r.HasClusters() {
+		return dir, nil
+	}
+	return render.ClusterPath(r.Cluster, dir), nil
 }
 
 // Open reads the configuration of the tree at root: root/.gpuctl.yaml, if there is one. A

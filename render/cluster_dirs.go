@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
 
 // One repository serves several clusters (docs/fleet.md): clusters/<name>/ holds what only
@@ -22,28 +23,60 @@ import (
 // ClustersDir is the directory (at the repository root) of the per-cluster directories.
 const ClustersDir = "clusters"
 
-// clusterScope checks Options.Cluster against the tree and sets the run's cluster: a DNS label
-// whose directory clusters/NAME exists at the root, or any name in a repository without
-// clusters/ (one that every cluster gets whole). A render of a directory below
-// clusters/X/ is a render for X (for its namespace rules); with another cluster it is an error.
+// CheckCluster checks a cluster name (Options.Cluster, --cluster) against the tree at root on
+// fsys: a DNS label whose directory clusters/NAME exists, or any DNS label in a tree without
+// clusters/ (one that every cluster gets whole). Its error is the one a render for the cluster
+// gives (gpuctl validate --cluster), so that what writes for a cluster says the same.
+func CheckCluster(fsys filesys.FileSystem, root, name string) error {
+	if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
+		return fmt.Errorf("cluster %q: not a valid cluster name (a DNS label): %s", name, strings.Join(errs, "; "))
+	}
+	if !fsys.IsDir(filepath.Join(root, ClustersDir)) {
+		return nil // a repository of one cluster: every cluster gets all of it
+	}
+	if !fsys.IsDir(filepath.Join(root, ClustersDir, name)) {
+		return fmt.Errorf("cluster %q: no directory %s/ (each cluster's files are in %s/<name>/ at the root of the repository, %s)",
+			name, ClusterPath(name, "."), ClustersDir, root)
+	}
+	return nil
+}
+
+// SplitCluster splits dir (slash-separated, relative to the root) at the directory of the
+// cluster that holds it: clusters/a/teams/alice is ("a", "teams/alice"), the path that the
+// namespace rules match (below clusters/NAME/ as at the root), and clusters/a is ("a", ".").
+// A shared directory, and clusters/ itself, are ("", dir).
+func SplitCluster(dir string) (cluster, inner string) {
+	rest, ok := strings.CutPrefix(dir, ClustersDir+"/")
+	if !ok || rest == "" {
+		return "", dir
+	}
+	cluster, inner, _ = strings.Cut(rest, "/")
+	if inner == "" {
+		inner = "."
+	}
+	return cluster, inner
+}
+
+// ClusterPath is rel, a path relative to the directory of cluster, relative to the root:
+// clusters/<cluster>/<rel>.
+func ClusterPath(cluster, rel string) string {
+	return path.Join(ClustersDir, cluster, rel)
+}
+
+// clusterScope checks Options.Cluster against the tree (CheckCluster) and sets the run's
+// cluster. A render of a directory below clusters/X/ is a render for X (for its namespace
+// rules); with another cluster it is an error.
 func (st *run) clusterScope(name string) error {
 	if name != "" {
-		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-			return fmt.Errorf("cluster %q: not a valid cluster name (a DNS label): %s", name, strings.Join(errs, "; "))
+		if err := CheckCluster(st.fsys, st.repo, name); err != nil {
+			return err
 		}
-		dir := filepath.Join(st.repo, ClustersDir, name)
 		if !st.fsys.IsDir(filepath.Join(st.repo, ClustersDir)) {
 			return nil // a repository of one cluster: every cluster gets all of it
 		}
-		if !st.fsys.IsDir(dir) {
-			return fmt.Errorf("cluster %q: no directory %s/ (each cluster's files are in %s/<name>/ at the root of the repository, %s)",
-				name, path.Join(ClustersDir, name), ClustersDir, st.repo)
-		}
 	}
 	st.cluster = name
-	rel := filepath.ToSlash(relTo(st.repo, st.argAbs))
-	if inner, ok := strings.CutPrefix(rel, ClustersDir+"/"); ok {
-		of, _, _ := strings.Cut(inner, "/")
+	if of, _ := SplitCluster(filepath.ToSlash(relTo(st.repo, st.argAbs))); of != "" {
 		switch {
 		case name == "":
 			st.cluster = of
@@ -87,15 +120,8 @@ func (st *run) clusterFileProblem(rel string) string {
 // the directory of the run's cluster and that directory's prefix ("clusters/NAME/"); a path
 // outside it is returned whole, with no prefix. Namespace rules match the inner path.
 func (st *run) clusterRel(rel string) (inner, prefix string) {
-	if st.cluster == "" {
-		return rel, ""
-	}
-	dir := ClustersDir + "/" + st.cluster
-	if rel == dir {
-		return ".", dir + "/"
-	}
-	if rest, ok := strings.CutPrefix(rel, dir+"/"); ok {
-		return rest, dir + "/"
+	if of, in := SplitCluster(rel); st.cluster != "" && of == st.cluster {
+		return in, ClusterPath(of, ".") + "/"
 	}
 	return rel, ""
 }

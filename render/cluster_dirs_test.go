@@ -230,3 +230,23 @@ func TestClusterNestedConfigNeverConfigures(t *testing.T) {
 		t.Errorf("render /repo/clusters/a for a: got %v, want the error of clusters/a/.gpuctl.yaml", err)
 	}
 }
+
+// TestSplitCluster: the directory of a cluster is cut off a path, leaving what the namespace
+// rules match; a shared path, clusters/ itself and a look-alike keep their whole path.
+func TestSplitCluster(t *testing.T) {
+	for dir, want := range map[string][2]string{
+		"clusters/a/teams/alice":   {"a", "teams/alice"},
+		"clusters/hub":             {"hub", "."},
+		"teams/alice":              {"", "teams/alice"},
+		"clusters":                 {"", "clusters"},
+		"clusters-old/a/teams/bob": {"", "clusters-old/a/teams/bob"},
+		"jobs/clusters/a":          {"", "jobs/clusters/a"},
+	} {
+		if c, inner := render.SplitCluster(dir); c != want[0] || inner != want[1] {
+			t.Errorf("SplitCluster(%q) = %q, %q; want %q, %q", dir, c, inner, want[0], want[1])
+		}
+		if c, inner := render.SplitCluster(dir); c != "" && render.ClusterPath(c, inner) != dir {
+			t.Errorf("ClusterPath(%q, %q) = %q, want %q back", c, inner, render.ClusterPath(c, inner), dir)
+		}
+	}
+}
