@@ -66,6 +66,7 @@ func (st *run) build() []*unstructured.Unstructured {
 	objs = st.kueueObjects(objs)
 	objs = st.multiKueueObjects(objs)
 	st.suspendQueuedJobs(objs)
+	st.warnUndispatched(objs)
 	if !st.ds.hasErrors() { // an error in a tenant's output would also collide with its identity
 		configFile := st.displayOf(filepath.Join(st.repo, keys.ConfigFile))
 		for _, o := range st.tenantIdentities() {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -152,4 +153,32 @@ func withMultiKueueCheck(cq *unstructured.Unstructured) error {
 		return fmt.Errorf("ClusterQueue %s: %w", cq.GetName(), err)
 	}
 	return nil
+}
+
+// warnUndispatched warns of each workload in a team namespace of the manager that MultiKueue
+// does not dispatch: what is not a Job (the manager's Kueue integrates batch/job only,
+// deploy/kueue/multikueue_manager_config.yaml) runs in the manager itself, which has no GPUs
+// for it. It belongs in the directory of the worker that runs it.
+func (st *run) warnUndispatched(objs []*unstructured.Unstructured) {
+	if !st.multiKueueManager() {
+		return
+	}
+	for _, o := range objs {
+		kind, ns := o.GetKind(), o.GetNamespace()
+		if st.teams[ns] == nil || (kind != "Deployment" && kind != "StatefulSet" && kind != "Pod" && kind != "JobSet") {
+			continue
+		}
+		file, p := st.origin(o)
+		st.ds.warnf(file, p, "", "%s %s/%s is not dispatched by MultiKueue: cluster %q is its manager, which sends Jobs only to the workers (%s); "+
+			"it would run in %s itself: commit it to %s/<worker>/", kind, ns, o.GetName(), st.cluster, workerNames(st.cfg.MultiKueue), st.cluster, ClustersDir)
+	}
+}
+
+// workerNames lists the workers' names, comma-separated.
+func workerNames(mk MultiKueue) string {
+	names := make([]string, len(mk.Workers))
+	for i, w := range mk.Workers {
+		names[i] = w.Name
+	}
+	return strings.Join(names, ", ")
 }

@@ -117,3 +117,34 @@ func TestMultiKueueConfigErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestMultiKueueManagerWarnsOfServices: on the manager, a team's service (a Deployment) is not
+// dispatched by MultiKueue and would run in the manager: a warning names its file and where it
+// belongs; a worker's render of the same file says nothing of the kind.
+func TestMultiKueueManagerWarnsOfServices(t *testing.T) {
+	files := multiKueueRepo(multiKueueConfig)
+	files["clusters/hub/teams/alice/web.yaml"] = "kind: compute\nversion: v0.1\njob: {name: web}\nenvironment: {image: nginx}\nservice: {replicas: 1}\n"
+	files["clusters/gpu-b/teams/alice/web.yaml"] = files["clusters/hub/teams/alice/web.yaml"]
+	hub, err := renderCluster(t, files, "hub", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var warned []string
+	for _, d := range hub.Warnings() {
+		if strings.Contains(d.Message, "not dispatched by MultiKueue") {
+			warned = append(warned, d.Error())
+		}
+	}
+	if len(warned) != 1 || !strings.Contains(warned[0], "clusters/hub/teams/alice/web.yaml") || !strings.Contains(warned[0], "Deployment alice/web") {
+		t.Errorf("the manager's warnings of undispatched workloads: %q; want one for Deployment alice/web", warned)
+	}
+	worker, err := renderCluster(t, files, "gpu-b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range worker.Warnings() {
+		if strings.Contains(d.Message, "MultiKueue") {
+			t.Errorf("the worker warns: %s", d.Error())
+		}
+	}
+}
