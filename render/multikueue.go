@@ -155,17 +155,18 @@ func withMultiKueueCheck(cq *unstructured.Unstructured) error {
 	return nil
 }
 
-// warnUndispatched warns of each workload in a team namespace of the manager that MultiKueue
-// does not dispatch: what is not a Job (the manager's Kueue integrates batch/job only,
-// deploy/kueue/multikueue_manager_config.yaml) runs in the manager itself, which has no GPUs
-// for it. It belongs in the directory of the worker that runs it.
+// warnUndispatched warns of each Deployment, StatefulSet or Pod in a team namespace of the
+// manager: MultiKueue does not dispatch them (the manager's Kueue integrates batch/job, and
+// jobset.x-k8s.io/jobset where the admin adds it; deploy/kueue/multikueue_manager_config.yaml),
+// so they run in the manager itself, which has no GPUs for them. They belong in the directory
+// of the worker that runs them.
 func (st *run) warnUndispatched(objs []*unstructured.Unstructured) {
 	if !st.multiKueueManager() {
 		return
 	}
 	for _, o := range objs {
 		kind, ns := o.GetKind(), o.GetNamespace()
-		if st.teams[ns] == nil || (kind != "Deployment" && kind != "StatefulSet" && kind != "Pod" && kind != "JobSet") {
+		if st.teams[ns] == nil || (kind != "Deployment" && kind != "StatefulSet" && kind != "Pod") {
 			continue
 		}
 		file, p := st.origin(o)
