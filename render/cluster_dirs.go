@@ -44,9 +44,10 @@ func CheckCluster(fsys filesys.FileSystem, root, name string) error {
 // SplitCluster splits dir (slash-separated, relative to the root) at the directory of the
 // cluster that holds it: clusters/a/teams/alice is ("a", "teams/alice"), the path that the
 // namespace rules match (below clusters/NAME/ as at the root), and clusters/a is ("a", ".").
-// A shared directory, and clusters/ itself, are ("", dir).
+// A shared directory, and clusters/ itself, are ("", dir). dir is read cleaned, as the
+// namespace rules read it: ./clusters/a/ is clusters/a.
 func SplitCluster(dir string) (cluster, inner string) {
-	rest, ok := strings.CutPrefix(dir, ClustersDir+"/")
+	rest, ok := strings.CutPrefix(path.Clean(dir), ClustersDir+"/")
 	if !ok || rest == "" {
 		return "", dir
 	}

@@ -1,6 +1,7 @@
 package render_test
 
 import (
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -241,11 +242,12 @@ func TestSplitCluster(t *testing.T) {
 		"clusters":                 {"", "clusters"},
 		"clusters-old/a/teams/bob": {"", "clusters-old/a/teams/bob"},
 		"jobs/clusters/a":          {"", "jobs/clusters/a"},
+		"./clusters/a//teams/":     {"a", "teams"},
 	} {
 		if c, inner := render.SplitCluster(dir); c != want[0] || inner != want[1] {
 			t.Errorf("SplitCluster(%q) = %q, %q; want %q, %q", dir, c, inner, want[0], want[1])
 		}
-		if c, inner := render.SplitCluster(dir); c != "" && render.ClusterPath(c, inner) != dir {
+		if c, inner := render.SplitCluster(dir); c != "" && render.ClusterPath(c, inner) != path.Clean(dir) {
 			t.Errorf("ClusterPath(%q, %q) = %q, want %q back", c, inner, render.ClusterPath(c, inner), dir)
 		}
 	}

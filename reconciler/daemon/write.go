@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -264,6 +265,9 @@ func (d *Daemon) edit(fsys filesys.FileSystem, dir string, req WriteRequest) (*e
 	if d.opts.Render.Config != nil { // the administrator's settings, as the sync renders with
 		repo.Config = d.opts.Render.Config
 	}
+	// The files of the daemon's cluster, as the sync reads them: its jobs are found in
+	// clusters/NAME/ too, and a team's new file goes there (edit.Repo.ClusterDir).
+	repo.Cluster = d.opts.Render.Cluster
 	repo.RenderTimeout = d.opts.RenderTimeout // the teams' files are rendered as a sync renders them
 	w := req.By
 	// No pull request reviews a write that applies: it passes the review's checks itself.
@@ -380,6 +384,9 @@ func (d *Daemon) create(repo *edit.Repo, req WriteRequest) (*edit.Result, error)
 		if err != nil {
 			return nil, fmt.Errorf("%w; or give the path of the file", err)
 		}
+		if dir, err = repo.ClusterDir(dir); err != nil {
+			return nil, err
+		}
 		return repo.Create(req.Files, edit.CreateOptions{Path: cmp.Or(dir, ".")})
 	}
 	if !w.may(ns) {
@@ -428,24 +435,43 @@ func unquoted(w Writer, base, after *render.Result) error {
 
 // NamespaceOf returns the namespace whose directory holds a file (slash-separated, relative to
 // the rendered directory, as the status names files) by the administrator's namespace rules
-// (--namespace-map, --config): for the API's cut of the status to a token's namespaces. False
-// for a file that no rule maps, and without the administrator's rules (a repository's own
-// .gpuctl.yaml is not read here).
+// (--namespace-map, --config), which match below clusters/NAME/ as at the root: for the API's
+// cut of the status to a token's namespaces. False for a file that no rule maps, and without
+// the administrator's rules (a repository's own .gpuctl.yaml is not read here).
 func (d *Daemon) NamespaceOf(file string) (string, bool) {
 	if d.opts.Render.Config == nil {
 		return "", false
 	}
-	return d.opts.Render.Config.NamespaceFor(path.Dir(file))
+	_, inner := render.SplitCluster(path.Dir(file))
+	return d.opts.Render.Config.NamespaceFor(inner)
 }
 
 // mayWriteDir checks that a writer may write in a directory (relative to the root): an admin
 // anywhere (the namespace rules, which the edit's render applies, hold it), another writer only
-// in a directory that the namespace rules map to one of its namespaces.
+// in a directory that the namespace rules map to one of its namespaces (below clusters/NAME/
+// as at the root), and that the daemon renders: a shared one, or one of its own cluster's
+// directory clusters/NAME/ where the tree has it — never another cluster's, which this daemon
+// neither checks nor applies, and no cluster's directory that the administrator has not made.
 func mayWriteDir(repo *edit.Repo, w Writer, dir string) error {
 	if w.Admin {
 		return nil
 	}
-	ns, mapped := repo.Config.NamespaceFor(dir)
+	cluster, inner := render.SplitCluster(dir)
+	if cluster != "" {
+		own := render.ClusterPath(repo.Cluster, ".") + "/"
+		switch {
+		case repo.Cluster == "":
+			return &ForbiddenError{Reason: fmt.Sprintf("%q may not write in %s: it is the directory of cluster %s, and this reconciler is for no cluster (no --cluster): it writes in the shared directories only",
+				w.Name, dir, cluster)}
+		case cluster != repo.Cluster:
+			return &ForbiddenError{Reason: fmt.Sprintf("%q may not write in %s: it is the directory of cluster %s, and this reconciler is cluster %s's: it writes in the shared directories and in %s only",
+				w.Name, dir, cluster, repo.Cluster, own)}
+		case !repo.FS.IsDir(filepath.Join(repo.Root, filepath.FromSlash(own))):
+			return &ForbiddenError{Reason: fmt.Sprintf("%q may not write in %s: the repository has no %s, and only an admin adds a cluster's directory",
+				w.Name, dir, own)}
+		}
+	}
+	ns, mapped := repo.Config.NamespaceFor(inner)
 	switch {
 	case !mapped:
 		return &ForbiddenError{Reason: fmt.Sprintf("%q may not write in %s: no namespace rule maps it to a namespace, and only an admin writes outside the namespaces' directories", w.Name, dir)}
