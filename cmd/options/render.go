@@ -66,7 +66,13 @@ func (o *Render) BindFlags(fs *pflag.FlagSet) {
 
 // BindClusterFlag adds --cluster (not among BindFlags: the daemon has its own --cluster).
 func (o *Render) BindClusterFlag(fs *pflag.FlagSet) {
-	fs.StringVar(&o.Cluster, flagCluster, "", "render for this cluster: the shared files and those of clusters/NAME/ (docs/fleet.md); without it, no file of clusters/ is read")
+	o.BindClusterFlagUsage(fs, "render for this cluster: the shared files and those of clusters/NAME/ (docs/fleet.md); without it, no file of clusters/ is read")
+}
+
+// BindClusterFlagUsage is BindClusterFlag with the usage of a command that does more with the
+// cluster than render for it (the write verbs put a new file in its directory).
+func (o *Render) BindClusterFlagUsage(fs *pflag.FlagSet, usage string) {
+	fs.StringVar(&o.Cluster, flagCluster, "", usage)
 }
 
 // Given reports whether any render setting was given.

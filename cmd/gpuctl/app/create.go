@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/edit"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	"github.com/gpuctl/gpuctl/render"
 )
 
 func newCreateCommand(s Streams) *cobra.Command {
@@ -33,11 +35,17 @@ user.email. A job name that the repository already has in that namespace, or a f
 exists, is refused. -f - reads standard input (the file is named after its job); -f DIR adds
 the *.yaml files of DIR.
 
+In a repository of several clusters (clusters/NAME/ directories, docs/fleet.md), --cluster
+NAME puts the team's file in clusters/NAME/<team's directory>, which only cluster NAME runs;
+without it the file goes to the shared directory, which every cluster runs, with a warning
+saying so.
+
 Exit code 0: committed (or, with --dry-run, the diff printed); 1: refused or failed, nothing
 committed.`,
 		Example: `  gpuctl create -f qwen2-7b-sft.yaml
   gpuctl create -f qwen2-7b-sft.yaml --push --wait
   gpuctl create -f serve.yaml --team bob --dry-run
+  gpuctl create -f qwen2-7b-sft.yaml --cluster gpu-a --push
   gpuctl create -f nightly.yaml --path jobs/nightly --branch add-nightly --push`,
 		Args: writeArgs(0, "no arguments (give the files with -f)"),
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -58,6 +66,9 @@ committed.`,
 				if errors.As(err, &nt) && nt.Team == "" {
 					err = fmt.Errorf("%w; your user.email %q is not in teams: of %s", err, me.email, keys.ConfigFile)
 				}
+				if err == nil {
+					res.Warnings = append(res.Warnings, sharedWarnings(repo, res)...)
+				}
 				return res, err
 			})
 		},
@@ -69,6 +80,36 @@ committed.`,
 	f.StringVar(&dir, "path", "", "put the files in this directory, relative to the directory of .gpuctl.yaml")
 	o.BindFlags(f)
 	return cmd
+}
+
+// sharedWarnings warn of each file that a create puts in a shared directory of a repository of
+// several clusters (docs/fleet.md): every cluster runs it, not only the one it was meant for.
+func sharedWarnings(repo *edit.Repo, res *edit.Result) []*render.Diagnostic {
+	if !repo.HasClusters() {
+		return nil
+	}
+	var names []string
+	entries, _ := repo.FS.ReadDir(filepath.Join(repo.Root, render.ClustersDir))
+	for _, e := range entries {
+		if repo.FS.IsDir(filepath.Join(repo.Root, render.ClustersDir, e)) {
+			names = append(names, e)
+		}
+	}
+	sort.Strings(names)
+	var out []*render.Diagnostic
+	for _, c := range res.Changes {
+		dir := path.Dir(c.Path)
+		if of, _ := render.SplitCluster(dir); of != "" || c.Action != edit.Created {
+			continue
+		}
+		hint := "--cluster NAME creates it in " + render.ClusterPath("NAME", ".") + "/ for that cluster alone"
+		if repo.Cluster != "" {
+			hint = fmt.Sprintf("not only %s: --path %s creates it for %s alone", repo.Cluster, render.ClusterPath(repo.Cluster, dir), repo.Cluster)
+		}
+		out = append(out, &render.Diagnostic{File: c.Path, Severity: render.SeverityWarning, Hint: hint,
+			Message: fmt.Sprintf("in a shared directory: every cluster of the repository runs it (%s)", strings.Join(names, ", "))})
+	}
+	return out
 }
 
 // readInputs reads the files of -f: "-" is standard input (once), a directory its *.yaml and

@@ -14,10 +14,12 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 
+	"github.com/gpuctl/gpuctl/cmd/options"
 	"github.com/gpuctl/gpuctl/edit"
 	"github.com/gpuctl/gpuctl/internal/humanize"
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/kube"
+	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/review"
 	gitsource "github.com/gpuctl/gpuctl/sources/git"
 )
@@ -36,11 +38,16 @@ type writeOptions struct {
 	timeout time.Duration
 	kube    kube.Options
 	system  string
+	// render holds --cluster only (options.Render.BindClusterFlagUsage): the cluster the edit
+	// is for (edit.Repo.Cluster).
+	render options.Render
 }
 
-// BindFlags adds --repo, --dry-run, --push, --branch, --wait, --timeout, and the kubeconfig's
-// flags and --reconciler-namespace that --wait reads the daemon's status with.
+// BindFlags adds --repo, --cluster, --dry-run, --push, --branch, --wait, --timeout, and the
+// kubeconfig's flags and --reconciler-namespace that --wait reads the daemon's status with.
 func (o *writeOptions) BindFlags(fs *pflag.FlagSet) {
+	o.render.BindClusterFlagUsage(fs, "in a repository of several clusters (docs/fleet.md): edit for this cluster, whose jobs are the shared files' and those of clusters/NAME/; "+
+		"a team's new file goes to clusters/NAME/ (without it: the shared directory, which every cluster runs)")
 	fs.StringVar(&o.repo, "repo", "", "the clone of the repository to commit in (default: the Git work tree of the current directory)")
 	fs.BoolVar(&o.dryRun, "dry-run", false, "print the diff of the files, change nothing")
 	fs.BoolVar(&o.push, "push", false, "push the commit to the branch's upstream; when the branch moved, rebase once and push again")
@@ -205,9 +212,13 @@ func (o *writeOptions) edit(ctx context.Context, tree *gitTree, sub string, fn e
 		// request reviews it, so it passes the review's checks, as the API's writes do.
 		repo.Review = review.EditCheck(repo.FS, repo.Root, tree.dir)
 	}
+	repo.Cluster = o.render.Cluster
 	me := who{email: tree.authorEmail(ctx)}
 	me.team, _ = repo.Config.TeamOf(me.email)
 	res, err := fn(repo, me)
+	if nf := (*edit.NotFoundError)(nil); errors.As(err, &nf) && repo.Cluster == "" && repo.HasClusters() {
+		err = fmt.Errorf("%w (without --cluster NAME, the jobs of %s/NAME/ are not read)", err, render.ClustersDir)
+	}
 	return repo, res, me, err
 }
 
