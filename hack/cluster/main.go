@@ -1,7 +1,7 @@
 // Command cluster runs the local gpuctl test cluster (see test/testcluster) for people: the
 // demo, manual testing and benchmarks.
 //
-//	go run ./hack/cluster up [--dir .cache/cluster] [--nodes FILE] [--kueue] [--pod-logs=false]   start it in the background
+//	go run ./hack/cluster up [--dir .cache/cluster] [--nodes FILE] [--kueue] [--kueue-config FILE] [--pod-logs=false]   start it in the background
 //	go run ./hack/cluster status [--dir DIR]                                   is it up; list its nodes
 //	go run ./hack/cluster down [--dir DIR]                                     stop it (idempotent)
 //	go run ./hack/cluster gpu-metrics [--dir DIR] [--listen ADDR] [--history D] made-up GPU metrics in a real Prometheus (the demo's)
@@ -11,7 +11,10 @@
 // leaves the cluster running. Everything lives in --dir (default .cache/cluster under the
 // repository root): kubeconfig, serve.pid, serve.log and one log per component. FILE lists the
 // fake nodes in the format of test/testcluster/testdata/nodes.yaml. --kueue also starts the
-// Kueue controller (testcluster.Options.Kueue). Unless --pod-logs=false, serve also writes
+// Kueue controller (testcluster.Options.Kueue); --kueue-config FILE (a file of the repository,
+// such as deploy/kueue/multikueue_manager_config.yaml for a MultiKueue manager) runs it with that
+// Configuration instead of deploy/kueue/controller_manager_config.yaml
+// (testcluster.Options.KueueConfig) and implies --kueue. Unless --pod-logs=false, serve also writes
 // made-up logs for every pod, a line or two every 2 s while it runs, in the words of its kind
 // (testcluster.Cluster.ServeFakePodLogs), so that kubectl logs and gpuctl logs -f show jobs
 // working.
@@ -58,6 +61,7 @@ func main() {
 	nodes := fs.String("nodes", "", "YAML list of fake nodes (default: testcluster.DefaultNodes)")
 	bin := fs.String("bin", "", "directory of the binaries (serve only)")
 	kueue := fs.Bool("kueue", false, "also start the Kueue controller, with its CRDs and webhooks")
+	kueueConfig := fs.String("kueue-config", "", "the Kueue Configuration file of the repository to run Kueue with (default "+testcluster.KueueConfigFile+"); implies --kueue")
 	podLogs := fs.Bool("pod-logs", true, "serve made-up logs for every pod (the lines of its kind, appended while it runs)")
 	listen := fs.String("listen", "127.0.0.1:9099", "address of the Prometheus of gpu-metrics")
 	history := fs.Duration("history", 3*time.Hour, "made-up history that gpu-metrics backfills")
@@ -66,15 +70,16 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
+	k := kueueOptions{on: *kueue || *kueueConfig != "", config: *kueueConfig}
 	switch cmd {
 	case "up":
-		err = up(abs, *nodes, *kueue, *podLogs)
+		err = up(abs, *nodes, k, *podLogs)
 	case "down":
 		err = down(abs)
 	case "status":
 		err = status(abs)
 	case "serve":
-		err = serve(abs, *nodes, *bin, *kueue, *podLogs)
+		err = serve(abs, *nodes, *bin, k, *podLogs)
 	case "gpu-metrics":
 		err = gpuMetrics(abs, *listen, *history)
 	default:
@@ -86,7 +91,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: go run ./hack/cluster up|down|status|gpu-metrics [--dir DIR] [--nodes FILE] [--kueue] [--pod-logs=false] [--listen ADDR] [--history D]")
+	fmt.Fprintln(os.Stderr, "usage: go run ./hack/cluster up|down|status|gpu-metrics [--dir DIR] [--nodes FILE] [--kueue] [--kueue-config FILE] [--pod-logs=false] [--listen ADDR] [--history D]")
 	os.Exit(2)
 }
 
@@ -105,10 +110,21 @@ func defaultDir() string {
 }
 
 // up starts serve as a detached process and returns once the cluster is ready.
-func up(dir, nodesFile string, kueue, podLogs bool) error {
+func up(dir, nodesFile string, kueue kueueOptions, podLogs bool) error {
+	if kueue.config != "" {
+		rel, err := repoPath(kueue.config)
+		if err != nil {
+			return err
+		}
+		kueue.config = rel
+	}
 	if pid := runningPid(dir); pid != 0 {
-		if kueue && !serveArgsHave(pid, "--kueue=true") {
+		if kueue.on && !serveArgsHave(pid, "--kueue=true") {
 			return fmt.Errorf("cluster already running without Kueue (pid %d); stop it with: %s, then start it with --kueue", pid, stopCommand(dir))
+		}
+		if running := serveArg(pid, "--kueue-config"); kueue.on && running != kueue.config {
+			return fmt.Errorf("cluster already running with Kueue's configuration %s, not %s (pid %d); stop it with: %s, then start it again",
+				orDefault(running), orDefault(kueue.config), pid, stopCommand(dir))
 		}
 		if podLogs && !serveArgsHave(pid, "--pod-logs=true") {
 			return fmt.Errorf("cluster already running without pod logs (pid %d, an older hack/cluster or --pod-logs=false); stop it with: %s, then start it again", pid, stopCommand(dir))
@@ -147,7 +163,7 @@ func up(dir, nodesFile string, kueue, podLogs bool) error {
 }
 
 // startServe starts `serve` in a new session, so that it outlives up, logging to serve.log.
-func startServe(dir, nodesFile, bin string, kueue, podLogs bool) (*exec.Cmd, error) {
+func startServe(dir, nodesFile, bin string, kueue kueueOptions, podLogs bool) (*exec.Cmd, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -161,7 +177,8 @@ func startServe(dir, nodesFile, bin string, kueue, podLogs bool) (*exec.Cmd, err
 		return nil, err
 	}
 	defer log.Close()
-	cmd := exec.Command(exe, "serve", "--dir", dir, "--nodes", nodesFile, "--bin", bin, "--kueue="+strconv.FormatBool(kueue), "--pod-logs="+strconv.FormatBool(podLogs))
+	args := append([]string{"serve", "--dir", dir, "--nodes", nodesFile, "--bin", bin}, kueue.args()...)
+	cmd := exec.Command(exe, append(args, "--pod-logs="+strconv.FormatBool(podLogs))...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -236,7 +253,7 @@ func shellQuote(s string) string {
 
 // serve runs the cluster until SIGTERM, SIGINT or SIGHUP, or until a component dies; with
 // podLogs it writes made-up logs for every pod meanwhile.
-func serve(dir, nodesFile, bin string, kueue, podLogs bool) error {
+func serve(dir, nodesFile, bin string, kueue kueueOptions, podLogs bool) error {
 	var nodes []testcluster.NodeSpec
 	if nodesFile != "" {
 		var err error
@@ -246,7 +263,7 @@ func serve(dir, nodesFile, bin string, kueue, podLogs bool) error {
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer cancel()
-	c, err := testcluster.Start(ctx, testcluster.Options{Dir: dir, Nodes: nodes, Log: os.Stderr, BinDir: bin, Kueue: kueue})
+	c, err := testcluster.Start(ctx, testcluster.Options{Dir: dir, Nodes: nodes, Log: os.Stderr, BinDir: bin, Kueue: kueue.on, KueueConfig: kueue.config})
 	if err != nil {
 		return err
 	}
@@ -326,6 +343,63 @@ func runningPid(dir string) int {
 
 func alive(pid int) bool {
 	return syscall.Kill(pid, 0) == nil
+}
+
+// kueueOptions are up's and serve's flags of Kueue: whether to start it, and with which
+// Configuration, a path of the repository ("" for testcluster.KueueConfigFile).
+type kueueOptions struct {
+	on     bool
+	config string
+}
+
+// args are serve's flags of k, each as one argument (--name=value), as serveArg reads them.
+func (k kueueOptions) args() []string {
+	return []string{"--kueue=" + strconv.FormatBool(k.on), "--kueue-config=" + k.config}
+}
+
+// orDefault names a Kueue configuration file, testcluster.KueueConfigFile for "".
+func orDefault(config string) string {
+	if config == "" {
+		return testcluster.KueueConfigFile
+	}
+	return config
+}
+
+// repoPath is file (absolute, or relative to the current directory) as the path in the
+// repository that testcluster.Options.KueueConfig takes; an error if it is missing or lies
+// outside the repository.
+func repoPath(file string) (string, error) {
+	root, err := testcluster.RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(abs); err != nil {
+		return "", fmt.Errorf("--kueue-config: %w", err)
+	}
+	rel, err := filepath.Rel(root, abs)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("--kueue-config %s: not a file of the repository %s", file, root)
+	}
+	return rel, nil
+}
+
+// serveArg is the value of the flag name (--name=value) on the command line of process pid;
+// "" when it has none (an older hack/cluster) or without /proc.
+func serveArg(pid int, name string) string {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return ""
+	}
+	for _, a := range strings.Split(string(cmdline), "\x00") {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // serveArgsHave reports whether the command line of process pid has arg; without /proc, true.
