@@ -88,10 +88,14 @@ func trimWatched(obj any) (any, error) {
 
 // watchedJob is what the informer keeps of a Job: its name, namespace, uid and
 // resourceVersion (an update that keeps it is a resync, which no handler hears), its source
-// file, and its Failed=True condition if any. A typed Job, even emptied, takes 1.3 kB.
+// file, whether it is a MultiKueue copy, and its Failed=True condition if any. A typed Job,
+// even emptied, takes 1.3 kB.
 type watchedJob struct {
 	name, namespace, resourceVersion, source string
 	uid                                      types.UID
+	// multiKueueCopy is set on a worker cluster's copy of a manager's job (keys.MultiKueueCopy):
+	// its failure is the manager's to tell, from the status MultiKueue copies onto its Job.
+	multiKueueCopy bool
 	// failed is set by a Failed=True condition, with its reason and its message on one line,
 	// at most maxJobMessage characters.
 	failed                      bool
@@ -106,7 +110,8 @@ func (j *watchedJob) GetObjectMeta() metav1.Object {
 // trimJob keeps of a Job what its alerts read (watchedJob). Its spec, the rest of its status,
 // its labels and managedFields are most of a Job's size.
 func trimJob(j *batchv1.Job) *watchedJob {
-	out := &watchedJob{name: j.Name, namespace: j.Namespace, uid: j.UID, resourceVersion: j.ResourceVersion, source: j.Annotations[keys.Source]}
+	out := &watchedJob{name: j.Name, namespace: j.Namespace, uid: j.UID, resourceVersion: j.ResourceVersion, source: j.Annotations[keys.Source],
+		multiKueueCopy: keys.MultiKueueCopy(j.Labels)}
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
 			out.failed, out.failedReason, out.failedMessage = true, c.Reason, jobMessage(c.Message)
@@ -158,7 +163,7 @@ func (w *jobWatch) jobUpdated(oldObj, newObj any) {
 	switch {
 	case !ok1 || !ok2:
 	case old.uid != j.uid:
-		if old.failed {
+		if old.failed && !old.multiKueueCopy {
 			w.jobGone(old, "was recreated")
 		}
 		w.jobFailed(j)
@@ -172,16 +177,17 @@ func (w *jobWatch) jobDeleted(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	if j, ok := obj.(*watchedJob); ok && j.failed {
+	if j, ok := obj.(*watchedJob); ok && j.failed && !j.multiKueueCopy {
 		w.jobGone(j, "was deleted")
 	}
 }
 
 // jobFailed sends JobFailed when j is Failed: "sft failed: BackoffLimitExceeded: Job has
 // reached the specified backoff limit (pod sft-x2v9k: OOMKilled, exit code 137)", its source
-// file as Details.
+// file as Details. A MultiKueue copy sends nothing: in a fleet, the manager's daemon tells of
+// the job, once, when MultiKueue copies the failure onto the manager's Job.
 func (w *jobWatch) jobFailed(j *watchedJob) {
-	if !j.failed {
+	if !j.failed || j.multiKueueCopy {
 		return
 	}
 	msg := j.name + " failed: " + j.failedReason
