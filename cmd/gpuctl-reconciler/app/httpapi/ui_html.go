@@ -363,6 +363,7 @@ func jobSection(now time.Time, j cluster.JobDetail) g.Node {
 			fact("Pool", g.Text(j.Pool), g.If(j.Priority != "", g.Group{g.Text(" "), muted("· priority " + j.Priority)})),
 			fact("Per pod", g.Text(strconv.FormatFloat(r.CPU, 'g', -1, 64)+" CPU · "+r.Memory+" memory")),
 			queueFact(j.Queue),
+			multiKueueFact(j.Queue),
 			fact("Object", h.Code(g.Text(j.K8sResources.Kind+"/"+j.K8sResources.JobName))),
 			fact("Created", uiWhen(now, j.CreatedAt)),
 			fact("Started", whenOr(now, j.StartedAt, muted("not yet"))),
@@ -395,6 +396,24 @@ func queueFact(q *cluster.QueueState) g.Node {
 		dd = append(dd, line("small muted", "Kueue: "+q.Message))
 	}
 	return h.Div(h.ID("job-queue"), h.Dt(g.Text("Queue")), h.Dd(dd))
+}
+
+// multiKueueFact says where Kueue's MultiKueue runs the job, as describe job does (the read
+// model's QueueState.Dispatch): "Runs on cluster gpu-b (MultiKueue)" in the manager cluster,
+// or the clusters it was sent to; in a worker, that its job is a manager's copy. nil for
+// another job.
+func multiKueueFact(q *cluster.QueueState) g.Node {
+	switch {
+	case q == nil:
+		return nil
+	case q.Dispatch() != "":
+		d := q.Dispatch()
+		return h.Div(h.ID("job-cluster"), h.Dt(g.Text("Cluster")), h.Dd(g.Text(strings.ToUpper(d[:1])+d[1:])))
+	case q.Origin != "":
+		return h.Div(h.ID("job-cluster"), h.Dt(g.Text("Cluster")),
+			h.Dd(g.Text("A copy of a manager cluster's job, dispatched by MultiKueue (origin "+q.Origin+")")))
+	}
+	return nil
 }
 
 func podsSection(p uiPods) g.Node {

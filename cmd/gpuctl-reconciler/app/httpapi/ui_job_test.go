@@ -257,3 +257,39 @@ func TestJobPageSaysWhyItEnded(t *testing.T) {
 		}
 	}
 }
+
+// TestJobPageNamesTheWorkerCluster: the job page of a job that Kueue's MultiKueue runs in a
+// worker cluster says where (the read model's queue.cluster), as describe job does; one sent to
+// workers that none admitted yet names them; a worker's copy says whose it is; a job of this
+// cluster says nothing of it.
+func TestJobPageNamesTheWorkerCluster(t *testing.T) {
+	page := func(q *cluster.QueueState) string {
+		var b strings.Builder
+		j := cluster.JobDetail{JobID: "alice.train", Name: "train", Namespace: "alice", Kind: "training", Status: cluster.StatusRunning, Queue: q}
+		if err := jobSection(time.Now(), j).Render(&b); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	cases := map[string]struct {
+		q    *cluster.QueueState
+		want string
+	}{
+		"runs in a worker": {&cluster.QueueState{ClusterQueue: "alice", State: cluster.QueueAdmitted, Cluster: "gpu-b"},
+			`<div id="job-cluster"><dt>Cluster</dt><dd>Runs on cluster gpu-b (MultiKueue)</dd></div>`},
+		"sent, not admitted": {&cluster.QueueState{ClusterQueue: "alice", State: cluster.QueueReserved, Nominated: []string{"gpu-a", "gpu-b"}},
+			`<dd>Sent to gpu-a, gpu-b by MultiKueue, admitted by none yet</dd>`},
+		"a worker's copy": {&cluster.QueueState{ClusterQueue: "alice", State: cluster.QueueAdmitted, Origin: "multikueue"},
+			`<dd>A copy of a manager cluster&#39;s job, dispatched by MultiKueue (origin multikueue)</dd>`},
+	}
+	for name, c := range cases {
+		if got := page(c.q); !strings.Contains(got, c.want) {
+			t.Errorf("%s: the job section lacks %s:\n%s", name, c.want, got)
+		}
+	}
+	for _, q := range []*cluster.QueueState{nil, {ClusterQueue: "alice", State: cluster.QueueAdmitted}} {
+		if got := page(q); strings.Contains(got, "job-cluster") || strings.Contains(got, "MultiKueue") {
+			t.Errorf("a job of this cluster (queue %+v) names a cluster:\n%s", q, got)
+		}
+	}
+}
