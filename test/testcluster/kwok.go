@@ -48,6 +48,12 @@ func FailingPod(t *corev1.PodTemplateSpec, reason string, exitCode int) {
 // before kwok completes it, instead of about a second.
 const RunForAnnotation = "pod-complete.stage.kwok.x-k8s.io/delay"
 
+// DemoRunForEnv is the environment variable that holds a Job's pod Running for its duration
+// (a Go duration, "1h"), as RunForAnnotation does, when the pod's first container has it: a
+// gpuctl file can set it (environment.env) where it cannot annotate its pods. For the demo
+// only (make demo-fleet's jobs that hold their GPUs); on a real cluster it does nothing.
+const DemoRunForEnv = "GPUCTL_DEMO_RUN_FOR"
+
 // RunFor marks a pod template so that kwok keeps its pods Running for d before they succeed:
 // a job that holds its GPUs for a while.
 func RunFor(t *corev1.PodTemplateSpec, d time.Duration) {

@@ -11,12 +11,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// A Job pod marked with RunFor stays Running for that long, one without completes in about a
-// second: two Jobs started together finish at least the difference apart.
+// A Job pod marked with RunFor, or whose container has DemoRunForEnv (the demo's), stays
+// Running for that long, one without completes in about a second: Jobs started together
+// finish at least the difference apart.
 func TestRunForHoldsAJobPodRunning(t *testing.T) {
 	t.Parallel()
 	client, ns := newClient(t), newNamespace(t)
-	start := func(name string, runFor time.Duration) {
+	start := func(name string, runFor time.Duration, env []corev1.EnvVar) {
 		job := &batchv1.Job{
 			ObjectMeta: metav1.ObjectMeta{Name: name},
 			Spec: batchv1.JobSpec{
@@ -30,15 +31,17 @@ func TestRunForHoldsAJobPodRunning(t *testing.T) {
 		if runFor > 0 {
 			testcluster.RunFor(&job.Spec.Template, runFor)
 		}
+		job.Spec.Template.Spec.Containers[0].Env = env
 		if _, err := client.BatchV1().Jobs(ns).Create(t.Context(), job, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	start("quick", 0)
-	start("slow", 6*time.Second)
+	start("quick", 0, []corev1.EnvVar{{Name: "OTHER", Value: "6s"}})
+	start("slow", 6*time.Second, nil)
+	start("slow-env", 0, []corev1.EnvVar{{Name: "OTHER", Value: "x"}, {Name: testcluster.DemoRunForEnv, Value: "6s"}})
 	done := map[string]time.Time{}
 	poll(t, "both jobs to complete", func(ctx context.Context) (bool, error) {
-		for _, name := range []string{"quick", "slow"} {
+		for _, name := range []string{"quick", "slow", "slow-env"} {
 			if _, ok := done[name]; ok {
 				continue
 			}
@@ -50,9 +53,11 @@ func TestRunForHoldsAJobPodRunning(t *testing.T) {
 				done[name] = time.Now()
 			}
 		}
-		return len(done) == 2, nil
+		return len(done) == 3, nil
 	})
-	if gap := done["slow"].Sub(done["quick"]); gap < 3*time.Second {
-		t.Errorf("the job held for 6s finished %s after the quick one, want at least 3s", gap)
+	for _, name := range []string{"slow", "slow-env"} {
+		if gap := done[name].Sub(done["quick"]); gap < 3*time.Second {
+			t.Errorf("the job %s held for 6s finished %s after the quick one, want at least 3s", name, gap)
+		}
 	}
 }
