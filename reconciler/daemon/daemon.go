@@ -19,6 +19,7 @@ import (
 	"github.com/gpuctl/gpuctl/render"
 	"github.com/gpuctl/gpuctl/sources"
 	"github.com/gpuctl/gpuctl/usage"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -86,6 +87,10 @@ type Options struct {
 	// daemon leads, of failed Jobs and reached quotas (jobwatch.go; default notify.Discard:
 	// nothing is watched for them).
 	Alerts notify.Sender
+	// Dynamic reads the JobSets and Kueue's ClusterQueues whose alerts the daemon sends with
+	// those of Jobs and ResourceQuotas (jobwatch_kueue.go), when the cluster serves their kinds;
+	// nil: only Jobs and ResourceQuotas are watched.
+	Dynamic dynamic.Interface
 	// Statuses reports each sync's result on its commit (a Git source with a forge); nil: none.
 	Statuses StatusReporter
 	// Recorder records each sync's result as a Kubernetes Event on the status ConfigMap; nil:

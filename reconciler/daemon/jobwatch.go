@@ -4,12 +4,14 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/internal/markdown"
 	"github.com/gpuctl/gpuctl/notify"
+	"github.com/gpuctl/gpuctl/render"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,7 +46,7 @@ func (d *Daemon) watchJobs(ctx context.Context) {
 	quotas := informers.NewSharedInformerFactoryWithOptions(kube, 0, trim, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = keys.QuotaSelector.String()
 	}))
-	w := &jobWatch{d: d, ctx: ctx, reached: map[string]bool{}}
+	w := &jobWatch{d: d, ctx: ctx, reached: map[string]bool{}, queueReached: map[string]bool{}}
 	handlers := []struct {
 		inf cache.SharedIndexInformer
 		h   cache.ResourceEventHandler
@@ -60,19 +62,27 @@ func (d *Daemon) watchJobs(ctx context.Context) {
 			return
 		}
 	}
+	kueue := d.kueueInformers(ctx, w) // JobSets and ClusterQueues (jobwatch_kueue.go)
 	jobs.Start(ctx.Done())
 	quotas.Start(ctx.Done())
+	var running sync.WaitGroup
+	for _, inf := range kueue {
+		running.Go(func() { inf.Run(ctx.Done()) })
+	}
 	<-ctx.Done()
+	running.Wait()
 	jobs.Shutdown()
 	quotas.Shutdown()
 }
 
 // jobWatch turns what the informers see into alerts. Each informer calls its handlers one at
-// a time; reached is the quota handler's only.
+// a time; reached is the ResourceQuota handler's only, queueReached the ClusterQueue
+// handler's.
 type jobWatch struct {
-	d       *Daemon
-	ctx     context.Context
-	reached map[string]bool // namespaces whose QuotaReached is open
+	d            *Daemon
+	ctx          context.Context
+	reached      map[string]bool // namespaces whose QuotaReached of a ResourceQuota is open
+	queueReached map[string]bool // namespaces whose QuotaReached of a ClusterQueue is open
 }
 
 // trimWatched is the informers' transform: trimJob or trimQuota; tombstones pass unchanged.
@@ -86,7 +96,7 @@ func trimWatched(obj any) (any, error) {
 	return obj, nil
 }
 
-// watchedJob is what the informer keeps of a Job: its name, namespace, uid and
+// watchedJob is what the informer keeps of a Job (or a JobSet): its name, namespace, uid and
 // resourceVersion (an update that keeps it is a resync, which no handler hears), its source
 // file, whether it is a MultiKueue copy, and its Failed=True condition if any. A typed Job,
 // even emptied, takes 1.3 kB.
@@ -96,6 +106,8 @@ type watchedJob struct {
 	// multiKueueCopy is set on a worker cluster's copy of a manager's job (keys.MultiKueueCopy):
 	// its failure is the manager's to tell, from the status MultiKueue copies onto its Job.
 	multiKueueCopy bool
+	// jobSet is set on a JobSet's (multiNode: jobset; trimJobSet).
+	jobSet bool
 	// failed is set by a Failed=True condition, with its reason and its message on one line,
 	// at most maxJobMessage characters.
 	failed                      bool
@@ -202,23 +214,23 @@ func (w *jobWatch) jobFailed(j *watchedJob) {
 		details = []string{j.source}
 	}
 	w.d.opts.Alerts.Send(notify.Event{Reason: notify.JobFailed, Severity: notify.SeverityError, Namespace: j.namespace,
-		Object: "Job " + j.namespace + "/" + j.name, Key: jobKey(j.namespace, j.name), Message: msg, Details: details})
+		Object: j.kind() + " " + j.namespace + "/" + j.name, Key: jobKey(j.namespace, j.name), Message: msg, Details: details})
 }
 
 // jobGone closes a failed Job's condition.
 func (w *jobWatch) jobGone(j *watchedJob, what string) {
 	w.d.opts.Alerts.Send(notify.Event{Reason: notify.JobFailed, Severity: notify.SeverityInfo, Namespace: j.namespace,
-		Object: "Job " + j.namespace + "/" + j.name, Key: jobKey(j.namespace, j.name), Resolved: true,
+		Object: j.kind() + " " + j.namespace + "/" + j.name, Key: jobKey(j.namespace, j.name), Resolved: true,
 		Message: "the failed job " + j.namespace + "/" + j.name + " " + what})
 }
 
-// podFailure is how the last failed pod of a Job ended, "pod sft-x2v9k: OOMKilled, exit code
-// 137"; "" when none is found (one LIST, by the Job's uid, made only for a failure).
+// podFailure is how the last failed pod of a Job (or JobSet) ended, "pod sft-x2v9k: OOMKilled,
+// exit code 137"; "" when none is found (one LIST, by the Job's uid or the JobSet's name, made
+// only for a failure).
 func (w *jobWatch) podFailure(j *watchedJob) string {
 	ctx, cancel := context.WithTimeout(w.ctx, jobPodWait)
 	defer cancel()
-	list, err := w.d.opts.Store.Kube.CoreV1().Pods(j.namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.SelectorFromSet(labels.Set{batchv1.ControllerUidLabel: string(j.uid)}).String()})
+	list, err := w.d.opts.Store.Kube.CoreV1().Pods(j.namespace).List(ctx, metav1.ListOptions{LabelSelector: j.podSelector()})
 	if err != nil {
 		return ""
 	}
@@ -260,7 +272,7 @@ func (w *jobWatch) quotaSeen(obj any) {
 			Object: "ResourceQuota " + ns + "/" + q.Name, Key: quotaKey(ns), Message: msg})
 	case !full && w.reached[ns]:
 		delete(w.reached, ns)
-		w.quotaFreed(ns, q.Name, fmt.Sprintf("team %s requests %s of its %s GPUs", ns, used.String(), hard.String()))
+		w.freed(ns, "ResourceQuota "+ns+"/"+q.Name, fmt.Sprintf("team %s requests %s of its %s GPUs", ns, used.String(), hard.String()))
 	}
 }
 
@@ -271,11 +283,29 @@ func (w *jobWatch) quotaDeleted(obj any) {
 	}
 	if q, ok := obj.(*corev1.ResourceQuota); ok && w.reached[q.Namespace] {
 		delete(w.reached, q.Namespace)
-		w.quotaFreed(q.Namespace, q.Name, "the GPU quota of team "+q.Namespace+" was deleted")
+		w.freed(q.Namespace, "ResourceQuota "+q.Namespace+"/"+q.Name, "the GPU quota of team "+q.Namespace+" was deleted")
 	}
 }
 
-func (w *jobWatch) quotaFreed(ns, name, msg string) {
+// freed closes a team's QuotaReached, of its ResourceQuota or ClusterQueue object.
+func (w *jobWatch) freed(ns, object, msg string) {
 	w.d.opts.Alerts.Send(notify.Event{Reason: notify.QuotaFreed, Severity: notify.SeverityInfo, Namespace: ns,
-		Object: "ResourceQuota " + ns + "/" + name, Key: quotaKey(ns), Resolved: true, Message: msg})
+		Object: object, Key: quotaKey(ns), Resolved: true, Message: msg})
+}
+
+// podSelector selects the pods of a watched Job (by its uid) or JobSet (by its name), for
+// podFailure.
+func (j *watchedJob) podSelector() string {
+	if j.jobSet {
+		return labels.SelectorFromSet(labels.Set{jobSetNameLabel: j.name}).String()
+	}
+	return labels.SelectorFromSet(labels.Set{batchv1.ControllerUidLabel: string(j.uid)}).String()
+}
+
+// kind is the watched object's kind, for an alert's Object.
+func (j *watchedJob) kind() string {
+	if j.jobSet {
+		return render.JobSetKind
+	}
+	return "Job"
 }

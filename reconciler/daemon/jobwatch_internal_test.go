@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 )
@@ -111,3 +112,36 @@ func heapInUse() int64 {
 type sendFunc func(notify.Event)
 
 func (f sendFunc) Send(e notify.Event) { f(e) }
+
+// TestTrimmedClusterQueue: of a ClusterQueue the informer keeps its GPUs summed over its
+// flavors (nominalQuota as a string or a number; CPU and memory left out), and what its
+// workloads reserve; a team that borrows beyond its quota is told so, once, and freed once.
+func TestTrimmedClusterQueue(t *testing.T) {
+	flavor := func(name string, gpu any) map[string]any {
+		return map[string]any{"name": name, "resources": []any{
+			map[string]any{"name": "cpu", "nominalQuota": "64"},
+			map[string]any{"name": keys.ResourceGPU, "nominalQuota": gpu}}}
+	}
+	used := func(name string, gpu string) map[string]any {
+		return map[string]any{"name": name, "resources": []any{
+			map[string]any{"name": "cpu", "total": "12"}, map[string]any{"name": keys.ResourceGPU, "total": gpu, "borrowed": "0"}}}
+	}
+	cq := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": "alice", "resourceVersion": "7"},
+		"spec":   map[string]any{"resourceGroups": []any{map[string]any{"flavors": []any{flavor("a100", "4"), flavor("h100", int64(4))}}}},
+		"status": map[string]any{"flavorsReservation": []any{used("a100", "4"), used("h100", "6")}}}}
+	got, _ := trimClusterQueueObject(cq)
+	q := got.(*watchedQueue)
+	if q.name != "alice" || q.resourceVersion != "7" || q.nominal.Value() != 8 || q.reserved.Value() != 10 {
+		t.Fatalf("trimmed ClusterQueue %+v", q)
+	}
+	var alerts []notify.Event
+	w := &jobWatch{d: &Daemon{opts: Options{Alerts: sendFunc(func(e notify.Event) { alerts = append(alerts, e) })}}, queueReached: map[string]bool{}}
+	w.queueSeen(q)
+	w.queueSeen(q) // a later update, still full: nothing more
+	q.reserved = resource.MustParse("3")
+	w.queueSeen(q)
+	if len(alerts) != 2 || alerts[0].Message != "team alice reserves 10 GPUs, over its quota of 8 (borrowed from the cohort): new jobs queue" ||
+		alerts[0].Object != "ClusterQueue alice" || alerts[1].Reason != notify.QuotaFreed || alerts[1].Message != "team alice reserves 3 of its 8 GPUs" {
+		t.Fatalf("alerts %+v", alerts)
+	}
+}

@@ -262,7 +262,7 @@ func run(ctx context.Context, o *Options) error {
 	dopts := daemon.Options{Source: src, Render: renderOpts, Engine: engine, Store: daemon.NewStore(kube, o.Namespace),
 		Interval: o.Interval, Identity: o.identity(), DriftMode: o.Drift, Drift: det, DriftStore: driftStore,
 		RenderTimeout: o.RenderTimeout, SyncTimeout: o.SyncTimeout, RenderCacheBytes: renderCacheBytes, Writes: o.Source.Writes, Usage: gpus, IdleEvery: o.IdleEvery,
-		Alerts: alerts, Recorder: recorder, Metrics: metrics, Log: log.With("component", "sync")}
+		Alerts: alerts, Dynamic: dyn, Recorder: recorder, Metrics: metrics, Log: log.With("component", "sync")}
 	if statuses != nil { // not a nil *forge.Reporter in the interface
 		dopts.Statuses = statuses
 	}
