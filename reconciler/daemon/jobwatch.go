@@ -108,6 +108,9 @@ type watchedJob struct {
 	multiKueueCopy bool
 	// jobSet is set on a JobSet's (multiNode: jobset; trimJobSet).
 	jobSet bool
+	// dispatched is set on a manager cluster's Job that MultiKueue runs in a worker
+	// (spec.managedBy kueue.x-k8s.io/multikueue): no pod of it is here.
+	dispatched bool
 	// failed is set by a Failed=True condition, with its reason and its message on one line,
 	// at most maxJobMessage characters.
 	failed                      bool
@@ -123,7 +126,7 @@ func (j *watchedJob) GetObjectMeta() metav1.Object {
 // its labels and managedFields are most of a Job's size.
 func trimJob(j *batchv1.Job) *watchedJob {
 	out := &watchedJob{name: j.Name, namespace: j.Namespace, uid: j.UID, resourceVersion: j.ResourceVersion, source: j.Annotations[keys.Source],
-		multiKueueCopy: keys.MultiKueueCopy(j.Labels)}
+		multiKueueCopy: keys.MultiKueueCopy(j.Labels), dispatched: j.Spec.ManagedBy != nil && *j.Spec.ManagedBy == keys.MultiKueueManager}
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
 			out.failed, out.failedReason, out.failedMessage = true, c.Reason, jobMessage(c.Message)
@@ -195,8 +198,8 @@ func (w *jobWatch) jobDeleted(obj any) {
 }
 
 // jobFailed sends JobFailed when j is Failed: "sft failed: BackoffLimitExceeded: Job has
-// reached the specified backoff limit (pod sft-x2v9k: OOMKilled, exit code 137)", its source
-// file as Details. A MultiKueue copy sends nothing: in a fleet, the manager's daemon tells of
+// reached the specified backoff limit (pod sft-x2v9k: OOMKilled, exit code 137)", or "(ran on
+// cluster gpu-b)" for a Job that MultiKueue ran in a worker, its source file as Details. A MultiKueue copy sends nothing: in a fleet, the manager's daemon tells of
 // the job, once, when MultiKueue copies the failure onto the manager's Job.
 func (w *jobWatch) jobFailed(j *watchedJob) {
 	if !j.failed || j.multiKueueCopy {
@@ -206,7 +209,11 @@ func (w *jobWatch) jobFailed(j *watchedJob) {
 	if j.failedMessage != "" {
 		msg += ": " + j.failedMessage
 	}
-	if pod := w.podFailure(j); pod != "" {
+	if j.dispatched {
+		if worker := w.workerOf(j); worker != "" {
+			msg += " (ran on cluster " + worker + ")"
+		}
+	} else if pod := w.podFailure(j); pod != "" {
 		msg += " (" + pod + ")"
 	}
 	var details []string

@@ -13,7 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	kruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	dynamicfake "k8s.io/client-go/dynamic/fake"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -142,6 +145,31 @@ func TestTrimmedClusterQueue(t *testing.T) {
 	w.queueSeen(q)
 	if len(alerts) != 2 || alerts[0].Message != "team alice reserves 10 GPUs, over its quota of 8 (borrowed from the cohort): new jobs queue" ||
 		alerts[0].Object != "ClusterQueue alice" || alerts[1].Reason != notify.QuotaFreed || alerts[1].Message != "team alice reserves 3 of its 8 GPUs" {
+		t.Fatalf("alerts %+v", alerts)
+	}
+}
+
+// TestJobFailedNamesTheWorker: the JobFailed of a manager cluster's Job that MultiKueue ran in
+// a worker (spec.managedBy) says where it ran, from its Workload's status.clusterName; a Job
+// without such a Workload says nothing of it.
+func TestJobFailedNamesTheWorker(t *testing.T) {
+	j := fullJob(3)
+	j.Spec.ManagedBy = new(keys.MultiKueueManager)
+	wl := &unstructured.Unstructured{Object: map[string]any{"apiVersion": keys.KueueGroup + "/" + keys.KueueVersion, "kind": "Workload",
+		"metadata": map[string]any{"name": "job-" + j.Name + "-1a2b3", "namespace": j.Namespace,
+			"ownerReferences": []any{map[string]any{"apiVersion": "batch/v1", "kind": "Job", "name": j.Name, "uid": string(j.UID)}}},
+		"status": map[string]any{"clusterName": "gpu-b"}}}
+	dyn := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(kruntime.NewScheme(), map[schema.GroupVersionResource]string{workloadsGVR: "WorkloadList"}, wl)
+	var alerts []notify.Event
+	w := &jobWatch{d: &Daemon{opts: Options{Dynamic: dyn, Alerts: sendFunc(func(e notify.Event) { alerts = append(alerts, e) })}}, ctx: t.Context()}
+	w.jobFailed(trimJob(j))
+	if len(alerts) != 1 || alerts[0].Message != j.Name+" failed: BackoffLimitExceeded: Job has reached the specified backoff limit (ran on cluster gpu-b)" {
+		t.Fatalf("alerts %+v", alerts)
+	}
+	other := fullJob(4)
+	other.Spec.ManagedBy = new(keys.MultiKueueManager)
+	w.jobFailed(trimJob(other))
+	if len(alerts) != 2 || strings.Contains(alerts[1].Message, "(") {
 		t.Fatalf("alerts %+v", alerts)
 	}
 }

@@ -28,6 +28,7 @@ import (
 var (
 	jobSetsGVR       = schema.GroupVersionResource{Group: "jobset.x-k8s.io", Version: "v1alpha2", Resource: "jobsets"}
 	clusterQueuesGVR = schema.GroupVersionResource{Group: keys.KueueGroup, Version: keys.KueueVersion, Resource: "clusterqueues"}
+	workloadsGVR     = schema.GroupVersionResource{Group: keys.KueueGroup, Version: keys.KueueVersion, Resource: "workloads"}
 )
 
 // jobSetNameLabel is the label by which JobSet names the JobSet of each of its pods.
@@ -207,4 +208,28 @@ func (w *jobWatch) queueDeleted(obj any) {
 		delete(w.queueReached, q.name)
 		w.freed(q.name, "ClusterQueue "+q.name, "the ClusterQueue of team "+q.name+" was deleted")
 	}
+}
+
+// workerOf is the worker cluster that ran a manager's Job that MultiKueue dispatched: the
+// status.clusterName of the Workload that the Job owns; "" when it is not found (one LIST of
+// the namespace's Workloads, made only for a failure, and none without Options.Dynamic).
+func (w *jobWatch) workerOf(j *watchedJob) string {
+	if w.d.opts.Dynamic == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(w.ctx, jobPodWait)
+	defer cancel()
+	list, err := w.d.opts.Dynamic.Resource(workloadsGVR).Namespace(j.namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return ""
+	}
+	for _, wl := range list.Items {
+		for _, o := range wl.GetOwnerReferences() {
+			if o.UID == j.uid {
+				name, _, _ := unstructured.NestedString(wl.Object, "status", "clusterName")
+				return name
+			}
+		}
+	}
+	return ""
 }
