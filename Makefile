@@ -98,6 +98,16 @@ demo-down: ## stop the demo's reconciler and the local cluster
 	@$(MAKE) --no-print-directory cluster-helper
 	$(CLUSTER_HELPER) down --dir .cache/cluster
 
+.PHONY: demo-fleet
+demo-fleet: ## the fleet on three local clusters (hub, a MultiKueue manager; gpu-a, gpu-b): a reconciler --cluster each over examples-fleet/, jobs of hub run in the worker with room
+	hack/demo-fleet.sh
+
+.PHONY: demo-fleet-down
+demo-fleet-down: ## stop demo-fleet's reconcilers and its three clusters
+	-@for c in hub gpu-a gpu-b; do f=.cache/demo-fleet/reconciler-$$c.pid; [ -f $$f ] && kill $$(cat $$f) 2>/dev/null; rm -f $$f; done; true
+	@$(MAKE) --no-print-directory cluster-helper
+	for c in hub gpu-a gpu-b; do $(CLUSTER_HELPER) down --dir .cache/demo-fleet/$$c; done
+
 .PHONY: cluster-up
 cluster-up: cluster-helper ## start the local cluster (fake GPU nodes) in .cache/cluster; prints its KUBECONFIG (KUEUE=1: with Kueue)
 	$(CLUSTER_HELPER) up --dir .cache/cluster$(if $(filter 1,$(KUEUE)), --kueue)
