@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gpuctl/gpuctl/test/testcluster"
 )
@@ -69,6 +70,10 @@ func TestServeArgReadsTheRunningConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Until the child has exec'd sh, its command line is the test binary's.
+	for deadline := time.Now().Add(10 * time.Second); !serveArgsHave(cmd.Process.Pid, "serve") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if got := serveArg(cmd.Process.Pid, "--kueue-config"); got != testcluster.MultiKueueManagerConfigFile {
 		t.Errorf("serveArg(--kueue-config) of %v = %q, want %q", args, got, testcluster.MultiKueueManagerConfigFile)
 	}
