@@ -87,8 +87,12 @@ type NoLogsError struct {
 	Status string `json:"status"`
 	Pods   int    `json:"pods"`
 	// Cluster is the worker cluster that runs the job (QueueState.Cluster), "" for a job of
-	// this cluster.
-	Cluster string `json:"cluster,omitempty"`
+	// this cluster. Workload is then the job's Kueue Workload (QueueState.Workload), whose
+	// name MultiKueue's copy in the worker carries (its Workload's, the label
+	// kueue.x-k8s.io/prebuilt-workload-name): the worker's job of that id is this job's copy
+	// only if its Workload has that name.
+	Cluster  string `json:"cluster,omitempty"`
+	Workload string `json:"workload,omitempty"`
 }
 
 // Error says why there is no log: "job alice.sft has no pods yet (status Pending)", "job
@@ -127,7 +131,11 @@ func (r *Reader) Logs(ctx context.Context, id string, opts LogOptions, emit func
 		if err != nil {
 			return err
 		}
-		return &NoLogsError{JobID: wl.id(), Status: wl.status, Pods: len(pods), Cluster: wl.queue.Worker()}
+		e := &NoLogsError{JobID: wl.id(), Status: wl.status, Pods: len(pods), Cluster: wl.queue.Worker()}
+		if e.Cluster != "" {
+			e.Workload = wl.queue.Workload
+		}
+		return e
 	}
 	emit = serialize(emit)
 	if opts.Follow {

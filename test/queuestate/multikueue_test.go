@@ -52,11 +52,12 @@ func clientConfig(t *testing.T, content string) string {
 }
 
 // workerStub is the daemon's API of the worker gpu-b: its copy of mk-alice.train (origin
-// multikueue) with a running pod and a log line, and a job of its own.
-func workerStub(t *testing.T) *httptest.Server {
+// multikueue, under the Workload named workload, as MultiKueue names it after the manager's)
+// with a running pod and a log line, and a job of its own.
+func workerStub(t *testing.T, workload string) *httptest.Server {
 	t.Helper()
 	id := mkTeam + ".train"
-	q := &cluster.QueueState{Workload: "job-train-w", ClusterQueue: mkTeam, State: cluster.QueueAdmitted, Origin: "multikueue"}
+	q := &cluster.QueueState{Workload: workload, ClusterQueue: mkTeam, State: cluster.QueueAdmitted, Origin: "multikueue"}
 	rows := cluster.JobPodList{Items: []cluster.JobPod{
 		{Pod: "train-0-x7k2p", JobID: id, Name: "train", Namespace: mkTeam, Kind: "training", Status: "Running", Ready: "1/1", Node: "gpu-b-node-3", Queue: q},
 		{Pod: "own-0-abcde", JobID: mkTeam + ".own", Name: "own", Namespace: mkTeam, Kind: "training", Status: "Running", Node: "gpu-b-node-1"},
@@ -175,9 +176,18 @@ func TestMultiKueueManagerView(t *testing.T) {
 		t.Errorf("logs without gpu-b: exit %d\n%s%s\nwant %s", code, out, errOut, want)
 	}
 
+	// An entry gpu-b whose job train is the copy of another Workload (another cluster than
+	// the manager's gpu-b) is not read as this job's: exit 1, none of its lines.
+	other := workerStub(t, workload+"-other")
+	clientConfig(t, "clusters:\n  - name: hub\n    kubeconfig: "+c.Kubeconfig+"\n  - name: gpu-b\n    server: "+other.URL+"\n    token: tok-b\n")
+	out, errOut, code = cliRun(t, append([]string{"logs", mkTeam + ".train"}, kubeconfig...)...)
+	if code != 1 || out != "" || !strings.HasPrefix(errOut, "error: cluster gpu-b: job "+mkTeam+".train there is the copy of another manager's job (Workload "+workload+"-other, not "+workload+")") {
+		t.Errorf("logs of another cluster's copy: exit %d\n%s%s", code, out, errOut)
+	}
+
 	// With gpu-b in the config file: logs read there; the fleet lists train once, as the
 	// manager's row, and keeps the copy whose manager it does not read.
-	worker := workerStub(t)
+	worker := workerStub(t, workload)
 	clientConfig(t, "clusters:\n  - name: hub\n    kubeconfig: "+c.Kubeconfig+"\n  - name: gpu-b\n    server: "+worker.URL+"\n    token: tok-b\n")
 	for _, args := range [][]string{kubeconfig, {"--all-clusters"}} {
 		out, errOut, code = cliRun(t, append([]string{"logs", mkTeam + ".train"}, args...)...)

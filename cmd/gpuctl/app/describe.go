@@ -60,7 +60,9 @@ func newDescribeCommand(s Streams) *cobra.Command {
 				if err == nil {
 					var wd cluster.JobDescription
 					if wd, err = wm.JobDescription(ctx, d.Job.JobID); err == nil {
-						d = withWorker(d, wd)
+						if err = checkCopy(worker, d.Job.JobID, d.Job.Queue.Workload, wd.Job.Queue); err == nil {
+							d = withWorker(d, wd)
+						}
 					}
 					err = workerError(worker, err)
 				}

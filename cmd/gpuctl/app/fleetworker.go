@@ -46,6 +46,26 @@ func workerError(worker string, err error) error {
 	return &ExitError{Code: ExitFailed, Err: errors.New(clusterProblem(worker, err))}
 }
 
+// checkCopy makes sure that the worker's job of the id (its queue state wq) is MultiKueue's
+// copy of the manager's job, whose Workload is workload: a copy has the origin label, and its
+// Workload has the name of the manager's (the prebuilt Workload that MultiKueue made there; ""
+// from a daemon that does not say it). The worker's name comes from the manager's Workload
+// (status.clusterName), and the config file's entry of that name may read another cluster
+// (entries named otherwise than the manager's MultiKueueClusters, or a forged status): its
+// job of the same id is then not this one, and its pods, logs and events are not shown as
+// this job's. Otherwise exit 1, naming the cluster.
+func checkCopy(worker, jobID, workload string, wq *cluster.QueueState) error {
+	switch {
+	case wq == nil || wq.Origin == "":
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("cluster %s: job %s there is not a MultiKueue copy: does the config file's entry %s read the cluster that the manager's MultiKueueCluster %s names?",
+			worker, jobID, worker, worker)}
+	case workload != "" && wq.Workload != workload:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("cluster %s: job %s there is the copy of another manager's job (Workload %s, not %s): does the config file's entry %s read the cluster that the manager's MultiKueueCluster %s names?",
+			worker, jobID, orNone(wq.Workload), workload, worker, worker)}
+	}
+	return nil
+}
+
 // dispatchedTo are the worker clusters to which MultiKueue sent a job of this cluster: the one
 // that runs it, else those nominated; none for a job MultiKueue did not dispatch.
 func dispatchedTo(q *cluster.QueueState) []string {

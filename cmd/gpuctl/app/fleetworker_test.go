@@ -53,18 +53,24 @@ func managerAPI(t *testing.T) *httptest.Server {
 	mux.HandleFunc("GET /api/v1/jobs/"+mkJobID+"/logs", func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNotFound)
 		_ = json.NewEncoder(w).Encode(map[string]any{"error": "x", "code": 404,
-			"noLogs": cluster.NoLogsError{JobID: mkJobID, Status: cluster.StatusRunning, Cluster: "gpu-b"}})
+			"noLogs": cluster.NoLogsError{JobID: mkJobID, Status: cluster.StatusRunning, Cluster: "gpu-b", Workload: "job-train-1"}})
 	})
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	return srv
 }
 
-// workerAPI is the worker gpu-b's API: MultiKueue's copy of alice.train (origin multikueue) with
-// its pod, and alice.other, a job of gpu-b's own.
+// workerAPI is the worker gpu-b's API: MultiKueue's copy of alice.train (origin multikueue,
+// under the Workload of the manager's name, which MultiKueue made there) with its pod, and
+// alice.other, a job of gpu-b's own.
 func workerAPI(t *testing.T) *httptest.Server {
 	t.Helper()
-	q := &cluster.QueueState{Workload: "job-train-2", ClusterQueue: "alice", State: cluster.QueueAdmitted, Origin: "multikueue"}
+	return workerAPIOf(t, &cluster.QueueState{Workload: "job-train-1", ClusterQueue: "alice", State: cluster.QueueAdmitted, Origin: "multikueue"})
+}
+
+// workerAPIOf is workerAPI with q as the queue state of its job alice.train.
+func workerAPIOf(t *testing.T, q *cluster.QueueState) *httptest.Server {
+	t.Helper()
 	pod := cluster.JobPod{Pod: "train-0-x7k2p", JobID: mkJobID, Name: "train", Namespace: "alice", Kind: "training", Status: "Running",
 		Ready: "1/1", Node: "gpu-b-node-3", Queue: q}
 	rows := cluster.JobPodList{Items: []cluster.JobPod{pod,
@@ -172,6 +178,32 @@ func TestMultiKueueDescribe(t *testing.T) {
 	if code != ExitFailed || !strings.Contains(out, "Runs on:") || !strings.Contains(out, "Pods:\n  <none>") ||
 		errOut != "error: job alice.train runs on cluster gpu-b (MultiKueue); add gpu-b to clusters: in "+path+" to read its pods\n" {
 		t.Errorf("describe without the worker: exit %d\n%s%s", code, out, errOut)
+	}
+}
+
+// TestMultiKueueWorkerIsTheCopy: the worker's name comes from the manager's Workload, and the
+// config file's entry of that name may read another cluster (named otherwise than the
+// manager's MultiKueueClusters, or a forged status.clusterName). Its job of the same id that is
+// not MultiKueue's copy, or the copy of another manager's Workload, is not shown as this job's:
+// logs prints none of its lines, describe none of its pods, and both exit 1 naming the cluster.
+func TestMultiKueueWorkerIsTheCopy(t *testing.T) {
+	for name, q := range map[string]*cluster.QueueState{
+		"not a copy":                   {Workload: "job-train-1", ClusterQueue: "alice", State: cluster.QueueAdmitted},
+		"no Workload":                  nil,
+		"a copy of another's Workload": {Workload: "job-train-9", ClusterQueue: "alice", State: cluster.QueueAdmitted, Origin: "multikueue"},
+	} {
+		hub, worker := managerAPI(t), workerAPIOf(t, q)
+		mkClusters(t, hub, worker, true)
+		out, errOut, code := runDriftCommand(t, "logs", mkJobID, "--server", hub.URL, "--token", "tok-SECRET-hub")
+		if code != ExitFailed || out != "" || !strings.HasPrefix(errOut, "error: cluster gpu-b: job alice.train there is ") {
+			t.Errorf("%s: logs: exit %d\n%s%s", name, code, out, errOut)
+		}
+		out, errOut, code = runDriftCommand(t, "describe", "job", mkJobID, "--server", hub.URL, "--token", "tok-SECRET-hub")
+		if code != ExitFailed || strings.Contains(out, "train-0-x7k2p") || strings.Contains(out, "started on gpu-b") ||
+			!strings.Contains(out, "Runs on:") || !strings.HasPrefix(errOut, "error: cluster gpu-b: job alice.train there is ") {
+			t.Errorf("%s: describe: exit %d\n%s%s", name, code, out, errOut)
+		}
+		noSecret(t, out, errOut)
 	}
 }
 

@@ -37,7 +37,8 @@ Ctrl-C. Exits 1 when the job is unknown or no container of it has started yet, 2
 name is ambiguous (the error lists the candidates). --clusters a,b or --all-clusters find the
 job in the cluster of the config file's clusters: list that has it. A job that Kueue's
 MultiKueue runs in a worker cluster is read there, through the clusters: entry of the
-worker's name (without one, exit 1 says what to add).`,
+worker's name (without one, exit 1 says what to add), when the job there is MultiKueue's copy
+of this one (else exit 1).`,
 		Example: `  gpuctl logs alice.qwen2-sft -f
   gpuctl logs qwen2-sft --tail 20 --grep loss
   gpuctl logs qwen2-sft --pod qwen2-sft-1-x7k2p --previous`,
@@ -64,9 +65,16 @@ worker's name (without one, exit 1 says what to add).`,
 			if !errors.As(err, &elsewhere) || elsewhere.Cluster == "" {
 				return readError(err)
 			}
-			// MultiKueue runs the job in a worker cluster: its logs are there.
+			// MultiKueue runs the job in a worker cluster: its logs are there, in its copy.
 			w, err := workerModel(s.Err, elsewhere.JobID, elsewhere.Cluster, "logs")
 			if err != nil {
+				return err
+			}
+			copied, err := w.Job(cmd.Context(), elsewhere.JobID)
+			if err != nil {
+				return workerError(elsewhere.Cluster, err)
+			}
+			if err := checkCopy(elsewhere.Cluster, elsewhere.JobID, elsewhere.Workload, copied.Queue); err != nil {
 				return err
 			}
 			return workerError(elsewhere.Cluster, w.Logs(cmd.Context(), elsewhere.JobID, o.opts, emit))
