@@ -80,22 +80,24 @@ func dispatchedTo(q *cluster.QueueState) []string {
 
 // dropWorkerCopies leaves out of the answers of a fleet's read the items of MultiKueue's copies
 // of a job in a worker cluster whose manager the read also answered (an item that names that
-// worker for the same job id): the job is listed once, as its manager's. job gives an item's
-// job id and queue state.
+// worker for the same job id, and whose Workload has the copy's Workload's name, as MultiKueue
+// names it): the job is listed once, as its manager's. A job of the worker that is no copy of
+// it (an entry that reads another cluster than the manager's of that name) stays. job gives an
+// item's job id and queue state.
 func dropWorkerCopies[T any](answers []clusterAnswer[T], job func(T) (string, *cluster.QueueState)) {
-	sent := map[[2]string]bool{} // {worker, job id}
+	sent := map[[3]string]bool{} // {worker, job id, Workload}
 	for _, a := range answers {
 		for _, it := range a.items {
 			id, q := job(it)
 			for _, w := range dispatchedTo(q) {
-				sent[[2]string{w, id}] = true
+				sent[[3]string{w, id, q.Workload}] = true
 			}
 		}
 	}
 	for i, a := range answers {
 		answers[i].items = slices.DeleteFunc(a.items, func(it T) bool {
 			id, q := job(it)
-			return q != nil && q.Origin != "" && sent[[2]string{a.cluster, id}]
+			return q != nil && q.Origin != "" && sent[[3]string{a.cluster, id, q.Workload}]
 		})
 	}
 }

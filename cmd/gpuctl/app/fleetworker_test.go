@@ -207,6 +207,23 @@ func TestMultiKueueWorkerIsTheCopy(t *testing.T) {
 	}
 }
 
+// TestDropWorkerCopiesMatchesTheWorkload: the fleet leaves out the worker's copy of the
+// manager's job (same id, the Workload's name that MultiKueue gives the copy), and keeps a job
+// of that id in the entry of the worker's name that is the copy of another Workload.
+func TestDropWorkerCopiesMatchesTheWorkload(t *testing.T) {
+	sent := &cluster.QueueState{Workload: "job-train-1", Cluster: "gpu-b"}
+	for workload, kept := range map[string]bool{"job-train-1": false, "job-train-9": true} {
+		answers := []clusterAnswer[cluster.JobPod]{
+			{cluster: "hub", items: []cluster.JobPod{{JobID: mkJobID, Queue: sent}}},
+			{cluster: "gpu-b", items: []cluster.JobPod{{JobID: mkJobID, Pod: "train-0-x7k2p", Queue: &cluster.QueueState{Workload: workload, Origin: "multikueue"}}}},
+		}
+		dropWorkerCopies(answers, func(r cluster.JobPod) (string, *cluster.QueueState) { return r.JobID, r.Queue })
+		if len(answers[0].items) != 1 || (len(answers[1].items) == 1) != kept {
+			t.Errorf("worker's Workload %s: hub %d rows, gpu-b %d rows; want gpu-b's kept: %v", workload, len(answers[0].items), len(answers[1].items), kept)
+		}
+	}
+}
+
 // TestPrintJobPodsWorkerColumn: CLUSTER comes first only when a row's job runs in a worker.
 func TestPrintJobPodsWorkerColumn(t *testing.T) {
 	now := time.Date(2025, 1, 1, 12, 0, 0, 0, time.UTC)
