@@ -727,7 +727,7 @@ func (m *Manager) prunes(plan *Plan, live map[string]*unstructured.Unstructured,
 	// (up-to-date members are not in live: they were desired)
 	var out []*Change
 	for k, u := range live {
-		if desired[k] || !m.inScope(u.GetAnnotations()[keys.Source]) || keys.MultiKueueCopy(u.GetLabels()) {
+		if desired[k] || !m.inScope(u.GetAnnotations()[keys.Source]) || keys.MultiKueueCopy(u.GroupVersionKind().Group, u.GetKind(), u.GetLabels()) {
 			continue // a MultiKueue copy carries the manager's gpuctl labels: the manager's job
 		}
 		rm, err := m.mapping(u.GroupVersionKind())

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // TestPruneKeepsMetadata: a plan keeps of each member it prunes its kind and metadata alone
@@ -72,7 +73,8 @@ func TestPruneKeepsMetadata(t *testing.T) {
 // TestMultiKueueCopyIsNotPruned: in a MultiKueue worker, Kueue's copy of a manager's job
 // carries the manager's gpuctl labels (the inventory label, managed-by, its source), which may
 // be this cluster's too: the worker's sync does not prune it (the manager's job, in Git there),
-// and says nothing of it. The same Job without MultiKueue's two labels is pruned.
+// and says nothing of it. The same Job without MultiKueue's two labels is pruned, and so is a
+// Deployment or Service that a tenant gave the two labels (MultiKueue copies Jobs and JobSets).
 func TestMultiKueueCopyIsNotPruned(t *testing.T) {
 	opts := reconciler.DefaultOptions()
 	opts.MaxPrune = 1
@@ -106,7 +108,23 @@ func TestMultiKueueCopyIsNotPruned(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A tenant's kubectl puts MultiKueue's labels on the Deployment and Service that gpuctl
+	// applied, and the file goes from Git: MultiKueue copies no Deployment or Service (nor
+	// any kind but a Job or JobSet), so the labels keep neither from its prune.
+	forged := []byte(`{"metadata":{"labels":{"` + keys.MultiKueueOrigin + `":"multikueue","` + keys.KueuePrebuiltWorkload + `":"job-chat-1a2b3"}}}`)
+	if _, err := e.kube.AppsV1().Deployments(ns).Patch(e.ctx, "chat", types.MergePatchType, forged, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.kube.CoreV1().Services(ns).Patch(e.ctx, "svc-chat", types.MergePatchType, forged, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	delete(files, "serve.yaml")
 	plan, _ := e.sync(renderFiles(t, files))
+	for kind, name := range map[string]string{"Deployment": "chat", "Service": "svc-chat"} {
+		if c := find(plan, kind, name); c.Action != reconciler.ActionDelete {
+			t.Errorf("the %s with forged MultiKueue labels, gone from Git: %q, want delete\n%s", kind, c.Action, actions(plan))
+		}
+	}
 	if c := find(plan, "Job", "copy"); c.Action != "" {
 		t.Errorf("the sync plans %s of the MultiKueue copy: %s", c.Action, c.Reason)
 	}

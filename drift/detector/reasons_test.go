@@ -9,6 +9,7 @@ import (
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/drift/detector"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -177,7 +178,7 @@ func gpuJob(meta metav1.ObjectMeta, rl corev1.ResourceList) *batchv1.Job {
 // (labels multikueue-origin and prebuilt-workload-name, and the manager's gpuctl labels) is the
 // manager's, in Git there: not a shadow, and not deleted in correct mode with
 // --drift-delete-shadow. A Job with the origin label alone (which Kueue queues as any other) is
-// one.
+// one, and so is a Deployment with both (MultiKueue copies Jobs and JobSets only).
 func TestMultiKueueCopyIsNotAShadow(t *testing.T) {
 	run := uniq()
 	ns := "drift-mk-" + run
@@ -191,10 +192,27 @@ func TestMultiKueueCopyIsNotAShadow(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.poll("the Job with the origin label alone deleted as a shadow", func() (bool, string) {
-		_, err := h.kube.BatchV1().Jobs(ns).Get(h.ctx, "half", metav1.GetOptions{})
-		return apierrors.IsNotFound(err), fmt.Sprint(err)
-	})
+	// A tenant's kubectl gives a Deployment of GPUs both labels: MultiKueue copies no
+	// Deployment (its pods, whose template lacks them, run here), so it is a shadow as any.
+	forged := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: ns, Labels: map[string]string{
+		keys.MultiKueueOrigin: "multikueue", keys.KueuePrebuiltWorkload: "job-forged-1a2b3"}},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "forged"}},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "forged"}}, Spec: copied.Spec.Template.Spec}}}
+	forged.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyAlways
+	if _, err := h.kube.AppsV1().Deployments(ns).Create(h.ctx, forged, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct{ what, name string }{{"the Job with the origin label alone", "half"}, {"the Deployment with forged MultiKueue labels", "forged"}} {
+		h.poll(w.what+" deleted as a shadow", func() (bool, string) {
+			var err error
+			if w.name == "half" {
+				_, err = h.kube.BatchV1().Jobs(ns).Get(h.ctx, w.name, metav1.GetOptions{})
+			} else {
+				_, err = h.kube.AppsV1().Deployments(ns).Get(h.ctx, w.name, metav1.GetOptions{})
+			}
+			return apierrors.IsNotFound(err), fmt.Sprint(err)
+		})
+	}
 	h.write("note.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: note, namespace: "+ns+"}\ndata: {a: b}\n") // a sync
 	after := time.Now()
 	for range 2 {

@@ -225,12 +225,23 @@ const (
 	MultiKueueOrigin = KueuePrefix + "multikueue-origin"
 )
 
-// MultiKueueCopy reports whether an object's labels are those of a MultiKueue copy in a worker
-// cluster: MultiKueueOrigin, and KueuePrebuiltWorkload, without which Kueue would queue it as
-// any job of the namespace. A worker's reconciler neither prunes such a copy (it carries the
-// manager's gpuctl labels) nor calls it a shadow workload: it is the manager's, in Git there.
-// Labels alone are only a claim, and this one is safe to believe: a Job that forges both never
-// runs, unless a Workload of that name exists, which only the manager's Kueue makes.
-func MultiKueueCopy(labels map[string]string) bool {
-	return labels[MultiKueueOrigin] != "" && labels[KueuePrebuiltWorkload] != ""
+// MultiKueueCopy reports whether an object of group and kind, with these labels, is a
+// MultiKueue copy in a worker cluster: a Job (batch) or a JobSet (jobset.x-k8s.io), the kinds
+// gpuctl's manager dispatches, with MultiKueueOrigin, and KueuePrebuiltWorkload, without which
+// Kueue would queue it as any job of the namespace. A worker's reconciler neither prunes such
+// a copy (it carries the manager's gpuctl labels) nor calls it a shadow workload: it is the
+// manager's, in Git there. Labels alone are only a claim, and this one is safe to believe of
+// these kinds only: a Job or JobSet that forges both never runs, unless a Workload of that name
+// exists, which only the manager's Kueue makes. Any other kind with the labels (a Deployment, a
+// Pod, a Service that a tenant labelled) is judged as if it had none: the labels do not reach
+// a Deployment's pods, which run.
+func MultiKueueCopy(group, kind string, labels map[string]string) bool {
+	switch {
+	case group == "batch" && kind == "Job", group == jobSetGroup && kind == "JobSet":
+		return labels[MultiKueueOrigin] != "" && labels[KueuePrebuiltWorkload] != ""
+	}
+	return false
 }
+
+// jobSetGroup is the API group of JobSet (kubernetes-sigs/jobset).
+const jobSetGroup = "jobset.x-k8s.io"

@@ -126,7 +126,7 @@ func (j *watchedJob) GetObjectMeta() metav1.Object {
 // its labels and managedFields are most of a Job's size.
 func trimJob(j *batchv1.Job) *watchedJob {
 	out := &watchedJob{name: j.Name, namespace: j.Namespace, uid: j.UID, resourceVersion: j.ResourceVersion, source: j.Annotations[keys.Source],
-		multiKueueCopy: keys.MultiKueueCopy(j.Labels), dispatched: j.Spec.ManagedBy != nil && *j.Spec.ManagedBy == keys.MultiKueueManager}
+		multiKueueCopy: keys.MultiKueueCopy(batchv1.GroupName, "Job", j.Labels), dispatched: j.Spec.ManagedBy != nil && *j.Spec.ManagedBy == keys.MultiKueueManager}
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
 			out.failed, out.failedReason, out.failedMessage = true, c.Reason, jobMessage(c.Message)
