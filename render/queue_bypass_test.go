@@ -25,6 +25,10 @@ func queueBypassAttacks() map[string]tenancyCase {
 	const owners = "ownerReferences:\n" +
 		"  - {apiVersion: apps/v1, kind: Deployment, name: web, uid: 00000000-0000-0000-0000-000000000001, controller: true}\n" +
 		"  - {apiVersion: example.com/v1, kind: Nowhere, name: x, uid: 00000000-0000-0000-0000-000000000002}\n"
+	const mkLabels = "kueue.x-k8s.io/multikueue-origin: multikueue, kueue.x-k8s.io/prebuilt-workload-name: job-j-1a2b3"
+	mkMsg := func(key string) string {
+		return key + " is Kueue's own key; a tenant sets only kueue.x-k8s.io/queue-name and kueue.x-k8s.io/priority-class"
+	}
 	const gpus = "  containers:\n    - name: c\n      image: busybox\n      resources: {limits: {nvidia.com/gpu: 8}}\n"
 	const ownersMsg = "pod policy owner-references: owner references are set by controllers, never in a tenant directory: " +
 		"Kueue does not queue a pod or Job whose owner is a kind it integrates, and the garbage collector keeps one whose owner it cannot find"
@@ -59,6 +63,24 @@ func queueBypassAttacks() map[string]tenancyCase {
 			files: one("apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\nspec:\n  schedule: '@daily'\n  jobTemplate:\n    spec:\n      managedBy: kueue.x-k8s.io/multikueue\n" +
 				"      template:\n        spec:\n          restartPolicy: Never\n          containers: [{name: c, image: busybox}]\n"),
 			want: []string{evil + ":8:18: spec.jobTemplate.spec.managedBy: pod policy managed-by: a Job is run by Kubernetes' Job controller (kubernetes.io/job-controller) and admitted by Kueue; another manager would take it out of the team's queue"}},
+		// MultiKueue's labels would make a worker's reconciler take the Job for the manager's
+		// copy (keys.MultiKueueCopy): never pruned, never a shadow.
+		"a Job claiming to be a MultiKueue copy": {admin: true,
+			files: one("apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  labels: {" + mkLabels + "}\nspec:\n  template:\n    metadata:\n      labels: {" + mkLabels + "}\n" +
+				"    spec:\n      restartPolicy: Never\n" + indent(gpus, 4)),
+			want: []string{
+				evil + ":5:46: metadata.labels[kueue.x-k8s.io/multikueue-origin]: tenancy kueue-labels: " + mkMsg("kueue.x-k8s.io/multikueue-origin"),
+				evil + ":5:97: metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: tenancy kueue-labels: " + mkMsg("kueue.x-k8s.io/prebuilt-workload-name"),
+				evil + ":9:50: spec.template.metadata.labels[kueue.x-k8s.io/multikueue-origin]: tenancy kueue-labels: " + mkMsg("kueue.x-k8s.io/multikueue-origin"),
+				evil + ":9:101: spec.template.metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: tenancy kueue-labels: " + mkMsg("kueue.x-k8s.io/prebuilt-workload-name")}},
+		"MultiKueue's labels added by kustomize": {admin: true, files: kueue(map[string]string{
+			"teams/alice/job.yaml":           "apiVersion: batch/v1\nkind: Job\nmetadata: {name: j}\nspec:\n  template:\n    spec:\n      restartPolicy: Never\n" + indent(gpus, 4),
+			"teams/alice/kustomization.yaml": "resources: [job.yaml]\nlabels:\n  - pairs: {" + mkLabels + "}\n    includeTemplates: true\n"}),
+			want: []string{
+				"/repo/teams/alice/kustomization.yaml: metadata.labels[kueue.x-k8s.io/multikueue-origin]: kustomize output Job alice/j: tenancy kueue-labels: " + mkMsg("kueue.x-k8s.io/multikueue-origin"),
+				"/repo/teams/alice/kustomization.yaml: metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: kustomize output Job alice/j: tenancy kueue-labels: " + mkMsg("kueue.x-k8s.io/prebuilt-workload-name"),
+				"/repo/teams/alice/kustomization.yaml: spec.template.metadata.labels[kueue.x-k8s.io/multikueue-origin]: kustomize output Job alice/j: tenancy kueue-labels: " + mkMsg("kueue.x-k8s.io/multikueue-origin"),
+				"/repo/teams/alice/kustomization.yaml: spec.template.metadata.labels[kueue.x-k8s.io/prebuilt-workload-name]: kustomize output Job alice/j: tenancy kueue-labels: " + mkMsg("kueue.x-k8s.io/prebuilt-workload-name")}},
 		"a Pod in a pod group of its own": {admin: true,
 			files: one("apiVersion: v1\nkind: Pod\nmetadata:\n  name: grouped\n  labels: {kueue.x-k8s.io/pod-group-name: g}\n  annotations: {kueue.x-k8s.io/pod-group-total-count: '1'}\nspec:\n" + gpus),
 			want: []string{
