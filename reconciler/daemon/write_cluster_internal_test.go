@@ -92,6 +92,10 @@ func TestWriteForAClusterAttacks(t *testing.T) {
 	}{
 		"gpu-a's directory of alice":  {fleetTree(), "hub", alice, "clusters/gpu-a/teams/alice", `"alice-bot" may not write in clusters/gpu-a/teams/alice: it is the directory of cluster gpu-a, and this reconciler is cluster hub's: it writes in the shared directories and in clusters/hub/ only`},
 		"gpu-a's, spelled ./":         {fleetTree(), "hub", alice, "./clusters/gpu-a/teams/alice/", "it is the directory of cluster gpu-a"},
+		"gpu-a's, through hub's":      {fleetTree(), "hub", alice, "clusters/hub/../gpu-a/teams/alice", "it is the directory of cluster gpu-a"},
+		"gpu-a's, from a shared one":  {fleetTree(), "hub", alice, "teams/alice/../../clusters/gpu-a/teams/alice", "it is the directory of cluster gpu-a"},
+		"bob's, through alice's":      {fleetTree(), "hub", alice, "clusters/hub/teams/alice/../bob", "it is the directory of namespace bob"},
+		"gpu-a's, in capitals":        {fleetTree(), "hub", alice, "Clusters/gpu-a/teams/alice", "no namespace rule maps it"},
 		"gpu-a's, namespaces=*":       {fleetTree(), "hub", all, "clusters/gpu-a/teams/alice", `"dash" may not write in clusters/gpu-a/teams/alice: it is the directory of cluster gpu-a`},
 		"hub's directory of bob":      {fleetTree(), "hub", alice, "clusters/hub/teams/bob", `"alice-bot" may not write in clusters/hub/teams/bob: it is the directory of namespace bob`},
 		"hub's admin directory":       {fleetTree(), "hub", alice, "clusters/hub/quotas", `"alice-bot" may not write in clusters/hub/quotas: no namespace rule maps it`},
