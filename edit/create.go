@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/gpuctl/gpuctl/internal/keys"
@@ -173,6 +174,51 @@ func (r *Repo) createDir(opts CreateOptions) (string, error) {
 		return "", &NoTeamDirError{Team: opts.Team}
 	}
 	return r.ClusterDir(dir)
+}
+
+// Declared is what files say of where they belong: the gpuctl kind of their first workload
+// ("" when they have none), and the namespaces that their workloads name (job.namespace),
+// each once, in the order of the files. A file that does not parse is a
+// *render.ValidationError with its name, line and column.
+func Declared(files []File) (kind string, namespaces []string, err error) {
+	for _, f := range files {
+		docs, diags := render.ParseFile(inputName(f), f.Data)
+		if err := render.NewValidationError(diags); err != nil {
+			return "", nil, err
+		}
+		for _, doc := range docs {
+			if doc.Workload == nil {
+				continue
+			}
+			if kind == "" {
+				kind = doc.Kind
+			}
+			if ns := doc.Workload.Job.Namespace; ns != "" && !slices.Contains(namespaces, ns) {
+				namespaces = append(namespaces, ns)
+			}
+		}
+	}
+	return kind, namespaces, nil
+}
+
+// DefaultDir is the directory (relative to the Root; "." for the Root itself, as
+// CreateOptions.Path takes it) where a create puts files whose workloads land in namespace
+// default, kind being the kind of their first workload (Declared): the configuration's
+// (render.Config.DefaultDir: defaultNamespaceDir, else the directory named after the kind), in
+// the Cluster's directory (ClusterDir). The API's create and gpuctl create both place such
+// files with it.
+func (r *Repo) DefaultDir(kind string) (string, error) {
+	dir, err := r.Config.DefaultDir(kind)
+	if err != nil {
+		return "", err
+	}
+	if dir, err = r.ClusterDir(dir); err != nil {
+		return "", err
+	}
+	if dir == "" {
+		return ".", nil
+	}
+	return dir, nil
 }
 
 // forDir is the repository as a create in dir (relative to the Root) renders it: with the

@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -340,31 +339,18 @@ func (d *Daemon) applies() bool {
 // only an admin writes in.
 func (d *Daemon) create(repo *edit.Repo, req WriteRequest) (*edit.Result, error) {
 	w := req.By
+	kind, named, err := edit.Declared(req.Files) // the directory of namespace default is named after kind
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range named {
+		if !w.may(n) {
+			return nil, forbidNamespace(w, n)
+		}
+	}
 	ns := req.Namespace
-	kind := "" // of the first workload: the directory of namespace default is named after it
-	for _, f := range req.Files {
-		docs, diags := render.ParseFile(f.Name, f.Data)
-		if err := render.NewValidationError(diags); err != nil {
-			return nil, err
-		}
-		for _, doc := range docs {
-			if doc.Workload == nil {
-				continue
-			}
-			if kind == "" {
-				kind = doc.Kind
-			}
-			named := doc.Workload.Job.Namespace
-			if named == "" {
-				continue
-			}
-			if !w.may(named) {
-				return nil, forbidNamespace(w, named)
-			}
-			if ns == "" {
-				ns = named
-			}
-		}
+	if ns == "" && len(named) > 0 {
+		ns = named[0]
 	}
 	if req.Path != "" {
 		if err := mayWriteDir(repo, w, req.Path); err != nil {
@@ -380,14 +366,11 @@ func (d *Daemon) create(repo *edit.Repo, req WriteRequest) (*edit.Result, error)
 			return nil, &ForbiddenError{Reason: fmt.Sprintf("%q may not write in namespace %s: only an admin writes its files; "+
 				"give one of your namespaces (namespace, or job.namespace in the file)", w.Name, keys.DefaultNamespace)}
 		}
-		dir, err := repo.Config.DefaultDir(kind)
+		dir, err := repo.DefaultDir(kind)
 		if err != nil {
 			return nil, fmt.Errorf("%w; or give the path of the file", err)
 		}
-		if dir, err = repo.ClusterDir(dir); err != nil {
-			return nil, err
-		}
-		return repo.Create(req.Files, edit.CreateOptions{Path: cmp.Or(dir, ".")})
+		return repo.Create(req.Files, edit.CreateOptions{Path: dir})
 	}
 	if !w.may(ns) {
 		return nil, forbidNamespace(w, ns)

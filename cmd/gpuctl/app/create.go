@@ -1,6 +1,7 @@
 package app
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +32,10 @@ Each file is checked as gpuctl validate checks the repository once it is there (
 with the file's own name, line and column), and kept byte for byte. It goes to --path DIR
 (relative to the directory of .gpuctl.yaml), or to the directory that .gpuctl.yaml's
 namespace rules give your team: --team, or the team that its teams: map gives your Git
-user.email. A job name that the repository already has in that namespace, or a file that
+user.email. With neither, it goes where the API puts an admin's file: to the directory of
+the namespace its job.namespace names, else (namespace default) to defaultNamespaceDir of
+.gpuctl.yaml, by default the directory named after the first workload's kind (training/).
+A job name that the repository already has in that namespace, or a file that
 exists, is refused. -f - reads standard input (the file is named after its job); -f DIR adds
 the *.yaml files of DIR.
 
@@ -57,15 +61,11 @@ committed.`,
 				return failed(err)
 			}
 			return runWrite(cmd.Context(), s, &o, func(repo *edit.Repo, me who) (*edit.Result, error) {
-				t := team
-				if t == "" {
-					t = me.team
+				opts, err := createWhere(repo, inputs, dir, team, me)
+				if err != nil {
+					return nil, err
 				}
-				res, err := repo.Create(inputs, edit.CreateOptions{Path: dir, Team: t})
-				var nt *edit.NoTeamDirError
-				if errors.As(err, &nt) && nt.Team == "" {
-					err = fmt.Errorf("%w; your user.email %q is not in teams: of %s", err, me.email, keys.ConfigFile)
-				}
+				res, err := repo.Create(inputs, opts)
 				if err == nil {
 					res.Warnings = append(res.Warnings, sharedWarnings(repo, res)...)
 				}
@@ -80,6 +80,30 @@ committed.`,
 	f.StringVar(&dir, "path", "", "put the files in this directory, relative to the directory of .gpuctl.yaml")
 	o.BindFlags(f)
 	return cmd
+}
+
+// createWhere says where create puts the files: in --path, else in the directory of the team
+// (--team, else the person's by teams:), else where the API puts an admin's files
+// (docs/daemon.md): in the directory of the namespace that their workloads name
+// (job.namespace), else in namespace default's (edit.Repo.DefaultDir: defaultNamespaceDir of
+// .gpuctl.yaml, else the directory named after the first workload's kind).
+func createWhere(repo *edit.Repo, files []edit.File, dir, team string, me who) (edit.CreateOptions, error) {
+	opts := edit.CreateOptions{Path: dir, Team: cmp.Or(team, me.team)}
+	if opts.Path != "" || opts.Team != "" {
+		return opts, nil
+	}
+	kind, named, err := edit.Declared(files)
+	if err != nil {
+		return opts, err
+	}
+	if len(named) > 0 && named[0] != keys.DefaultNamespace {
+		opts.Team = named[0]
+		return opts, nil
+	}
+	if opts.Path, err = repo.DefaultDir(kind); err != nil {
+		return opts, fmt.Errorf("%w; or give --path or --team (your user.email %q is not in teams: of %s)", err, me.email, keys.ConfigFile)
+	}
+	return opts, nil
 }
 
 // sharedWarnings warn of each file that a create puts in a shared directory of a repository of

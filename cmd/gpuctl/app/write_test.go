@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gpuctl/gpuctl/cmd/gpuctl/app"
 	"github.com/gpuctl/gpuctl/test/gittest"
 )
 
@@ -98,6 +99,54 @@ func TestCreateCommitsInTheTeamsDirectory(t *testing.T) {
 	if !strings.Contains(out, "committed ") || !strings.Contains(out, "created teams/alice/qwen2-7b-sft.yaml") {
 		t.Fatalf("output:\n%s", out)
 	}
+}
+
+// TestCreateWithoutATeam (issue 35): create without --team nor --path, by someone whom teams:
+// of .gpuctl.yaml does not list, puts the files where the API puts an admin's (docs/daemon.md):
+// a file whose jobs land in namespace default in the directory named after its first
+// workload's kind, or in defaultNamespaceDir once .gpuctl.yaml sets it, under clusters/NAME/
+// with --cluster; a file whose job.namespace names a team in that team's directory. A file with
+// no workload and no defaultNamespaceDir is refused, saying what to give; nothing is committed.
+func TestCreateWithoutATeam(t *testing.T) {
+	_, clone := newClone(t)
+	gitUser(t, "admin@example.com")
+	dir := t.TempDir()
+	create := func(t *testing.T, clone string, want string, args ...string) {
+		t.Helper()
+		out, errOut, code := run(t, append([]string{"create", "--repo", clone}, args...)...)
+		if code != 0 || !strings.Contains(out, "created "+want) {
+			t.Fatalf("exit %d, want %s created:\n%s%s", code, want, out, errOut)
+		}
+		if files := git(t, clone, "show", "--name-status", "--format=", "HEAD"); files != "A\t"+want {
+			t.Fatalf("commit holds:\n%s", files)
+		}
+	}
+
+	create(t, clone, "training/qwen2-7b-sft.yaml", "-f", writeFile(t, dir, "qwen2-7b-sft.yaml", newSFT))
+	if msg := git(t, clone, "log", "-1", "--format=%B"); !strings.HasPrefix(msg, "gpuctl: create training qwen2-7b-sft (admin@example.com)\n\ndefault.qwen2-7b-sft: training/qwen2-7b-sft.yaml") {
+		t.Fatalf("commit message:\n%s", msg)
+	}
+	create(t, clone, "teams/bob/web.yaml", "-f", writeFile(t, dir, "web.yaml", "kind: compute\nversion: v0.1\njob: {name: web, namespace: bob}\nenvironment: {image: x}\n"))
+
+	head := git(t, clone, "rev-parse", "HEAD")
+	cm := writeFile(t, dir, "cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings}\ndata: {a: b}\n")
+	_, errOut, code := run(t, "create", "--repo", clone, "-f", cm)
+	want := `no directory for namespace default: the file has no workload to name one after, and .gpuctl.yaml sets no defaultNamespaceDir; or give --path or --team (your user.email "admin@example.com" is not in teams: of .gpuctl.yaml)`
+	if code != app.ExitFailed || !strings.Contains(errOut, want) {
+		t.Fatalf("a file without a workload: exit %d, want %s:\n%s", code, want, errOut)
+	}
+	if git(t, clone, "rev-parse", "HEAD") != head || git(t, clone, "status", "--porcelain", "--untracked-files=all") != "" {
+		t.Fatal("a refused create changed the clone")
+	}
+
+	writeFile(t, clone, ".gpuctl.yaml", gitOpsFiles[".gpuctl.yaml"]+"defaultNamespaceDir: jobs/shared\n")
+	git(t, clone, "commit", "-qam", "defaultNamespaceDir")
+	create(t, clone, "jobs/shared/cm.yaml", "-f", cm)
+	create(t, clone, "jobs/shared/chat.yaml", "-f", writeFile(t, dir, "chat.yaml", "kind: inference\nversion: v0.1\njob: {name: chat}\nenvironment: {image: vllm}\nservice: {port: 8000}\n"))
+
+	fleet := newFleetClone(t)
+	gitUser(t, "admin@example.com")
+	create(t, fleet, "clusters/a/training/qwen2-7b-sft.yaml", "-f", writeFile(t, dir, "qwen2-7b-sft.yaml", newSFT), "--cluster", "a")
 }
 
 func TestCreateRefusals(t *testing.T) {
