@@ -38,15 +38,24 @@ func (m *Manager) Plan(ctx context.Context, desired []*unstructured.Unstructured
 // changed (issue #18, bar 6). Their metadata is written as Plan writes it; Apply and the drift
 // detector materialize them again when they need their bodies.
 func (m *Manager) PlanDeferred(ctx context.Context, desired []*unstructured.Unstructured, bodies *render.Bodies) (plan *Plan, err error) {
-	return m.PlanHolding(ctx, desired, bodies, nil)
+	return m.plan(ctx, desired, bodies, nil, false)
 }
 
-// PlanHolding is PlanDeferred of a revision rendered with some tenant namespaces held
-// (render.Options.Hold: their files have errors, and desired holds none of their objects):
-// the live objects of those tenants stay as the last good revision left them. They are
-// neither changed nor pruned (each is a skipped change that says so), and the inventory keeps
-// them. Objects that the admin's files declare in a held namespace are planned as always.
-func (m *Manager) PlanHolding(ctx context.Context, desired []*unstructured.Unstructured, bodies *render.Bodies, held []string) (plan *Plan, err error) {
+// PlanRender is PlanDeferred of a render's objects and bodies (nil unless deferred), with
+// what the render says of the cluster. Its tenant namespaces held (render.Options.Hold: their
+// files have errors, and res holds none of their objects) stay as the last good revision left
+// them: neither changed nor pruned (each is a skipped change that says so), and the inventory
+// keeps them; objects that the admin's files declare there are planned as always. Only in a
+// MultiKueue worker (res.MultiKueueWorker) is a member with MultiKueue's labels
+// (keys.MultiKueueCopy) left alone as the manager's copy; elsewhere the labels are a claim
+// anyone with kubectl can make, and such a member is pruned as any other.
+func (m *Manager) PlanRender(ctx context.Context, res *render.Result) (*Plan, error) {
+	return m.plan(ctx, res.Objects, res.Bodies, render.HeldNamespaces(res.Held), res.MultiKueueWorker)
+}
+
+// plan is PlanRender of desired, bodies, the namespaces held and whether the cluster is a
+// MultiKueue worker.
+func (m *Manager) plan(ctx context.Context, desired []*unstructured.Unstructured, bodies *render.Bodies, held []string, worker bool) (plan *Plan, err error) {
 	requests, began := m.requests.Load(), time.Now()
 	defer func() {
 		if plan != nil {
@@ -57,7 +66,7 @@ func (m *Manager) PlanHolding(ctx context.Context, desired []*unstructured.Unstr
 	if err != nil {
 		return nil, err
 	}
-	plan.Held = held
+	plan.Held, plan.multiKueueWorker = held, worker
 	inv := plan.inventory
 	var nodes, objects []*unstructured.Unstructured
 	for _, d := range desired {
@@ -727,7 +736,8 @@ func (m *Manager) prunes(plan *Plan, live map[string]*unstructured.Unstructured,
 	// (up-to-date members are not in live: they were desired)
 	var out []*Change
 	for k, u := range live {
-		if desired[k] || !m.inScope(u.GetAnnotations()[keys.Source]) || keys.MultiKueueCopy(u.GroupVersionKind().Group, u.GetKind(), u.GetLabels()) {
+		if desired[k] || !m.inScope(u.GetAnnotations()[keys.Source]) ||
+			plan.multiKueueWorker && keys.MultiKueueCopy(u.GroupVersionKind().Group, u.GetKind(), u.GetLabels()) {
 			continue // a MultiKueue copy carries the manager's gpuctl labels: the manager's job
 		}
 		rm, err := m.mapping(u.GroupVersionKind())

@@ -194,7 +194,7 @@ type Plan struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Scope is Options.Scope: the part of the repository whose removals the plan includes.
 	Scope []string `json:"scope,omitempty"`
-	// Held are the tenant namespaces whose files had errors (PlanHolding): their live objects
+	// Held are the tenant namespaces whose files had errors (PlanRender): their live objects
 	// are kept as they are.
 	Held []string `json:"held,omitempty"`
 	// Notes say what the plan does not cover: a scope, and what the credentials could not
@@ -212,6 +212,10 @@ type Plan struct {
 	// liveGPUs are the GPUs of the listed members kept as their metadata alone (members that
 	// no desired object names, see Options.WholePrunes), by key.
 	liveGPUs map[string]int64
+
+	// multiKueueWorker: the render is a MultiKueue worker's (render.Result.MultiKueueWorker),
+	// where a member with MultiKueue's labels is the manager's copy, not pruned.
+	multiKueueWorker bool
 
 	// limited: the inventory could not be read with these credentials (Options.LimitedCredentials);
 	// the plan has no prunes, and Apply neither prunes nor records the inventory.

@@ -6,6 +6,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/internal/keys"
 	"github.com/gpuctl/gpuctl/reconciler"
+	"github.com/gpuctl/gpuctl/render"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -75,6 +76,9 @@ func TestPruneKeepsMetadata(t *testing.T) {
 // be this cluster's too: the worker's sync does not prune it (the manager's job, in Git there),
 // and says nothing of it. The same Job without MultiKueue's two labels is pruned, and so is a
 // Deployment or Service that a tenant gave the two labels (MultiKueue copies Jobs and JobSets).
+// In a cluster that is no worker (render.Result.MultiKueueWorker unset: Plan, or a render for
+// a cluster that multiKueue does not list), the labels are believed of nothing: a Job that
+// gpuctl applied and a tenant's kubectl gave both is pruned once its file leaves Git.
 func TestMultiKueueCopyIsNotPruned(t *testing.T) {
 	opts := reconciler.DefaultOptions()
 	opts.MaxPrune = 1
@@ -119,7 +123,23 @@ func TestMultiKueueCopyIsNotPruned(t *testing.T) {
 		t.Fatal(err)
 	}
 	delete(files, "serve.yaml")
-	plan, _ := e.sync(renderFiles(t, files))
+	notWorker, err := e.manager.Plan(e.ctx, renderFiles(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"copy", "stray"} {
+		if c := find(notWorker, "Job", name); c.Action != reconciler.ActionDelete {
+			t.Errorf("outside a MultiKueue worker, the Job %s: %q, want delete\n%s", name, c.Action, actions(notWorker))
+		}
+	}
+	// The sync of a worker's render (as render.Render sets it for a worker that multiKueue lists).
+	plan, err := e.manager.PlanRender(e.ctx, &render.Result{Objects: renderFiles(t, files), MultiKueueWorker: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.manager.Apply(e.ctx, plan, nil); err != nil {
+		t.Fatal(err)
+	}
 	for kind, name := range map[string]string{"Deployment": "chat", "Service": "svc-chat"} {
 		if c := find(plan, kind, name); c.Action != reconciler.ActionDelete {
 			t.Errorf("the %s with forged MultiKueue labels, gone from Git: %q, want delete\n%s", kind, c.Action, actions(plan))

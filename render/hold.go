@@ -22,7 +22,7 @@ import (
 // A held namespace keeps what the render gives each tenant namespace from the admin's side:
 // its identity (ServiceAccount and RoleBinding gpuctl-tenant) and its place in the admission
 // policy. Its own objects are not rendered at all: the engine keeps the live ones as the last
-// good revision left them (reconciler.Manager.PlanHolding), nothing of them applied, changed or
+// good revision left them (reconciler.Manager.PlanRender), nothing of them applied, changed or
 // pruned.
 
 // HeldScope is a tenant namespace whose files have errors, and those errors.

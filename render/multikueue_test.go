@@ -89,6 +89,32 @@ func TestMultiKueueManager(t *testing.T) {
 	}
 }
 
+// TestMultiKueueWorkerRender: Result.MultiKueueWorker (where MultiKueue's labels are believed)
+// is set on the render for a worker that multiKueue lists, by --cluster or by its directory,
+// and not on the manager's, a render for no cluster, nor a cluster of a configuration
+// without multiKueue.
+func TestMultiKueueWorkerRender(t *testing.T) {
+	for name, c := range map[string]struct {
+		config, cluster, sub string
+		want                 bool
+	}{
+		"gpu-a":                  {multiKueueConfig, "gpu-a", "", true},
+		"gpu-b":                  {multiKueueConfig, "gpu-b", "", true},
+		"gpu-b by its directory": {multiKueueConfig, "", "clusters/gpu-b", true},
+		"the manager":            {multiKueueConfig, "hub", "", false},
+		"no cluster":             {multiKueueConfig, "", "", false},
+		"no multiKueue":          {kueueConfig, "gpu-a", "", false},
+	} {
+		res, err := renderCluster(t, multiKueueRepo(c.config), c.cluster, c.sub)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if res.MultiKueueWorker != c.want {
+			t.Errorf("%s: MultiKueueWorker %v, want %v", name, res.MultiKueueWorker, c.want)
+		}
+	}
+}
+
 // TestMultiKueueConfigErrors: each mistake in multiKueue names its field and line.
 func TestMultiKueueConfigErrors(t *testing.T) {
 	tests := map[string]struct{ config, want string }{

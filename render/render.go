@@ -97,6 +97,9 @@ type Result struct {
 	// Held are the tenant namespaces whose files had errors and were left out (Options.Hold),
 	// in order; none without errors.
 	Held []HeldScope
+	// MultiKueueWorker: the configuration lists Options.Cluster as a MultiKueue worker, the
+	// only cluster where MultiKueue's labels are believed (keys.MultiKueueCopy).
+	MultiKueueWorker bool
 }
 
 // Warnings returns the diagnostics that do not fail validation.
@@ -363,7 +366,7 @@ func (r *Renderer) render(st *run, path string) (*Result, error) {
 	if err := st.ctx.Err(); err != nil {
 		return nil, err
 	}
-	res := &Result{Root: st.repo}
+	res := &Result{Root: st.repo, MultiKueueWorker: st.cfg.IsWorker(cmp.Or(st.cluster, r.opts.Cluster))}
 	defer func() { res.Consistent = st.digest != nil && !st.unverified.Load() }()
 	for _, s := range st.sources {
 		res.Files = append(res.Files, s.display)

@@ -184,6 +184,9 @@ type desiredState struct {
 	// held are the tenant namespaces whose files had errors: gpuctl's objects there are kept
 	// as a revision before left them, and are not shadows.
 	held map[string]bool
+	// multiKueueWorker: the revision is a MultiKueue worker's, where a Job or JobSet with
+	// MultiKueue's labels (keys.MultiKueueCopy) is the manager's copy, not a shadow.
+	multiKueueWorker bool
 }
 
 // newDesiredState indexes the objects of an applied revision (as Plan prepared them), whose

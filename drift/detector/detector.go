@@ -183,8 +183,10 @@ func (d *Detector) BeginSync() {
 // those a deferred render left as heads: see reconciler.PlanDeferred). The objects in pending
 // may differ from them; the others were just applied and are evaluated only when they change
 // (or at the next Resync). held are the tenant namespaces whose files had errors: gpuctl's
-// workloads there stay as a revision before left them, and are no shadows.
-func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref, held []string) {
+// workloads there stay as a revision before left them, and are no shadows. multiKueueWorker
+// (render.Result.MultiKueueWorker) believes MultiKueue's labels: a Job or JobSet with them is
+// the manager's copy, no shadow; elsewhere it is judged as if it had none.
+func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref, held []string, multiKueueWorker bool) {
 	var ds *desiredState
 	digest := ""
 	if desired != nil {
@@ -213,6 +215,9 @@ func (d *Detector) EndSync(revision string, desired []*unstructured.Unstructured
 		}
 	} else if ds != nil {
 		ds.held = nil
+	}
+	if ds != nil {
+		ds.multiKueueWorker = multiKueueWorker
 	}
 	d.mu.Lock()
 	if ds != nil {

@@ -163,7 +163,7 @@ func (d *Detector) isShadow(ds *desiredState, kind string, m metav1.Object, obj 
 		return "no longer requests GPUs", false
 	case ignored(m.GetAnnotations()):
 		return whyIgnored, false
-	case keys.MultiKueueCopy(workloadGK(kind).Group, kind, m.GetLabels()):
+	case ds.multiKueueWorker && keys.MultiKueueCopy(workloadGK(kind).Group, kind, m.GetLabels()):
 		return "a MultiKueue copy of a job of the manager cluster, in Git there", false
 	case ds.held[m.GetNamespace()] && ours(m, ds.partOf):
 		return "held: the files of namespace " + m.GetNamespace() + " have errors, and its objects stay as they were", false

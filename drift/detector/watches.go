@@ -458,7 +458,7 @@ func slim(obj any) (any, error) {
 func slimMeta(m metav1.Object) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.GetName(), Namespace: m.GetNamespace(), UID: m.GetUID(), ResourceVersion: m.GetResourceVersion(),
 		Generation: m.GetGeneration(), CreationTimestamp: m.GetCreationTimestamp(), OwnerReferences: m.GetOwnerReferences()}
-	// The only labels read: gpuctl applied it (ours), Kueue's MultiKueue copied it (keys.MultiKueueCopy).
+	// The only labels read: gpuctl applied it (ours), Kueue's MultiKueue copied it (keys.MultiKueueCopy, in a worker).
 	for _, k := range []string{keys.ApplySetPartOf, keys.ManagedBy, keys.MultiKueueOrigin, keys.KueuePrebuiltWorkload} {
 		if v, ok := m.GetLabels()[k]; ok {
 			if out.Labels == nil {

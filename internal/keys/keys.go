@@ -234,7 +234,8 @@ const (
 // these kinds only: a Job or JobSet that forges both never runs, unless a Workload of that name
 // exists, which only the manager's Kueue makes. Any other kind with the labels (a Deployment, a
 // Pod, a Service that a tenant labelled) is judged as if it had none: the labels do not reach
-// a Deployment's pods, which run.
+// a Deployment's pods, which run. Callers believe it only in a cluster that the configuration
+// lists as a MultiKueue worker (render.Result.MultiKueueWorker), the only place a copy can be.
 func MultiKueueCopy(group, kind string, labels map[string]string) bool {
 	switch {
 	case group == "batch" && kind == "Job", group == jobSetGroup && kind == "JobSet":

@@ -145,6 +145,9 @@ type Daemon struct {
 	api apiHealth
 	// idle is what the idle policy remembers between its rounds (idle.go).
 	idle idleState
+	// multiKueueWorker: the last render was a MultiKueue worker's (render.Result), where the
+	// job alerts leave MultiKueue's copies to the manager (jobwatch.go).
+	multiKueueWorker atomic.Bool
 }
 
 // Ready reports whether the replica can serve: not while it cannot reach the API server
@@ -217,6 +220,7 @@ func New(opts Options) *Daemon {
 		d.renderCache = render.NewCache(opts.RenderCacheBytes)
 	}
 	opts.Metrics.setInfo(opts.Render.Cluster)
+	d.multiKueueWorker.Store(opts.Render.Config.IsWorker(opts.Render.Cluster)) // until a render says
 	return d
 }
 
@@ -432,10 +436,11 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	}
 	objects, bodies := res.Objects, res.Bodies
 	st.Held = heldScopes(res.Held, prev, rev.Dir)
-	held := render.HeldNamespaces(res.Held)
-	res = nil // the parsed documents are not needed any more: let them be collected
+	held, worker := render.HeldNamespaces(res.Held), res.MultiKueueWorker
+	d.multiKueueWorker.Store(worker)
+	res.Documents = nil // the parsed documents are not needed any more: let them be collected
 	prog := d.newSyncProgress()
-	plan, err := d.opts.Engine.PlanHolding(prog.planContext(ctx), objects, bodies, held)
+	plan, err := d.opts.Engine.PlanRender(prog.planContext(ctx), res)
 	if plan != nil {
 		steps.Plan = plan.Stats.Took
 	}
@@ -467,7 +472,7 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 		}
 		if d.opts.Drift != nil {
 			began := time.Now()
-			d.opts.Drift.EndSync(rev.ID, objects, bodies, pendingOf(plan, false), held)
+			d.opts.Drift.EndSync(rev.ID, objects, bodies, pendingOf(plan, false), held, worker)
 			steps.Drift = time.Since(began)
 		}
 		if !plan.HasChanges() {
@@ -504,11 +509,11 @@ func (d *Daemon) sync(ctx context.Context, st *Status, prev Status, requested bo
 	if d.opts.Drift != nil {
 		began := time.Now()
 		if cs == nil || cs.WriteFailed() {
-			d.opts.Drift.EndSync("", nil, nil, nil, nil)
+			d.opts.Drift.EndSync("", nil, nil, nil, nil, false)
 		} else { // applied, but for objects that failed at plan time: they are not watched
 			pending, accepted := pendingOf(plan, true), plan.Accepted(objects)
 			plan = nil // let the plan's live objects go before the detector indexes the revision
-			d.opts.Drift.EndSync(rev.ID, accepted, bodies, pending, held)
+			d.opts.Drift.EndSync(rev.ID, accepted, bodies, pending, held, worker)
 		}
 		steps.Drift = time.Since(began)
 	}
@@ -667,5 +672,5 @@ func (d *Daemon) Plan(ctx context.Context) (*reconciler.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	return d.opts.Engine.PlanHolding(ctx, res.Objects, res.Bodies, render.HeldNamespaces(res.Held))
+	return d.opts.Engine.PlanRender(ctx, res)
 }

@@ -28,7 +28,9 @@ type Detector interface {
 	// left unapplied); the others were just applied. With desired nil the last applied
 	// revision stays the reference. held are the tenant namespaces whose files had errors:
 	// their objects, kept as a revision before left them, are neither drift nor shadows.
-	EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref, held []string)
+	// multiKueueWorker (render.Result.MultiKueueWorker): MultiKueue's copies of the manager's
+	// jobs are no shadows; elsewhere their labels are not believed.
+	EndSync(revision string, desired []*unstructured.Unstructured, bodies *render.Bodies, pending []object.Ref, held []string, multiKueueWorker bool)
 	// Current returns the report and history held in memory, or false before the first
 	// report.
 	Current() (drift.Report, []drift.Entry, bool)

@@ -103,9 +103,10 @@ func trimWatched(obj any) (any, error) {
 type watchedJob struct {
 	name, namespace, resourceVersion, source string
 	uid                                      types.UID
-	// multiKueueCopy is set on a worker cluster's copy of a manager's job (keys.MultiKueueCopy):
-	// its failure is the manager's to tell, from the status MultiKueue copies onto its Job.
-	multiKueueCopy bool
+	// multiKueueLabels is set on a job with MultiKueue's labels (keys.MultiKueueCopy): in a
+	// worker cluster, the copy of a manager's job, whose failure is the manager's to tell,
+	// from the status MultiKueue copies onto its Job (jobWatch.copied).
+	multiKueueLabels bool
 	// jobSet is set on a JobSet's (multiNode: jobset; trimJobSet).
 	jobSet bool
 	// dispatched is set on a manager cluster's Job that MultiKueue runs in a worker
@@ -126,7 +127,7 @@ func (j *watchedJob) GetObjectMeta() metav1.Object {
 // its labels and managedFields are most of a Job's size.
 func trimJob(j *batchv1.Job) *watchedJob {
 	out := &watchedJob{name: j.Name, namespace: j.Namespace, uid: j.UID, resourceVersion: j.ResourceVersion, source: j.Annotations[keys.Source],
-		multiKueueCopy: keys.MultiKueueCopy(batchv1.GroupName, "Job", j.Labels), dispatched: j.Spec.ManagedBy != nil && *j.Spec.ManagedBy == keys.MultiKueueManager}
+		multiKueueLabels: keys.MultiKueueCopy(batchv1.GroupName, "Job", j.Labels), dispatched: j.Spec.ManagedBy != nil && *j.Spec.ManagedBy == keys.MultiKueueManager}
 	for _, c := range j.Status.Conditions {
 		if c.Type == batchv1.JobFailed && c.Status == corev1.ConditionTrue {
 			out.failed, out.failedReason, out.failedMessage = true, c.Reason, jobMessage(c.Message)
@@ -159,6 +160,13 @@ func jobMessage(s string) string {
 	return strings.Clone(s)
 }
 
+// copied reports whether j is MultiKueue's copy of a manager's job: it has MultiKueue's
+// labels, and the daemon's last render was a MultiKueue worker's. Elsewhere the labels are a
+// claim that anyone with kubectl can make, and do not silence a failure.
+func (w *jobWatch) copied(j *watchedJob) bool {
+	return j.multiKueueLabels && w.d.multiKueueWorker.Load()
+}
+
 // jobKey is the Key of a Job's JobFailed condition.
 func jobKey(namespace, name string) string { return "job/" + namespace + "/" + name }
 
@@ -178,7 +186,7 @@ func (w *jobWatch) jobUpdated(oldObj, newObj any) {
 	switch {
 	case !ok1 || !ok2:
 	case old.uid != j.uid:
-		if old.failed && !old.multiKueueCopy {
+		if old.failed && !w.copied(old) {
 			w.jobGone(old, "was recreated")
 		}
 		w.jobFailed(j)
@@ -192,7 +200,7 @@ func (w *jobWatch) jobDeleted(obj any) {
 	if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 		obj = t.Obj
 	}
-	if j, ok := obj.(*watchedJob); ok && j.failed && !j.multiKueueCopy {
+	if j, ok := obj.(*watchedJob); ok && j.failed && !w.copied(j) {
 		w.jobGone(j, "was deleted")
 	}
 }
@@ -202,7 +210,7 @@ func (w *jobWatch) jobDeleted(obj any) {
 // cluster gpu-b)" for a Job that MultiKueue ran in a worker, its source file as Details. A MultiKueue copy sends nothing: in a fleet, the manager's daemon tells of
 // the job, once, when MultiKueue copies the failure onto the manager's Job.
 func (w *jobWatch) jobFailed(j *watchedJob) {
-	if !j.failed || j.multiKueueCopy {
+	if !j.failed || w.copied(j) {
 		return
 	}
 	msg := j.name + " failed: " + j.failedReason

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	dynamicfake "k8s.io/client-go/dynamic/fake"
+	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
 
@@ -171,5 +172,29 @@ func TestJobFailedNamesTheWorker(t *testing.T) {
 	w.jobFailed(trimJob(other))
 	if len(alerts) != 2 || strings.Contains(alerts[1].Message, "(") {
 		t.Fatalf("alerts %+v", alerts)
+	}
+}
+
+// TestMultiKueueCopyFailure: in a MultiKueue worker (its last render says so), a failed Job
+// with MultiKueue's labels is the manager's copy: no JobFailed, and none resolved when it goes
+// (the manager tells of the job). In a cluster that is no worker the labels are a claim that
+// anyone with kubectl can make: the Job's failure is told, and closed when it is deleted.
+func TestMultiKueueCopyFailure(t *testing.T) {
+	j := fullJob(5)
+	j.Labels[keys.MultiKueueOrigin], j.Labels[keys.KueuePrebuiltWorkload] = "multikueue", "job-"+j.Name+"-1a2b3"
+	for _, worker := range []bool{true, false} {
+		var alerts []notify.Event
+		d := &Daemon{opts: Options{Store: NewStore(fake.NewClientset(), "gpuctl-system"), Alerts: sendFunc(func(e notify.Event) { alerts = append(alerts, e) })}}
+		d.multiKueueWorker.Store(worker)
+		w := &jobWatch{d: d, ctx: t.Context()}
+		w.jobAdded(trimJob(j), false)
+		w.jobDeleted(trimJob(j))
+		switch {
+		case worker && len(alerts) != 0:
+			t.Errorf("in a worker, the copy's failure and delete sent %+v", alerts)
+		case !worker && (len(alerts) != 2 || alerts[0].Reason != notify.JobFailed || alerts[0].Resolved || !alerts[1].Resolved ||
+			alerts[0].Key != jobKey(j.Namespace, j.Name) || alerts[1].Key != alerts[0].Key):
+			t.Errorf("outside a worker, the labelled Job's failure and delete sent %+v, want a JobFailed and its resolution", alerts)
+		}
 	}
 }

@@ -96,7 +96,7 @@ func trimJobSetObject(obj any) (any, error) {
 // condition is JobSet's own (reason FailedJobs, ReachedMaxRestarts, ...).
 func trimJobSet(u *unstructured.Unstructured) *watchedJob {
 	out := &watchedJob{name: u.GetName(), namespace: u.GetNamespace(), uid: u.GetUID(), resourceVersion: u.GetResourceVersion(),
-		source: u.GetAnnotations()[keys.Source], multiKueueCopy: keys.MultiKueueCopy(u.GroupVersionKind().Group, u.GetKind(), u.GetLabels()), jobSet: true}
+		source: u.GetAnnotations()[keys.Source], multiKueueLabels: keys.MultiKueueCopy(u.GroupVersionKind().Group, u.GetKind(), u.GetLabels()), jobSet: true}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, _ := c.(map[string]any)

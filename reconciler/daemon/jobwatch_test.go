@@ -1,7 +1,6 @@
 package daemon_test
 
 import (
-	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -49,16 +48,16 @@ func of(events []notify.Event, r notify.Reason) []notify.Event {
 // TestJobFailedAndQuotaAlerts: the leader tells of a gpuctl Job whose pod fails (OOMKilled, exit
 // code 137) with exactly one JobFailed that gives the Job's and the pod's reasons, closed when
 // the Job is deleted; a Job that failed before the daemon led is not told. A team whose pods
-// request both GPUs of its quota gets QuotaReached, and QuotaFreed when one of them goes. A
-// MultiKueue copy of a manager's Job (this cluster a worker) that fails, and is deleted, is not
-// told: the manager tells of it, so that a fleet sends one JobFailed per failed job.
+// request both GPUs of its quota gets QuotaReached, and QuotaFreed when one of them goes.
+// (A MultiKueue copy's failure is the manager's to tell in a worker only:
+// TestMultiKueueCopyFailure.)
 func TestJobFailedAndQuotaAlerts(t *testing.T) {
 	team := "jobwatch-team"
 	alerts := &sent{}
 	h := newHarness(t, "jobwatch", map[string]string{
 		"quota.yaml": "kind: quota\nversion: v0.1\nmetadata: {name: gpus}\nusers:\n  " + team + ": {gpu: 2}\n",
 	}, func(o *daemon.Options) { o.Alerts = alerts })
-	failingJob := func(name string, extra map[string]string) {
+	failingJob := func(name string) {
 		t.Helper()
 		tmpl := corev1.PodTemplateSpec{Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
 			NodeSelector: map[string]string{"kubernetes.io/hostname": "cpu-0"}, Containers: []corev1.Container{{Name: "main", Image: "trainer:v1"}}}}
@@ -66,7 +65,6 @@ func TestJobFailedAndQuotaAlerts(t *testing.T) {
 		job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: team,
 			Labels: map[string]string{keys.ManagedBy: keys.ManagedByValue, keys.JobType: "training"}, Annotations: map[string]string{keys.Source: "teams/" + name + ".yaml"}},
 			Spec: batchv1.JobSpec{BackoffLimit: new(int32), Template: tmpl}}
-		maps.Copy(job.Labels, extra)
 		if _, err := h.kube.BatchV1().Jobs(team).Create(h.ctx, job, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +91,7 @@ func TestJobFailedAndQuotaAlerts(t *testing.T) {
 	if st := h.d.SyncOnce(h.ctx, ""); st.Result != daemon.ResultSucceeded {
 		t.Fatalf("sync: %s %s", st.Result, st.Message)
 	}
-	failingJob("before", nil)
+	failingJob("before")
 	failed("before")
 	alerts.take()
 
@@ -136,15 +134,8 @@ func TestJobFailedAndQuotaAlerts(t *testing.T) {
 		t.Errorf("QuotaFreed %+v", freed)
 	}
 
-	// a worker's copy of a manager's Job fails while the daemon leads: the manager tells of it
-	failingJob("copied", map[string]string{keys.MultiKueueOrigin: "multikueue", keys.KueuePrebuiltWorkload: "job-copied-3f2a1"})
-	failed("copied")
-	background := metav1.DeletePropagationBackground
-	if err := h.kube.BatchV1().Jobs(team).Delete(h.ctx, "copied", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
-		t.Fatal(err)
-	}
 	// a Job that fails while the daemon leads
-	failingJob("sft", nil)
+	failingJob("sft")
 	got = waitAlerts(t, alerts, "JobFailed", func(e notify.Event) bool { return e.Reason == notify.JobFailed })
 	failed("sft")
 	time.Sleep(time.Second) // the Job's later updates (its pods' counts) tell nothing more
@@ -160,6 +151,7 @@ func TestJobFailedAndQuotaAlerts(t *testing.T) {
 		t.Errorf("JobFailed %+v", e)
 	}
 	t.Logf("JobFailed: %s", e.Message)
+	background := metav1.DeletePropagationBackground
 	if err := h.kube.BatchV1().Jobs(team).Delete(h.ctx, "sft", metav1.DeleteOptions{PropagationPolicy: &background}); err != nil {
 		t.Fatal(err)
 	}

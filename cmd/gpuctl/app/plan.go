@@ -87,7 +87,7 @@ func (o *planOptions) plan(ctx context.Context, s Streams, path string) (*reconc
 		return nil, nil, err
 	}
 	pw := newProgressWriter(s.Err, term.IsTerminal(s.Err), time.Now)
-	plan, err := m.Plan(reconciler.WithPlanProgress(ctx, pw.plan), res.Objects)
+	plan, err := m.PlanRender(reconciler.WithPlanProgress(ctx, pw.plan), res) // MultiKueue's copies are kept in a worker only
 	pw.end()
 	if err != nil {
 		return nil, nil, &ExitError{Code: ExitTrouble, Err: fmt.Errorf("plan: %w", err)}
