@@ -197,6 +197,9 @@ func TestJobsGoWhereTheGPUsAre(t *testing.T) {
 		}
 	}
 	f.write("clusters/gpu-a/teams/alice/fill.yaml", job("fill"))
+	// gpu-b's own files hold a Job too (of no GPU), so that Jobs are kinds of its inventory,
+	// which the prunes of its syncs list: MultiKueue's copy must be left alone by them.
+	f.write("clusters/gpu-b/teams/alice/cpu-only.yaml", strings.Replace(strings.Replace(job("cpu-only"), "nvidia.com/gpu: 4", "cpu: 1", 1), "1h", "1s", 1))
 	for _, c := range []string{gpuA, gpuB, hub} {
 		f.sync(c)
 	}
