@@ -8,6 +8,7 @@ import (
 
 	"github.com/gpuctl/gpuctl/drift"
 	"github.com/gpuctl/gpuctl/internal/keys"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -39,10 +40,10 @@ func (d *Detector) found(ctx context.Context, qkey string, it drift.Item, fix fu
 		return nil
 	}
 	d.set(it)
-	d.awaitResolution(key, drift.Corrected)
+	undo := d.awaitResolution(key, drift.Corrected)
 	err := fix(ctx)
 	if err != nil {
-		d.awaitResolution(key, "")
+		undo()
 		if !errors.Is(err, errRetry) {
 			it.Error = err.Error()
 			d.set(it)
@@ -54,17 +55,23 @@ func (d *Detector) found(ctx context.Context, qkey string, it drift.Item, fix fu
 	return nil
 }
 
-// awaitResolution records how the item's resolution is to be recorded (Corrected, ShadowDeleted) when
-// the repair's watch event comes, or forgets it with "". It is recorded before the repair is
-// sent: another worker's evaluation may see the repaired object before the repair returns.
-func (d *Detector) awaitResolution(key string, how drift.Transition) {
+// awaitResolution records how the item's resolution is to be recorded (Corrected, ShadowDeleted)
+// when the repair's watch event comes. It is recorded before the repair is sent: another
+// worker's evaluation may see the repaired object before the repair returns. undo, for a repair
+// that failed, forgets it unless an earlier repair of the item awaits its resolution too (a
+// second attempt from a cache that had not seen the first yet must not forget the first).
+func (d *Detector) awaitResolution(key string, how drift.Transition) (undo func()) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if how == "" {
-		delete(d.correcting, key)
-		return
-	}
+	_, earlier := d.correcting[key]
 	d.correcting[key] = how
+	return func() {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		if !earlier {
+			delete(d.correcting, key)
+		}
+	}
 }
 
 // attempt counts the recent corrections of an item, recording one more with add.
@@ -114,10 +121,13 @@ func (d *Detector) deleteShadow(ctx context.Context, kind string, m metav1.Objec
 	}
 	policy := metav1.DeletePropagationBackground
 	opts := metav1.DeleteOptions{PropagationPolicy: &policy, Preconditions: metav1.NewUIDPreconditions(string(m.GetUID()))}
-	d.awaitResolution(key, drift.ShadowDeleted)
+	undo := d.awaitResolution(key, drift.ShadowDeleted)
 	err := d.dyn.Resource(workloadResources[kind]).Namespace(m.GetNamespace()).Delete(ctx, m.GetName(), opts)
+	if apierrors.IsNotFound(err) {
+		return nil // deleted already (an earlier attempt): its watch event resolves the item
+	}
 	if err != nil {
-		d.awaitResolution(key, "")
+		undo()
 		it.Error = fmt.Sprintf("%s: delete: %v", it.Object, err)
 		d.set(it)
 		return err

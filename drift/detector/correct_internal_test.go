@@ -53,6 +53,22 @@ func TestCorrectionSeenBeforeItReturns(t *testing.T) {
 		t.Errorf("%d corrections counted; want 1", n)
 	}
 
+	// A second repair, from a cache that had not seen the first, fails (the object changed
+	// under it): the first still awaits its resolution, which is a correction. (CI once saw a
+	// shadow that --drift-delete-shadow deleted recorded as resolved: a second delete's
+	// failure forgot the first.)
+	twice := job("twice")
+	if err := d.found(t.Context(), "o:twice", twice, func(context.Context) error { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.found(t.Context(), "o:twice", twice, func(context.Context) error { return errors.New("conflict") }); err == nil {
+		t.Fatal("the failed second repair returned no error")
+	}
+	d.resolve(twice.Key(), "", "")
+	if e := last(); e.Change != drift.Corrected || e.Item.Object.Name != "twice" {
+		t.Fatalf("a repair whose second attempt failed is recorded as %s of %s; want corrected", e.Change, e.Item.Object.Name)
+	}
+
 	failed := job("failed")
 	err = d.found(t.Context(), "o:failed", failed, func(context.Context) error { return errors.New("forbidden") })
 	if err == nil {

@@ -58,10 +58,13 @@ func gpuTemplate(name, kind string, gpus int64) corev1.PodTemplateSpec {
 }
 
 // trainingJob creates a gpuctl training Job of pods × gpus; more than one pod makes it indexed,
-// as render does for a multi-node training.
-func trainingJob(t *testing.T, kube kubernetes.Interface, ns, name string, pods int32, gpus int64, suspend bool) {
+// as render does for a multi-node training; edit changes its pod template first.
+func trainingJob(t *testing.T, kube kubernetes.Interface, ns, name string, pods int32, gpus int64, suspend bool, edit ...func(*corev1.PodTemplateSpec)) {
 	t.Helper()
 	tmpl := gpuTemplate(name, "training", gpus)
+	for _, e := range edit {
+		e(&tmpl)
+	}
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: tmpl.Labels},
 		Spec: batchv1.JobSpec{Parallelism: &pods, Completions: &pods, Template: tmpl, Suspend: &suspend,

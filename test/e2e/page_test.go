@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/gpuctl/gpuctl/cluster"
@@ -27,7 +28,9 @@ func TestJobPage(t *testing.T) {
 	c := testcluster.Current()
 	kube := kubernetes.NewForConfigOrDie(c.RESTConfig())
 	ns := logsNamespace(t, kube, "page-e2e")
-	trainingJob(t, kube, ns, "evil-logs", 1, 1, false)
+	// Running while the page is read (kwok completes a Job's pod after a second otherwise: one
+	// CI run under load read the page after that).
+	trainingJob(t, kube, ns, "evil-logs", 1, 1, false, func(p *corev1.PodTemplateSpec) { testcluster.RunFor(p, 10*time.Minute) })
 	pod := startedPods(t, kube, ns, "evil-logs", 1)[0].Name
 	var lines []string
 	for i := 1; i <= 250; i++ {
