@@ -1,6 +1,10 @@
 package notify
 
-import "time"
+import (
+	"slices"
+	"sync"
+	"time"
+)
 
 // Reason is what an Event tells.
 type Reason string
@@ -75,3 +79,34 @@ var Discard Sender = discard{}
 type discard struct{}
 
 func (discard) Send(Event) {}
+
+// Recorder is a Sender that keeps every Event it is sent, in order, for whoever wants to see
+// what was sent (the tests of the daemon and the drift detector). Its zero value is ready.
+type Recorder struct {
+	mu     sync.Mutex
+	events []Event
+	taken  int
+}
+
+// Send keeps e.
+func (r *Recorder) Send(e Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// Events returns a copy of every Event sent so far.
+func (r *Recorder) Events() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.events)
+}
+
+// Take returns the Events sent since the last Take.
+func (r *Recorder) Take() []Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.events[r.taken:])
+	r.taken = len(r.events)
+	return out
+}

@@ -1,7 +1,6 @@
 package detector_test
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/gpuctl/gpuctl/drift"
@@ -10,23 +9,13 @@ import (
 )
 
 // sent records the alerts a detector sends.
-type sent struct {
-	mu     sync.Mutex
-	events []notify.Event
-}
-
-func (s *sent) Send(e notify.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.events = append(s.events, e)
-}
+type sent struct{ notify.Recorder }
 
 // find is the last alert of reason and key, nil if none.
 func (s *sent) find(reason notify.Reason, key string) *notify.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for i := len(s.events) - 1; i >= 0; i-- {
-		if e := s.events[i]; e.Reason == reason && e.Key == key {
+	events := s.Events()
+	for i := len(events) - 1; i >= 0; i-- {
+		if e := events[i]; e.Reason == reason && e.Key == key {
 			return &e
 		}
 	}

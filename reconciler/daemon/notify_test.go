@@ -28,25 +28,10 @@ import (
 )
 
 // sent records the Events a daemon sends.
-type sent struct {
-	mu     sync.Mutex
-	events []notify.Event
-}
-
-func (s *sent) Send(e notify.Event) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.events = append(s.events, e)
-}
+type sent struct{ notify.Recorder }
 
 // take returns the Events sent since the last take.
-func (s *sent) take() []notify.Event {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.events
-	s.events = nil
-	return out
-}
+func (s *sent) take() []notify.Event { return s.Take() }
 
 // invalidCompute is a file that render refuses (resources.gpu: -1).
 const invalidCompute = "kind: compute\nversion: v0.1\njob: {name: api}\nenvironment: {image: nginx}\nresources: {gpu: -1}\n"

@@ -3,7 +3,6 @@ package queueing
 import (
 	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,23 +22,12 @@ import (
 )
 
 // recorded is a notify.Sender that keeps what it is sent.
-type recorded struct {
-	mu     sync.Mutex
-	events []notify.Event
-}
-
-func (r *recorded) Send(e notify.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
+type recorded struct{ notify.Recorder }
 
 // of are the alerts of a reason sent so far.
 func (r *recorded) of(reason notify.Reason) []notify.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	var out []notify.Event
-	for _, e := range r.events {
+	for _, e := range r.Events() {
 		if e.Reason == reason {
 			out = append(out, e)
 		}
@@ -52,15 +40,12 @@ func (r *recorded) wait(t *testing.T, what string, ok func(notify.Event) bool) n
 	t.Helper()
 	deadline := time.Now().Add(90 * time.Second)
 	for {
-		r.mu.Lock()
-		for _, e := range r.events {
+		got := r.Events()
+		for _, e := range got {
 			if ok(e) {
-				r.mu.Unlock()
 				return e
 			}
 		}
-		got := append([]notify.Event(nil), r.events...)
-		r.mu.Unlock()
 		if time.Now().After(deadline) {
 			t.Fatalf("no %s in %+v", what, got)
 		}
